@@ -1,0 +1,100 @@
+"""Command line: ``geosim run | validate | schedulers``.
+
+Bad input (a malformed scenario, an unknown scheduler, a value out of range, a bad
+topology file) prints one line ``geosim: error: ...`` naming the file, key and value,
+and exits with status 2, without a traceback and without writing any output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from geosim.errors import GeosimError
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="geosim", description="Simulate scheduling on geo-distributed edge clusters.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run one simulation and write its result tables")
+    run.add_argument("scenario", help="scenario TOML file")
+    run.add_argument("--scheduler", help="registered scheduler name (default: the scenario's)")
+    run.add_argument("--seed", type=int, help="seed (default: the scenario's run.seed)")
+    run.add_argument("--out", default="results", help="output directory (default: results)")
+    run.add_argument("--format", choices=("parquet", "csv"), default="parquet",
+                     help="table format (default: parquet)")
+    run.add_argument("--set", dest="overrides", action="append", default=[],
+                     metavar="KEY=VALUE", help="override a scenario key, e.g. "
+                     "workload.arrival_rate=0.07 (repeatable)")
+    run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    val = sub.add_parser("validate", help="check a scenario without running it")
+    val.add_argument("scenario")
+    val.add_argument("--set", dest="overrides", action="append", default=[],
+                     metavar="KEY=VALUE")
+    sub.add_parser("schedulers", help="list the registered schedulers")
+    return parser
+
+
+def _load(args: argparse.Namespace):
+    from geosim.scenario import load_scenario, parse_override
+    overrides = dict(parse_override(o) for o in args.overrides)
+    return load_scenario(args.scenario, overrides)
+
+
+def _format_summary(summary: dict) -> str:
+    rows = [
+        ("scheduler", summary["scheduler"]), ("seed", summary["seed"]),
+        ("jobs done", f"{summary['jobs_done']} / {summary['jobs']}"),
+        ("flowtime mean (s)", f"{summary['mean_flowtime']:.2f}"),
+        ("flowtime p50 / p95 / p99 (s)", f"{summary['p50_flowtime']:.2f} / "
+         f"{summary['p95_flowtime']:.2f} / {summary['p99_flowtime']:.2f}"),
+        ("simulated time (s)", f"{summary['simulated_seconds']:.0f}"),
+        ("slot utilisation", f"{100 * summary['slot_utilisation']:.1f}%"),
+        ("WAN traffic (MB)", f"{summary['wan_mb']:.1f}"),
+        ("copies launched / killed", f"{summary['copies_launched']} / "
+         f"{summary['copies_killed']} ({summary['copies_failed']} by outages)"),
+        ("wasted slot-seconds", f"{summary['wasted_slot_seconds']:.1f}"),
+        ("wall time (s)", f"{summary['wall_seconds']:.2f}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``geosim`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "schedulers":
+            from geosim.schedulers import registered
+            reg = registered()
+            width = max(len(n) for n in reg)
+            for name, cls in reg.items():
+                print(f"{name:<{width}}  {cls.description}")
+            return 0
+        scenario = _load(args)
+        if args.command == "validate":
+            from geosim.model import GeoModel
+            model = GeoModel(scenario, None)
+            print(f"{scenario.source}: ok ({model.world.n_clusters} clusters, "
+                  f"{model.world.n_slots} slots, {model.workload.n_jobs} jobs, "
+                  f"{model.workload.n_tasks} tasks, scheduler {model.policy.name})")
+            return 0
+        from geosim.model import GeoModel
+        model = GeoModel(scenario, args.scheduler, args.seed)
+        result = model.run(progress=not args.no_progress and sys.stderr.isatty())
+        out = result.save(args.out, fmt=args.format)
+        print(_format_summary(result.summary))
+        print(f"results written to {out}/")
+        return 0
+    except GeosimError as exc:
+        print(f"geosim: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("geosim: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,486 @@
+"""Vectorised execution of task copies (DESIGN.md, "Time and execution").
+
+State of record is struct-of-arrays: tasks (fixed, one entry per task of the workload),
+copies and copy inputs (growing tables), slots and clusters. One call to
+:meth:`Engine.advance` moves every running copy through one time slot ``[t, t+dt]`` in a
+handful of NumPy operations:
+
+- a copy's rate (fraction of its task per second) is the bottleneck of processing and
+  input transfer (003 §3.2): ``min(share * speed / work, min_j bw_j / size_j)``, where
+  ``speed`` is the slot's VM power times its availability factor averaged exactly over
+  the slot, and ``bw_j`` the bandwidth of the transfer of remote input ``j``;
+- each transfer gets an equal share of every resource it crosses (each directed WAN link
+  of its route, the source's egress gate, the destination's ingress gate); its bandwidth
+  is the smallest of those shares, and 0 while the source cluster is unreachable;
+- a copy reaching progress 1 finishes at the interpolated time inside the slot; the first
+  copy of a task to finish wins and its siblings are killed at that instant, so their
+  slots are free at the next slot boundary and their work up to that instant is wasted.
+
+Work accounting: ``executed`` integrates every copy's rate; work a copy did that does not
+survive in its task (killed copies, losers of a checkpoint) is ``wasted``. For a finished
+run ``sum(executed) == sum(task work) + sum(wasted)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from geosim.workload import Workload
+from geosim.world import World
+
+# Task states.
+WAITING, READY, RUNNING, DONE = 0, 1, 2, 3
+# Copy outcomes.
+ALIVE, WON, LOST, KILLED, FAILED = 0, 1, 2, 3, 4
+OUTCOMES = ("alive", "won", "lost", "killed", "failed")
+
+_EPS = 1e-9
+
+
+class SchedulingError(RuntimeError):
+    """A scheduler asked for something the engine cannot do (a bug in the policy)."""
+
+
+def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Return the concatenation of ``arange(lo[i], hi[i])`` for every i, vectorised."""
+    lens = hi - lo
+    total = int(lens.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    offsets = np.repeat(lo - (np.cumsum(lens) - lens), lens)
+    return offsets + np.arange(total, dtype=np.int64)
+
+
+class _Table:
+    """Growable struct-of-arrays with amortised doubling."""
+
+    def __init__(self, spec: dict[str, tuple[np.dtype, float]], capacity: int = 1024):
+        self._spec = spec
+        self.n = 0
+        self.cols = {k: np.full(capacity, fill, dtype=dt) for k, (dt, fill) in spec.items()}
+
+    def append(self, count: int) -> slice:
+        """Reserve ``count`` new rows (filled with defaults) and return their slice."""
+        need = self.n + count
+        cap = len(next(iter(self.cols.values())))
+        if need > cap:
+            new_cap = max(need, 2 * cap)
+            for k, (dt, fill) in self._spec.items():
+                arr = np.full(new_cap, fill, dtype=dt)
+                arr[: self.n] = self.cols[k][: self.n]
+                self.cols[k] = arr
+        rows = slice(self.n, need)
+        self.n = need
+        return rows
+
+
+_COPY_SPEC = {
+    "task": (np.int64, -1), "slot": (np.int64, -1), "cluster": (np.int64, -1),
+    "share": (np.float64, 0.0), "progress": (np.float64, 0.0), "base": (np.float64, 0.0),
+    "start": (np.float64, np.nan), "end": (np.float64, np.nan),
+    "executed": (np.float64, 0.0), "wasted": (np.float64, 0.0),
+    "share_time": (np.float64, 0.0), "speed_time": (np.float64, 0.0),
+    "outcome": (np.int8, ALIVE), "in_lo": (np.int64, 0), "in_hi": (np.int64, 0),
+}
+_INPUT_SPEC = {
+    "copy": (np.int64, -1), "src": (np.int64, -1), "size": (np.float64, 0.0),
+    "bw_time": (np.float64, 0.0),
+}
+
+
+class Engine:
+    """Tasks, copies, slots and transfers of one run, advanced slot by slot.
+
+    Args:
+        world: The clusters, slots and WAN.
+        workload: Every job of the run.
+        dt: Length of a time slot (s).
+        rng: Stream for choosing among equally good free slots.
+    """
+
+    def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator):
+        self.world, self.wl, self.dt, self.rng = world, workload, dt, rng
+        self.time = 0.0
+        n_tasks, n_jobs = workload.n_tasks, workload.n_jobs
+        self.task_job = workload.job_of_task
+        self.task_work = workload.task_work
+        order = np.argsort(workload.edge_dst, kind="stable")
+        self.in_ptr = _ptr(workload.edge_dst, n_tasks)
+        self.in_src = workload.edge_src[order]
+        self.in_size = workload.edge_size[order]
+        order = np.argsort(workload.edge_src, kind="stable")
+        self.out_ptr = _ptr(workload.edge_src, n_tasks)
+        self.out_dst = workload.edge_dst[order]
+        self.pending = np.bincount(workload.edge_dst, minlength=n_tasks).astype(np.int64)
+
+        self.task_state = np.full(n_tasks, WAITING, dtype=np.int8)
+        self.task_ready = np.full(n_tasks, np.nan)
+        self.task_start = np.full(n_tasks, np.nan)
+        self.task_done = np.full(n_tasks, np.nan)
+        self.task_cluster = np.full(n_tasks, -1, dtype=np.int64)
+        self.task_home = np.full(n_tasks, -1, dtype=np.int64)
+        self.task_saved = np.zeros(n_tasks)
+        self.task_copies = np.zeros(n_tasks, dtype=np.int64)
+        self.task_live = np.zeros(n_tasks, dtype=np.int64)
+        self.task_checkpoints = np.zeros(n_tasks, dtype=np.int64)
+        self._task_scratch = np.full(n_tasks, np.nan)
+
+        self.job_left = np.diff(workload.task_ptr).astype(np.int64)
+        self.job_done = np.full(n_jobs, np.nan)
+        self.job_last = np.full(n_jobs, -np.inf)
+        self.job_checkpoints = np.zeros(n_jobs, dtype=np.int64)
+        self.job_work_left = np.bincount(self.task_job, weights=self.task_work, minlength=n_jobs)
+        self.next_job = 0          # first job not yet arrived
+        self.n_ready = 0
+
+        self.slot_used = np.zeros(world.n_slots)
+        self.slot_copies = np.zeros(world.n_slots, dtype=np.int64)
+        self.reachable = np.ones(world.n_clusters, dtype=bool)
+        self.copies = _Table(_COPY_SPEC)
+        self.inputs = _Table(_INPUT_SPEC, capacity=4096)
+        self.live = np.empty(0, dtype=np.int64)
+        self._flows: tuple | None = None
+        self.egress_mb = np.zeros(world.n_clusters)
+        self.ingress_mb = np.zeros(world.n_clusters)
+        self.wan_mb = 0.0
+        self.completed: list[np.ndarray] = []   # winner copy ids per step, for the monitor
+        self.finished_jobs: list[int] = []
+
+    # ------------------------------------------------------------------ queries
+    def free_slots(self) -> np.ndarray:
+        """Whole free slots per cluster (0 for unreachable clusters)."""
+        free = np.add.reduceat((self.slot_used <= _EPS).astype(np.int64),
+                               self.world.slot_ptr[:-1])
+        return np.where(self.reachable, free, 0)
+
+    def task_inputs(self, task: int) -> tuple[np.ndarray, np.ndarray]:
+        """Clusters and sizes (MB) of a ready task's inputs (raw, then parents' outputs)."""
+        lo, hi = self.wl.raw_ptr[task], self.wl.raw_ptr[task + 1]
+        plo, phi = self.in_ptr[task], self.in_ptr[task + 1]
+        src = np.concatenate([self.wl.raw_cluster[lo:hi], self.task_cluster[self.in_src[plo:phi]]])
+        size = np.concatenate([self.wl.raw_size[lo:hi], self.in_size[plo:phi]])
+        return src, size
+
+    def remaining_work(self, jobs: np.ndarray) -> np.ndarray:
+        """Work (MI) each job still needs.
+
+        That is the work of its unfinished tasks, less checkpointed progress and the
+        progress of each task's most advanced live copy.
+        """
+        left = self.job_work_left[jobs].copy()
+        live = self.live
+        if live.size:
+            cols = self.copies.cols
+            task = cols["task"][live]
+            ahead = cols["progress"][live] - cols["base"][live]
+            order = np.lexsort((-ahead, task))
+            first = np.r_[True, task[order][1:] != task[order][:-1]]
+            lead = order[first]
+            credit = np.bincount(self.task_job[task[lead]],
+                                 weights=ahead[lead] * self.task_work[task[lead]],
+                                 minlength=self.wl.n_jobs)
+            left -= credit[jobs]
+        return np.maximum(left, 0.0)
+
+    # ------------------------------------------------------------------ arrivals
+    def arrive(self, until: float) -> list[int]:
+        """Make jobs with arrival time <= ``until`` alive; return their ids."""
+        arrival = self.wl.arrival
+        j0 = self.next_job
+        j1 = int(np.searchsorted(arrival, until, side="right"))
+        if j1 <= j0:
+            return []
+        self.next_job = j1
+        tasks = np.arange(self.wl.task_ptr[j0], self.wl.task_ptr[j1])
+        self._make_ready(tasks[self.pending[tasks] == 0], until)
+        return list(range(j0, j1))
+
+    def _make_ready(self, tasks: np.ndarray, at: float) -> None:
+        if tasks.size == 0:
+            return
+        self.task_state[tasks] = READY
+        self.task_ready[tasks] = at
+        self.n_ready += tasks.size
+        self.task_home[tasks] = self._homes(tasks)
+
+    def _homes(self, tasks: np.ndarray) -> np.ndarray:
+        """Cluster holding the largest part of each task's input (-1: no input)."""
+        wl = self.wl
+        raw = concat_ranges(wl.raw_ptr[tasks], wl.raw_ptr[tasks + 1])
+        raw_owner = np.repeat(np.arange(tasks.size), wl.raw_ptr[tasks + 1] - wl.raw_ptr[tasks])
+        par = concat_ranges(self.in_ptr[tasks], self.in_ptr[tasks + 1])
+        par_owner = np.repeat(np.arange(tasks.size), self.in_ptr[tasks + 1] - self.in_ptr[tasks])
+        owner = np.concatenate([raw_owner, par_owner])
+        home = np.full(tasks.size, -1, dtype=np.int64)
+        if owner.size == 0:
+            return home
+        src = np.concatenate([wl.raw_cluster[raw], self.task_cluster[self.in_src[par]]])
+        size = np.concatenate([wl.raw_size[raw], self.in_size[par]])
+        n = self.world.n_clusters
+        key = owner * n + src
+        uniq, inv = np.unique(key, return_inverse=True)
+        total = np.bincount(inv, weights=size)
+        u_owner = uniq // n
+        # largest total per owner; ties -> smallest cluster id (uniq is sorted by cluster)
+        order = np.lexsort((uniq % n, -total, u_owner))
+        first = np.ones(order.size, dtype=bool)
+        first[1:] = u_owner[order][1:] != u_owner[order][:-1]
+        pick = order[first]
+        home[u_owner[pick]] = uniq[pick] % n
+        return home
+
+    # ------------------------------------------------------------------ operations
+    def launch(self, task: int, cluster: int, share: float = 1.0, slot: int | None = None) -> int:
+        """Start a copy of a ready or running task on ``cluster``; return the copy id.
+
+        Args:
+            task: Task id.
+            cluster: Cluster to run on; must be reachable.
+            share: Fraction of one slot the copy gets (multitasking, 002 §5).
+            slot: A specific slot of ``cluster``; by default the free slot with the least
+                spare share that fits ``share``, ties broken at random.
+        """
+        state = self.task_state[task]
+        if state not in (READY, RUNNING):
+            raise SchedulingError(f"task {task} is not ready (state {state})")
+        if not 0.0 < share <= 1.0:
+            raise SchedulingError(f"share {share} outside (0, 1]")
+        if not self.reachable[cluster]:
+            raise SchedulingError(f"cluster {cluster} is unreachable")
+        lo, hi = self.world.slot_ptr[cluster], self.world.slot_ptr[cluster + 1]
+        if slot is None:
+            spare = 1.0 - self.slot_used[lo:hi]
+            fits = np.flatnonzero(spare >= share - _EPS)
+            if fits.size == 0:
+                raise SchedulingError(f"no slot of cluster {cluster} has {share:g} spare")
+            best = fits[spare[fits] <= spare[fits].min() + _EPS]
+            slot = int(lo + (best[0] if best.size == 1 else self.rng.choice(best)))
+        elif not lo <= slot < hi or self.slot_used[slot] + share > 1.0 + _EPS:
+            raise SchedulingError(f"slot {slot} of cluster {cluster} cannot take share {share:g}")
+        src, size = self.task_inputs(task)
+        c = self.copies.append(1).start
+        cols = self.copies.cols
+        cols["task"][c], cols["slot"][c], cols["cluster"][c] = task, slot, cluster
+        cols["share"][c] = share
+        cols["progress"][c] = cols["base"][c] = self.task_saved[task]
+        cols["start"][c] = self.time
+        rows = self.inputs.append(len(src))
+        icols = self.inputs.cols
+        icols["copy"][rows], icols["src"][rows], icols["size"][rows] = c, src, size
+        cols["in_lo"][c], cols["in_hi"][c] = rows.start, rows.stop
+        self.slot_used[slot] += share
+        self.slot_copies[slot] += 1
+        if state == READY:
+            self.task_state[task] = RUNNING
+            self.n_ready -= 1
+            if np.isnan(self.task_start[task]):
+                self.task_start[task] = self.time
+        self.task_copies[task] += 1
+        self.task_live[task] += 1
+        self.live = np.append(self.live, c)
+        self._flows = None
+        return c
+
+    def kill(self, copies: np.ndarray | int, outcome: int = KILLED) -> None:
+        """End live copies now; their work since the last checkpoint is wasted."""
+        copies = np.atleast_1d(np.asarray(copies, dtype=np.int64))
+        cols = self.copies.cols
+        if np.any(cols["outcome"][copies] != ALIVE):
+            raise SchedulingError(f"copy {copies[cols['outcome'][copies] != ALIVE][0]} is not live")
+        self._end(copies, np.full(copies.size, self.time), outcome)
+        tasks = np.unique(cols["task"][copies])
+        idle = tasks[(self.task_live[tasks] == 0) & (self.task_state[tasks] == RUNNING)]
+        self.task_state[idle] = READY
+        self.n_ready += idle.size
+
+    def checkpoint(self, job: int) -> None:
+        """Bring every running copy of ``job`` to its task's most advanced copy (002 §3)."""
+        live = self.live
+        cols = self.copies.cols
+        lo, hi = self.wl.task_ptr[job], self.wl.task_ptr[job + 1]
+        tasks = cols["task"][live]
+        mine = live[(tasks >= lo) & (tasks < hi)]
+        self.job_checkpoints[job] += 1
+        if mine.size == 0:
+            return
+        t = cols["task"][mine]
+        best = self.task_saved[lo:hi].copy()
+        np.maximum.at(best, t - lo, cols["progress"][mine])
+        level = best[t - lo]
+        cols["wasted"][mine] += (cols["progress"][mine] - cols["base"][mine]) * \
+            (cols["progress"][mine] < level - _EPS) * self.task_work[t]
+        cols["progress"][mine] = level
+        cols["base"][mine] = level
+        ut = np.unique(t)
+        gain = best[ut - lo] - self.task_saved[ut]
+        self.job_work_left[job] -= float((gain * self.task_work[ut]).sum())
+        self.task_saved[ut] = best[ut - lo]
+        self.task_checkpoints[ut] += 1
+
+    def set_share(self, copy: int, share: float) -> None:
+        """Change the slot share of a live copy (multitasking)."""
+        cols = self.copies.cols
+        if cols["outcome"][copy] != ALIVE:
+            raise SchedulingError(f"copy {copy} is not live")
+        slot = cols["slot"][copy]
+        if not 0.0 < share <= 1.0 or self.slot_used[slot] - cols["share"][copy] + share > 1 + _EPS:
+            raise SchedulingError(f"share {share:g} does not fit slot {slot}")
+        self.slot_used[slot] += share - cols["share"][copy]
+        cols["share"][copy] = share
+
+    def fail_clusters(self, clusters: np.ndarray) -> int:
+        """Kill every live copy on clusters hit by an outage (outcome ``failed``).
+
+        Returns:
+            The number of copies killed.
+        """
+        if clusters.size == 0 or self.live.size == 0:
+            return 0
+        hit = np.zeros(self.world.n_clusters, dtype=bool)
+        hit[clusters] = True
+        victims = self.live[hit[self.copies.cols["cluster"][self.live]]]
+        if victims.size:
+            self.kill(victims, outcome=FAILED)
+        return int(victims.size)
+
+    def _end(self, copies: np.ndarray, at: np.ndarray, outcome: int | np.ndarray) -> None:
+        cols = self.copies.cols
+        cols["end"][copies] = at
+        cols["outcome"][copies] = outcome
+        lost = np.asarray(outcome) != WON
+        t = cols["task"][copies]
+        cols["wasted"][copies] += np.where(
+            lost, (cols["progress"][copies] - cols["base"][copies]) * self.task_work[t], 0.0)
+        np.subtract.at(self.slot_used, cols["slot"][copies], cols["share"][copies])
+        np.subtract.at(self.slot_copies, cols["slot"][copies], 1)
+        np.subtract.at(self.task_live, t, 1)
+        self.live = self.live[~np.isin(self.live, copies, assume_unique=True)]
+        self._flows = None
+
+    # ------------------------------------------------------------------ transfers
+    def _flow_structure(self) -> tuple:
+        """Remote inputs of live copies and the resources they cross (cached)."""
+        if self._flows is not None:
+            return self._flows
+        cols, icols = self.copies.cols, self.inputs.cols
+        live = self.live
+        idx = concat_ranges(cols["in_lo"][live], cols["in_hi"][live])
+        pos = np.repeat(np.arange(live.size), cols["in_hi"][live] - cols["in_lo"][live])
+        src = icols["src"][idx]
+        dst = cols["cluster"][live][pos]
+        keep = (src != dst) & (icols["size"][idx] > 0)
+        idx, pos, src, dst = idx[keep], pos[keep], src[keep], dst[keep]
+        if idx.size == 0:
+            self._flows = (idx,)
+            return self._flows
+        pair = src * self.world.n_clusters + dst
+        lo, hi = self.world.pair_ptr[pair], self.world.pair_ptr[pair + 1]
+        res = self.world.pair_res[concat_ranges(lo, hi)]
+        starts = np.cumsum(hi - lo) - (hi - lo)
+        n_res = 2 * self.world.n_links + 2 * self.world.n_clusters
+        users = np.bincount(res, minlength=n_res)
+        group = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+        self._flows = (idx, pos, src, dst, res, starts, users, group)
+        return self._flows
+
+    # ------------------------------------------------------------------ time
+    def advance(self) -> None:
+        """Run every live copy through the slot ``[time, time + dt]``."""
+        t, dt, world = self.time, self.dt, self.world
+        t_end = t + dt
+        factor = world.availability.advance(t_end, t) if world.availability is not None else None
+        live = self.live
+        self.completed = []
+        if live.size == 0:
+            self.time = t_end
+            return
+        cols, icols = self.copies.cols, self.inputs.cols
+        slot = cols["slot"][live]
+        task = cols["task"][live]
+        speed = world.power.level[slot]
+        if factor is not None:
+            speed = speed * factor[slot]
+        work = self.task_work[task]
+        share = cols["share"][live]
+        rate = share * speed / work
+        flows = self._flow_structure()
+        if flows[0].size:
+            idx, pos, src, dst, res, starts, users, group = flows
+            cap = world.resource_capacity()
+            bw = np.minimum.reduceat(cap[res] / users[res], starts)
+            bw[~self.reachable[src]] = 0.0
+            size = icols["size"][idx]
+            limit = np.minimum.reduceat(bw / size, group)
+            rate[pos[group]] = np.minimum(rate[pos[group]], limit)
+        progress = cols["progress"][live]
+        elapsed = np.full(live.size, dt)
+        fin = progress + rate * dt >= 1.0 - _EPS
+        winners = np.empty(0, dtype=np.int64)
+        if fin.any():
+            fin_time = t + (1.0 - progress[fin]) / rate[fin]
+            fin_copies, fin_tasks = live[fin], task[fin]
+            order = np.lexsort((fin_copies, fin_time, fin_tasks))
+            first = np.r_[True, fin_tasks[order][1:] != fin_tasks[order][:-1]]
+            win_pos = order[first]
+            winners = fin_copies[win_pos]
+            done_tasks, done_time = fin_tasks[win_pos], fin_time[win_pos]
+            self._task_scratch[done_tasks] = done_time
+            ending_at = self._task_scratch[task]
+            self._task_scratch[done_tasks] = np.nan
+            ending = ~np.isnan(ending_at)
+            elapsed[ending] = np.clip(ending_at[ending] - t, 0.0, dt)
+        step = rate * elapsed
+        cols["progress"][live] = np.minimum(progress + step, 1.0)
+        cols["executed"][live] += step * work
+        cols["share_time"][live] += share * elapsed
+        cols["speed_time"][live] += speed * elapsed
+        if flows[0].size:
+            el = elapsed[pos]
+            icols["bw_time"][idx] += bw * el
+            moved = rate[pos] * size * el
+            self.egress_mb += np.bincount(src, weights=moved, minlength=world.n_clusters)
+            self.ingress_mb += np.bincount(dst, weights=moved, minlength=world.n_clusters)
+            self.wan_mb += float(moved.sum())
+        if winners.size:
+            self._complete(live[ending], ending_at[ending], winners, done_tasks, done_time)
+        self.time = t_end
+
+    def _complete(self, ending: np.ndarray, at: np.ndarray, winners: np.ndarray,
+                  tasks: np.ndarray, times: np.ndarray) -> None:
+        cols = self.copies.cols
+        cols["progress"][winners] = 1.0
+        outcome = np.where(np.isin(ending, winners), WON, LOST).astype(np.int8)
+        self._end(ending, at, outcome)
+        self.task_state[tasks] = DONE
+        self.task_done[tasks] = times
+        self.task_cluster[tasks] = cols["cluster"][winners]
+        jobs = self.task_job[tasks]
+        np.subtract.at(self.job_left, jobs, 1)
+        np.subtract.at(self.job_work_left, jobs,
+                       (1.0 - self.task_saved[tasks]) * self.task_work[tasks])
+        self.task_saved[tasks] = 1.0
+        np.maximum.at(self.job_last, jobs, times)
+        children = self.out_dst[concat_ranges(self.out_ptr[tasks], self.out_ptr[tasks + 1])]
+        if children.size:
+            np.subtract.at(self.pending, children, 1)
+            ready = np.unique(children[self.pending[children] == 0])
+            self._make_ready(ready, self.time + self.dt)
+        done_jobs = np.unique(jobs[self.job_left[jobs] == 0])
+        self.job_done[done_jobs] = self.job_last[done_jobs]
+        self.finished_jobs.extend(done_jobs.tolist())
+        self.completed.append(winners)
+
+    # ------------------------------------------------------------------ accounting
+    def work_balance(self) -> tuple[float, float, float]:
+        """Return (executed, demanded by finished tasks, wasted) work over all copies."""
+        n = self.copies.n
+        cols = self.copies.cols
+        done = self.task_state == DONE
+        return (float(cols["executed"][:n].sum()), float(self.task_work[done].sum()),
+                float(cols["wasted"][:n].sum()))
+
+
+def _ptr(keys: np.ndarray, n: int) -> np.ndarray:
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    return ptr

@@ -1,0 +1,26 @@
+"""Errors raised for bad user input.
+
+Every problem a user can cause (a malformed scenario, an unknown scheduler, a value
+out of range, a bad topology file) is reported as a :class:`GeosimError` whose message
+is one line naming where the problem is (file, key, value). The command-line interface
+prints that line and exits with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+
+class GeosimError(Exception):
+    """A user-facing error with a one-line message.
+
+    Args:
+        message: What is wrong.
+        source: The file (or other origin) the bad input came from, if any.
+        key: The dotted scenario key involved, if any.
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, key: str | None = None):
+        self.source = source
+        self.key = key
+        parts = [p for p in (source, key) if p]
+        prefix = ": ".join(parts)
+        super().__init__(f"{prefix}: {message}" if prefix else message)

@@ -1,0 +1,297 @@
+"""The Mesa model: one run of a scenario with one scheduler and one seed.
+
+One :meth:`GeoModel.step` is one time slot ``[t, t+dt]`` (DESIGN.md, "Time and
+execution"):
+
+1. the world's processes are brought to the boundary ``t`` (VM power, link bandwidth,
+   outages; copies on a cluster hit by an outage since the last boundary are killed);
+2. jobs that arrived by ``t`` become alive (a :class:`~geosim.agents.JobAgent` each);
+3. the scheduler agent acts on the view;
+4. the engine runs every live copy through the slot; completed jobs' agents are removed;
+5. the cluster time series is sampled when a sampling time is reached.
+
+When no job is alive, the model jumps to the slot boundary of the next arrival (or
+the next sampling time, if earlier); the processes are advanced exactly across it.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Mapping
+from typing import Any
+
+import mesa
+import numpy as np
+
+from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
+from geosim.engine import READY, Engine, SchedulingError, concat_ranges
+from geosim.errors import GeosimError
+from geosim.monitor import Monitor
+from geosim.results import Result, build_result
+from geosim.scenario import Scenario
+from geosim.schedulers import Scheduler, make_scheduler
+from geosim.view import Actions, SchedulerView
+from geosim.workload import (
+    WorkDistribution,
+    Workload,
+    montage_jobs,
+    single_work_jobs,
+    wfformat_jobs,
+)
+from geosim.world import World, build_world, spawn_streams
+
+#: Consecutive slots with alive jobs, free slots and nothing running after which a run
+#: is declared stuck (a scheduler that never launches).
+STALL_SLOTS = 100_000
+
+
+def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -> Workload:
+    """Generate the scenario's jobs (all of them, at the start of the run)."""
+    wl = scenario["workload"]
+    kind = wl["kind"]
+    if kind == "single":
+        work = dict(wl["work"])
+        try:
+            dist = WorkDistribution(work.pop("distribution", "pareto"), work)
+        except GeosimError as exc:
+            raise GeosimError(str(exc), source=scenario.source, key="workload.work") from None
+        cluster = wl["input_cluster"]
+        if cluster >= world.n_clusters:
+            raise GeosimError(f"input on cluster {cluster}, but the topology has "
+                              f"{world.n_clusters} clusters", source=scenario.source,
+                              key="workload.input_cluster")
+        return single_work_jobs(wl["n_jobs"], wl["arrival_rate"], dist, rng,
+                                input_cluster=cluster if cluster >= 0 else None)
+    common = {"input_clusters": world.input_clusters, "reference_mips": wl["reference_mips"]}
+    if kind == "montage":
+        mix = ((0.89, 1, 150), (0.08, 151, 500), (0.03, 501, wl["large_max_tasks"]))
+        return montage_jobs(wl["n_jobs"], wl["arrival_rate"], rng, size_mix=mix, **common)
+    files = [str(scenario.resolve(f)) for f in wl["files"]]
+    return wfformat_jobs(files, wl["n_jobs"], wl["arrival_rate"], rng, **common)
+
+
+class GeoModel(mesa.Model):
+    """A geo-distributed world, its workload and a scheduler.
+
+    Args:
+        scenario: A validated scenario.
+        scheduler: A scheduler instance or registered name; default: the scenario's.
+        seed: Seed of every random draw; default: the scenario's ``run.seed``.
+        workload: Jobs to run instead of the scenario's generator (same seed rules).
+
+    Raises:
+        GeosimError: Bad scheduler name or parameters, or a workload that does not fit
+            the world (e.g. input on a cluster that does not exist).
+    """
+
+    def __init__(self, scenario: Scenario, scheduler: Scheduler | str | None = None,
+                 seed: int | None = None, workload: Workload | None = None):
+        seed = scenario["run"]["seed"] if seed is None else int(seed)
+        super().__init__(rng=seed)
+        self.scenario, self.seed = scenario, seed
+        self.dt = float(scenario["run"]["dt"])
+        self.horizon = float(scenario["run"]["horizon"])
+        self.record_interval = float(scenario["run"]["record_interval"])
+        if scheduler is None or isinstance(scheduler, str):
+            name = scheduler or scenario["scheduler"]["name"]
+            params = scenario["scheduler"]["params"] if scheduler is None or \
+                scheduler == scenario["scheduler"]["name"] else {}
+            scheduler = make_scheduler(name, params, source=scenario.source)
+        self.policy = scheduler
+        streams = spawn_streams(seed)
+        self.world = build_world(scenario, streams)
+        self.workload = workload if workload is not None else build_workload(
+            scenario, self.world, streams["workload"])
+        self.workload.validate(self.world.n_clusters, source=scenario.source)
+        self.engine = Engine(self.world, self.workload, self.dt, streams["placement"])
+        self.monitor = Monitor(self.world.n_clusters, len(self.workload.type_names))
+        self.view = SchedulerView(self.engine, self.monitor)
+        self.actions = Actions(self.engine)
+        self.clusters = [ClusterAgent(self, c) for c in range(self.world.n_clusters)]
+        self.links = [LinkAgent(self, e) for e in range(self.world.n_links)]
+        self.scheduler_agent = SchedulerAgent(self, scheduler)
+        self.jobs: dict[int, JobAgent] = {}
+        scheduler.reset(self.view, streams["scheduler"])
+        self._outages_seen = np.zeros(self.world.n_clusters, dtype=np.int64)
+        self._last_boundary = 0.0
+        self._next_record = 0.0
+        self._last_record = 0.0
+        self._records: list[dict[str, np.ndarray]] = []
+        self._stalled = 0
+        self.steps_run = 0
+        self.wall_seconds = 0.0
+
+    # ------------------------------------------------------------------ running
+    @property
+    def done(self) -> bool:
+        """Whether every job has finished, or the horizon is reached."""
+        e = self.engine
+        if self.horizon > 0 and e.time >= self.horizon - 1e-9:
+            return True
+        return e.next_job >= self.workload.n_jobs and not self.jobs
+
+    def step(self) -> None:
+        """Advance one time slot (or jump over an idle stretch)."""
+        e = self.engine
+        if not self.jobs and e.next_job < self.workload.n_jobs:
+            self._jump(float(self.workload.arrival[e.next_job]))
+        t = e.time
+        self._boundary(t)
+        view = self.view
+        view.arrivals = 0
+        for job in e.arrive(t):
+            self.jobs[job] = JobAgent(self, job)
+            view.arrivals += 1
+        view.alive_jobs = np.fromiter(self.jobs, dtype=np.int64, count=len(self.jobs))
+        if self.jobs:
+            self.scheduler_agent.step()
+            self._check_stall()
+        e.advance()
+        self.steps_run += 1
+        view.completions = sum(int(w.size) for w in e.completed)
+        if e.completed:
+            self._observe(np.concatenate(e.completed))
+        for job in e.finished_jobs:
+            self.jobs.pop(job).remove()
+        e.finished_jobs.clear()
+        if e.time >= self._next_record - 1e-9:
+            self._record()
+
+    def run(self, progress: bool = False) -> Result:
+        """Step until every job is done (or the horizon); return the result tables.
+
+        Args:
+            progress: Show a progress bar of finished jobs on standard error.
+        """
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(total=self.workload.n_jobs, unit="job", desc=self.policy.name,
+                       leave=False, dynamic_ncols=True)
+        start = _time.perf_counter()
+        finished = 0
+        while not self.done:
+            self.step()
+            if bar is not None:
+                now = int(np.sum(~np.isnan(self.engine.job_done)))
+                if now != finished:
+                    bar.update(now - finished)
+                    finished = now
+        self.wall_seconds = _time.perf_counter() - start
+        if bar is not None:
+            bar.close()
+        return build_result(self)
+
+    # ------------------------------------------------------------------ internals
+    def _jump(self, arrival: float) -> None:
+        """Skip idle slots up to the boundary at or after ``arrival``."""
+        e = self.engine
+        target = max(e.time, np.ceil(arrival / self.dt - 1e-9) * self.dt)
+        while e.time < target - 1e-9:
+            stop = min(target, max(self._next_record, e.time + self.dt))
+            stop = e.time + max(1, round((stop - e.time) / self.dt)) * self.dt
+            self._boundary(e.time)
+            if self.world.availability is not None:
+                self.world.availability.advance(stop)
+            e.time = stop
+            if e.time >= self._next_record - 1e-9:
+                self._record()
+
+    def _boundary(self, t: float) -> None:
+        """Bring power, bandwidth and outages to time ``t``; kill copies hit by outages."""
+        world, e = self.world, self.engine
+        world.power.advance(t)
+        if world.link_bw is not None:
+            world.link_bw.advance(t)
+        self.view.failures = 0
+        if world.outages is None:
+            return
+        world.outages.advance(t)
+        started = world.outages.count[1] - self._outages_seen
+        self._outages_seen = world.outages.count[1].copy()
+        e.reachable = world.outages.on.copy()
+        self.view.failures = e.fail_clusters(np.flatnonzero(started > 0))
+        self.monitor.record_reachability(e.reachable, started, t - self._last_boundary)
+        self._last_boundary = t
+
+    def _observe(self, winners: np.ndarray) -> None:
+        """Feed the monitor with what completed copies saw."""
+        e = self.engine
+        cols, icols = e.copies.cols, e.inputs.cols
+        duration = np.maximum(cols["end"][winners] - cols["start"][winners], 1e-12)
+        self.monitor.record_copies(cols["cluster"][winners],
+                                   self.workload.task_type[cols["task"][winners]],
+                                   cols["speed_time"][winners] / duration)
+        lo, hi = cols["in_lo"][winners], cols["in_hi"][winners]
+        idx = concat_ranges(lo, hi)
+        if idx.size:
+            owner = np.repeat(np.arange(winners.size), hi - lo)
+            dst = cols["cluster"][winners][owner]
+            src = icols["src"][idx]
+            remote = (src != dst) & (icols["size"][idx] > 0)
+            self.monitor.record_transfers(src[remote], dst[remote],
+                                          icols["bw_time"][idx][remote] / duration[owner][remote])
+
+    def _check_stall(self) -> None:
+        e = self.engine
+        if e.live.size == 0 and self.view.total_slots > 0:
+            self._stalled += 1
+            if self._stalled > STALL_SLOTS:
+                raise SchedulingError(
+                    f"scheduler {self.policy.name!r} left {len(self.jobs)} jobs waiting with "
+                    f"free slots for {STALL_SLOTS} slots")
+        else:
+            self._stalled = 0
+
+    def _record(self) -> None:
+        """Sample the cluster time series (averages over the elapsed interval)."""
+        e, world = self.engine, self.world
+        span = max(e.time - self._last_record, 1e-12)
+        ptr = world.slot_ptr[:-1]
+        available = np.add.reduceat(world.availability.on.astype(np.int64), ptr) \
+            if world.availability is not None else world.slots.copy()
+        ready = np.flatnonzero(e.task_state == READY)
+        homes = e.task_home[ready]
+        queue = np.bincount(homes[homes >= 0], minlength=world.n_clusters)
+        self._records.append({
+            "time": np.full(world.n_clusters, e.time),
+            "cluster": np.arange(world.n_clusters),
+            "reachable": e.reachable.copy(),
+            "slots": world.slots.copy(),
+            "available_slots": available,
+            "busy": np.add.reduceat(e.slot_used, ptr),
+            "copies": np.add.reduceat(e.slot_copies, ptr),
+            "queue": queue,
+            "egress_mbps": e.egress_mb / span,
+            "ingress_mbps": e.ingress_mb / span,
+        })
+        e.egress_mb[:] = 0.0
+        e.ingress_mb[:] = 0.0
+        self._last_record = e.time
+        while self._next_record <= e.time + 1e-9:
+            self._next_record += self.record_interval
+
+    @property
+    def cluster_records(self) -> list[dict[str, np.ndarray]]:
+        """The sampled cluster time series, one dict of arrays per sample."""
+        return self._records
+
+
+def run(scenario: Scenario | str | Mapping[str, Any], scheduler: Scheduler | str | None = None,
+        seed: int | None = None, overrides: Mapping[str, Any] | None = None,
+        progress: bool = False) -> Result:
+    """Run one simulation and return its result tables.
+
+    Args:
+        scenario: A scenario, a TOML path or a mapping (see :func:`load_scenario`).
+        scheduler: Scheduler instance or registered name; default: the scenario's.
+        seed: Seed of every random draw; default: the scenario's ``run.seed``.
+        overrides: Dotted-key overrides applied to the scenario.
+        progress: Show a progress bar.
+    """
+    from geosim.scenario import load_scenario
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario, overrides)
+    elif overrides:
+        scenario = scenario.with_overrides(overrides)
+    return GeoModel(scenario, scheduler, seed).run(progress=progress)

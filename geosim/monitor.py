@@ -1,0 +1,93 @@
+"""Observed statistics: what a scheduler may learn about the world (DESIGN.md).
+
+Like PingAn's performance modeler (003 §3.2, Fig. 1b), the monitor learns only from
+copies that completed: the processing speed each one saw (per cluster and task type)
+and the bandwidth of each of its remote-input transfers, captured at the download end
+(per cluster pair). It keeps the most recent ``window`` samples of each, in ring
+buffers written in vectorised batches. Outage statistics come from what a resource
+manager sees: how many outages began per cluster over how much reachable time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class _Ring:
+    """Fixed-size ring buffers of float samples, one per key."""
+
+    def __init__(self, n_keys: int, window: int):
+        self.buf = np.full((n_keys, window), np.nan)
+        self.count = np.zeros(n_keys, dtype=np.int64)
+        self.window = window
+
+    def write(self, keys: np.ndarray, values: np.ndarray) -> None:
+        if keys.size == 0:
+            return
+        order = np.argsort(keys, kind="stable")
+        k, v = keys[order], values[order]
+        uniq, starts, sizes = np.unique(k, return_index=True, return_counts=True)
+        rank = np.arange(k.size) - np.repeat(starts, sizes)
+        keep = rank >= np.repeat(sizes, sizes) - self.window   # the last `window` per key
+        k, v, rank = k[keep], v[keep], rank[keep]
+        self.buf[k, (self.count[k] + rank) % self.window] = v
+        self.count[uniq] += sizes
+
+    def samples(self, key: int) -> np.ndarray:
+        n = min(int(self.count[key]), self.window)
+        return self.buf[key, :n].copy() if n < self.window else self.buf[key].copy()
+
+
+class Monitor:
+    """Empirical distributions learned from completed copies.
+
+    Args:
+        n_clusters: Number of clusters.
+        n_types: Number of task types in the workload.
+        window: Samples kept per cluster (and type) and per cluster pair.
+    """
+
+    def __init__(self, n_clusters: int, n_types: int, window: int = 64):
+        self.n_clusters, self.n_types, self.window = n_clusters, n_types, window
+        self._speed = _Ring(n_clusters * n_types, window)
+        self._bandwidth = _Ring(n_clusters * n_clusters, window)
+        self.outage_onsets = np.zeros(n_clusters, dtype=np.int64)
+        self.reachable_time = np.zeros(n_clusters)
+
+    def record_copies(self, cluster: np.ndarray, task_type: np.ndarray,
+                      speed: np.ndarray) -> None:
+        """Add the mean processing speed (MIPS) each completed copy saw."""
+        self._speed.write(cluster * self.n_types + task_type, speed)
+
+    def record_transfers(self, src: np.ndarray, dst: np.ndarray, bandwidth: np.ndarray) -> None:
+        """Add the mean bandwidth (MB/s) of completed copies' transfers, src to dst."""
+        self._bandwidth.write(src * self.n_clusters + dst, bandwidth)
+
+    def record_reachability(self, reachable: np.ndarray, onsets: np.ndarray, dt: float) -> None:
+        """Count one slot of reachability and the outages that began in it."""
+        self.reachable_time += reachable * dt
+        self.outage_onsets += onsets
+
+    def speed_samples(self, cluster: int, task_type: int | None = None) -> np.ndarray:
+        """Recent processing speeds (MIPS) seen at ``cluster`` (all types if None)."""
+        if task_type is not None:
+            return self._speed.samples(cluster * self.n_types + task_type)
+        return np.concatenate([self._speed.samples(cluster * self.n_types + t)
+                               for t in range(self.n_types)])
+
+    def bandwidth_samples(self, src: int, dst: int) -> np.ndarray:
+        """Recent transfer bandwidths (MB/s) from ``src`` to ``dst``."""
+        return self._bandwidth.samples(src * self.n_clusters + dst)
+
+    def mean_speed(self) -> np.ndarray:
+        """Mean observed speed per cluster over all types (NaN where nothing was seen)."""
+        buf = self._speed.buf.reshape(self.n_clusters, -1)
+        with np.errstate(invalid="ignore"):
+            return np.nanmean(np.where(np.isnan(buf), np.nan, buf), axis=1) \
+                if np.any(~np.isnan(buf)) else np.full(self.n_clusters, np.nan)
+
+    def outage_rate(self) -> np.ndarray:
+        """Observed outage onsets per second of reachable time, per cluster."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.reachable_time > 0,
+                            self.outage_onsets / np.maximum(self.reachable_time, 1e-300), 0.0)

@@ -1,0 +1,236 @@
+"""Result tables of a run (DESIGN.md, "Results").
+
+A :class:`Result` holds tidy pandas tables (``jobs``, ``tasks``, ``copies``,
+``clusters``) and a ``summary`` dict. :meth:`Result.save` writes them as Parquet (or CSV)
+with the complete scenario and the run's metadata beside them, so any figure can be
+redrawn without running again; :func:`load_result` reads them back. A directory is
+written completely or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from geosim.engine import OUTCOMES, WON
+from geosim.errors import GeosimError
+from geosim.topology import TIERS
+
+if TYPE_CHECKING:
+    from geosim.model import GeoModel
+
+TABLES = ("jobs", "tasks", "copies", "clusters")
+
+
+@dataclass
+class Result:
+    """Tables and summary of one run.
+
+    Attributes:
+        jobs: One row per job: arrival, completion, flowtime (s), tasks, work (MI),
+            data (MB), weight, checkpoints, finished.
+        tasks: One row per task: job, type, work, data, ready, start and completion
+            times, winning cluster, copies launched, checkpoints.
+        copies: One row per copy: task, job, cluster, slot, start, end, outcome
+            (won/lost/killed/failed/alive), share, executed and wasted work (MI),
+            slot-seconds and wasted slot-seconds.
+        clusters: Cluster time series: per sample and cluster, reachability, slots,
+            slots in an available period, busy slot shares, copies, queued ready tasks
+            whose data is there, egress and ingress (MB/s, averaged since the last sample).
+        summary: Headline figures (see :func:`summarise`).
+        meta: Scenario name, scheduler, its parameters, seed, versions.
+        scenario_toml: The complete scenario the run used.
+    """
+
+    jobs: pd.DataFrame
+    tasks: pd.DataFrame
+    copies: pd.DataFrame
+    clusters: pd.DataFrame
+    summary: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+    scenario_toml: str = ""
+
+    def save(self, directory: str | os.PathLike, fmt: str = "parquet") -> Path:
+        """Write every table, the summary, the scenario and metadata to ``directory``.
+
+        The directory is built beside its destination and moved into place, so it is
+        complete or absent. An existing directory is replaced only if it holds a
+        previous result (a ``summary.json``) or is empty.
+
+        Args:
+            directory: Destination directory.
+            fmt: ``"parquet"`` or ``"csv"``.
+
+        Returns:
+            The directory written.
+        """
+        if fmt not in ("parquet", "csv"):
+            raise GeosimError(f"unknown table format {fmt!r} (parquet or csv)")
+        dest = Path(directory)
+        if dest.exists() and (not dest.is_dir() or (any(dest.iterdir())
+                                                    and not (dest / "summary.json").exists())):
+            raise GeosimError("exists and is not a geosim results directory", source=str(dest))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+        try:
+            for name in TABLES:
+                table = getattr(self, name)
+                if fmt == "parquet":
+                    table.to_parquet(tmp / f"{name}.parquet", index=False)
+                else:
+                    table.to_csv(tmp / f"{name}.csv", index=False)
+            (tmp / "summary.json").write_text(json.dumps(_jsonable(self.summary), indent=2))
+            (tmp / "meta.json").write_text(json.dumps(_jsonable(self.meta), indent=2))
+            (tmp / "scenario.toml").write_text(self.scenario_toml)
+            if dest.exists():
+                shutil.rmtree(dest)
+            tmp.rename(dest)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return dest
+
+
+def load_result(directory: str | os.PathLike) -> Result:
+    """Read a result directory written by :meth:`Result.save`."""
+    src = Path(directory)
+    if not (src / "summary.json").is_file():
+        raise GeosimError("not a geosim results directory (no summary.json)", source=str(src))
+    tables = {}
+    for name in TABLES:
+        parquet, csv = src / f"{name}.parquet", src / f"{name}.csv"
+        tables[name] = pd.read_parquet(parquet) if parquet.exists() else pd.read_csv(csv)
+    meta_path = src / "meta.json"
+    return Result(**tables, summary=json.loads((src / "summary.json").read_text()),
+                  meta=json.loads(meta_path.read_text()) if meta_path.exists() else {},
+                  scenario_toml=(src / "scenario.toml").read_text()
+                  if (src / "scenario.toml").exists() else "")
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
+
+
+def build_result(model: GeoModel) -> Result:
+    """Assemble the tables of a finished (or horizon-stopped) model."""
+    from geosim import __version__
+
+    e, wl, world = model.engine, model.workload, model.world
+    type_names = np.asarray(wl.type_names, dtype=object)
+    job_data = np.bincount(e.task_job, weights=wl.task_data, minlength=wl.n_jobs)
+    jobs = pd.DataFrame({
+        "job": np.arange(wl.n_jobs),
+        "arrival": wl.arrival,
+        "completion": e.job_done,
+        "flowtime": e.job_done - wl.arrival,
+        "tasks": np.diff(wl.task_ptr),
+        "work": np.bincount(e.task_job, weights=wl.task_work, minlength=wl.n_jobs),
+        "data": job_data,
+        "weight": wl.weight,
+        "checkpoints": e.job_checkpoints,
+        "finished": ~np.isnan(e.job_done),
+    })
+    tasks = pd.DataFrame({
+        "task": np.arange(wl.n_tasks),
+        "job": e.task_job,
+        "type": pd.Categorical(type_names[wl.task_type], categories=list(wl.type_names)),
+        "work": wl.task_work,
+        "data": wl.task_data,
+        "ready": e.task_ready,
+        "start": e.task_start,
+        "completion": e.task_done,
+        "cluster": e.task_cluster,
+        "copies": e.task_copies,
+        "checkpoints": e.task_checkpoints,
+    })
+    n = e.copies.n
+    c = {k: v[:n] for k, v in e.copies.cols.items()}
+    executed, wasted = c["executed"], c["wasted"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(executed > 0, wasted / executed, (c["outcome"] != WON).astype(float))
+    copies = pd.DataFrame({
+        "copy": np.arange(n),
+        "task": c["task"],
+        "job": e.task_job[c["task"]],
+        "cluster": c["cluster"],
+        "slot": c["slot"],
+        "start": c["start"],
+        "end": c["end"],
+        "outcome": pd.Categorical(np.asarray(OUTCOMES, dtype=object)[c["outcome"]],
+                                  categories=list(OUTCOMES)),
+        "share": c["share"],
+        "executed": executed,
+        "wasted": wasted,
+        "slot_seconds": c["share_time"],
+        "wasted_slot_seconds": c["share_time"] * np.clip(frac, 0.0, 1.0),
+    })
+    records = model.cluster_records
+    clusters = pd.DataFrame({k: np.concatenate([r[k] for r in records]) for k in records[0]}) \
+        if records else pd.DataFrame()
+    if not clusters.empty:
+        clusters.insert(2, "tier", pd.Categorical(
+            np.asarray(TIERS, dtype=object)[world.tier[clusters["cluster"].to_numpy()]],
+            categories=list(TIERS)))
+    meta = {"scenario": model.scenario["run"]["name"], "source": model.scenario.source,
+            "scheduler": model.policy.name, "params": model.policy.get_params(),
+            "seed": model.seed, "geosim": __version__}
+    result = Result(jobs, tasks, copies, clusters, {}, meta, model.scenario.to_toml())
+    result.summary = summarise(result, model)
+    return result
+
+
+def summarise(result: Result, model: GeoModel) -> dict[str, Any]:
+    """Headline figures of a run.
+
+    Utilisation is busy slot-seconds over all slot-seconds from time 0 to the end of
+    the run; WAN traffic counts every byte moved between clusters.
+    """
+    jobs, copies = result.jobs, result.copies
+    done = jobs[jobs["finished"]]
+    flow = done["flowtime"].to_numpy()
+    e = model.engine
+    elapsed = max(e.time, 1e-12)
+    outcome = copies["outcome"].value_counts()
+    executed, demanded, wasted = e.work_balance()
+
+    def q(p: float) -> float:
+        return float(np.percentile(flow, p)) if flow.size else float("nan")
+
+    return {
+        "scheduler": model.policy.name,
+        "seed": model.seed,
+        "jobs": int(len(jobs)),
+        "jobs_done": int(len(done)),
+        "mean_flowtime": float(flow.mean()) if flow.size else float("nan"),
+        "p50_flowtime": q(50), "p95_flowtime": q(95), "p99_flowtime": q(99),
+        "simulated_seconds": float(e.time),
+        "slot_utilisation": float(copies["slot_seconds"].sum()
+                                  / (model.world.n_slots * elapsed)),
+        "wan_mb": float(e.wan_mb),
+        "tasks": int(len(result.tasks)),
+        "copies_launched": int(len(copies)),
+        "copies_killed": int(sum(outcome.get(k, 0) for k in ("lost", "killed", "failed"))),
+        "copies_failed": int(outcome.get("failed", 0)),
+        "wasted_slot_seconds": float(copies["wasted_slot_seconds"].sum()),
+        "executed_work": executed,
+        "demanded_work": demanded,
+        "wasted_work": wasted,
+        "steps": int(model.steps_run),
+        "wall_seconds": float(model.wall_seconds),
+    }

@@ -1,0 +1,406 @@
+"""Scenarios: TOML files describing a world, a workload and a scheduler.
+
+A scenario is validated against :data:`SCHEMA` before anything runs: every key is known,
+every value has the right type and lies in its range, and files it names exist. Problems
+raise :class:`~geosim.errors.GeosimError` naming the file, the dotted key and the value.
+
+Range-valued parameters (``slots = [10, 50]``) are drawn uniformly per cluster, as in
+PingAn's Table 2 (003 §6.1); a scalar fixes the value. See ``docs/model.md`` for units.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from geosim.errors import GeosimError
+
+Check = Callable[[Any], str | None]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One scenario key: its default and how to check a value.
+
+    Attributes:
+        default: The value used when the scenario omits the key.
+        kind: ``"float"``, ``"int"``, ``"bool"``, ``"str"``, ``"range"`` (scalar or
+            ``[lo, hi]`` of floats), ``"irange"`` (the same of integers), ``"list"`` or
+            ``"table"`` (free-form mapping checked elsewhere).
+        lo: Smallest allowed value (inclusive unless ``lo_open``).
+        hi: Largest allowed value (inclusive unless ``hi_open``).
+        choices: Allowed strings for ``"str"`` fields.
+        doc: One line for the documentation.
+    """
+
+    default: Any
+    kind: str
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    choices: tuple[str, ...] | None = None
+    doc: str = ""
+
+
+def _tier(slots, gate, pmean, prsd, outage) -> dict[str, Field]:
+    return {
+        "slots": Field(slots, "irange", lo=1, doc="slots (VMs) per cluster, drawn per cluster"),
+        "gate_ratio": Field(gate, "range", lo=0, lo_open=True, doc="gate bandwidth / sum of VMs' "
+                            "external bandwidth"),
+        "power_mean": Field(pmean, "range", lo=0, lo_open=True, doc="mean VM power (MIPS)"),
+        "power_rsd": Field(prsd, "range", lo=0, doc="relative standard deviation of VM power"),
+        "outage_probability": Field(outage, "range", lo=0, hi=1, doc="probability that the "
+                                    "cluster becomes unreachable at each outage trial"),
+    }
+
+
+#: Every key a scenario may hold, with its default. PingAn's Table 2 (003 §6.1) supplies the
+#: tier defaults; the redundancy paper (002 §6) the availability defaults.
+SCHEMA: dict[str, dict[str, Field]] = {
+    "run": {
+        "name": Field("scenario", "str", doc="label stored with the results"),
+        "seed": Field(1, "int", lo=0, doc="seed of every random draw of the run"),
+        "dt": Field(1.0, "float", lo=0, lo_open=True, doc="length of a time slot (s)"),
+        "horizon": Field(0.0, "float", lo=0,
+                         doc="stop at this time (s); 0 = when all jobs are done"),
+        "record_interval": Field(10.0, "float", lo=0, lo_open=True,
+                                 doc="sampling period of the cluster time series (s)"),
+    },
+    "scheduler": {
+        "name": Field("fifo", "str", doc="registered scheduler name (geosim schedulers)"),
+        "params": Field({}, "table", doc="keyword parameters of the scheduler"),
+    },
+    "topology": {
+        "generator": Field("barabasi_albert", "str", choices=("barabasi_albert", "file", "single"),
+                           doc="how the cluster graph is made"),
+        "n_clusters": Field(100, "int", lo=1, doc="clusters, for the generator"),
+        "m": Field(2, "int", lo=1, doc="Barabási–Albert attachment edges per new node"),
+        "file": Field("", "str", doc="GraphML or BRITE file (relative to the scenario)"),
+        "tier_shares": Field([0.05, 0.20, 0.75], "list", doc="shares of large/medium/small "
+                             "clusters, by degree"),
+        "seed": Field(-1, "int", lo=-1, doc="seed of the generated graph; -1 = the run's seed"),
+    },
+    "tiers.large": _tier([500, 1500], [0.55, 0.75], [174.0, 355.0], [0.25, 0.6], [0.002, 0.011]),
+    "tiers.medium": _tier([50, 500], [0.65, 0.85], [128.0, 241.0], [0.55, 0.85], [0.02, 0.2]),
+    "tiers.small": _tier([10, 50], [0.75, 0.95], [68.0, 179.0], [0.35, 0.75], [0.05, 0.5]),
+    "clusters": {
+        "vm_bandwidth": Field(2.0, "float", lo=0, lo_open=True,
+                              doc="external bandwidth of one VM (MB/s), for the gates"),
+        "power_redraw_interval": Field(60.0, "float", lo=0,
+                                       doc="VM power is redrawn every this many s; 0 = never"),
+    },
+    "availability": {
+        "enabled": Field(True, "bool", doc="per-slot available/unavailable periods"),
+        "available_shape": Field(0.34, "float", lo=0, lo_open=True, doc="gamma k of AP length"),
+        "available_scale": Field(94.35, "float", lo=0, lo_open=True,
+                                 doc="gamma θ of AP length (s)"),
+        "unavailable_shape": Field(0.19, "float", lo=0, lo_open=True, doc="gamma k of UP length"),
+        "unavailable_scale": Field(39.92, "float", lo=0, lo_open=True,
+                                   doc="gamma θ of UP length (s)"),
+        "available_rate": Field([2.0, 3.0], "range", lo=0, doc="speed factor in an AP, uniform"),
+        "unavailable_rate": Field([0.0, 0.3], "range", lo=0, doc="speed factor in an UP, uniform"),
+        "normalise": Field(True, "bool", doc="scale factors so the long-run mean factor is 1"),
+    },
+    "outages": {
+        "enabled": Field(True, "bool", doc="cluster-level unreachability"),
+        "trial_interval": Field(60.0, "float", lo=0, lo_open=True,
+                                doc="seconds between outage trials of a reachable cluster"),
+        "duration_shape": Field(2.0, "float", lo=0, lo_open=True, doc="gamma k of outage length"),
+        "duration_scale": Field(15.0, "float", lo=0, lo_open=True,
+                                doc="gamma θ of outage length (s)"),
+    },
+    "links": {
+        "bandwidth_mean": Field([8.0, 32.0], "range", lo=0, lo_open=True,
+                                doc="mean bandwidth of a WAN link (MB/s), drawn per link"),
+        "bandwidth_rsd": Field([0.2, 0.5], "range", lo=0, doc="RSD of link bandwidth, per link"),
+        "redraw_interval": Field(10.0, "float", lo=0,
+                                 doc="link bandwidth is redrawn every this many s; 0 = never"),
+        "routing": Field("distance", "str", choices=("distance", "hops"),
+                         doc="shortest paths by geographic length or by hop count"),
+    },
+    "workload": {
+        "kind": Field("montage", "str", choices=("montage", "single", "wfformat"),
+                      doc="job generator"),
+        "n_jobs": Field(2000, "int", lo=1, doc="jobs in the run"),
+        "arrival_rate": Field(0.07, "float", lo=0, lo_open=True, doc="Poisson arrival rate (1/s)"),
+        "work": Field({"distribution": "pareto", "scale": 20.0, "shape": 2.0}, "table",
+                      doc="work distribution of single-work jobs"),
+        "input_cluster": Field(-1, "int", lo=-1, doc="single-work jobs: cluster holding the "
+                               "input (-1: no input data)"),
+        "input_tiers": Field(["small", "medium"], "list", doc="tiers that may hold raw input"),
+        "medium_input_share": Field(0.5, "float", lo=0, hi=1,
+                                    doc="share of medium clusters that hold raw input"),
+        "large_max_tasks": Field(2000, "int", lo=501, doc="largest task count of a large job"),
+        "reference_mips": Field(200.0, "float", lo=0, lo_open=True,
+                                doc="MIPS of the machine task runtimes were measured on"),
+        "files": Field([], "list", doc="WfFormat JSON instances (wfformat kind)"),
+    },
+}
+
+_SECTION_PARENTS = {"tiers"}
+
+
+def default_scenario() -> dict[str, dict[str, Any]]:
+    """Return the scenario made of every default (a fresh, mutable copy)."""
+    return {sec: {k: copy.deepcopy(f.default) for k, f in fields.items()}
+            for sec, fields in SCHEMA.items()}
+
+
+@dataclass
+class Scenario:
+    """A validated scenario.
+
+    Attributes:
+        data: Section name (``"run"``, ``"tiers.small"``, …) to its complete key/value map.
+        source: The file it came from, or ``"<dict>"``.
+        base_dir: Directory that relative file names in the scenario are resolved against.
+    """
+
+    data: dict[str, dict[str, Any]]
+    source: str = "<dict>"
+    base_dir: Path = field(default_factory=Path.cwd)
+
+    def __getitem__(self, section: str) -> dict[str, Any]:
+        return self.data[section]
+
+    def get(self, dotted: str) -> Any:
+        """Return the value of a dotted key such as ``"workload.arrival_rate"``."""
+        section, key = _split_key(dotted, self.source)
+        return self.data[section][key]
+
+    def resolve(self, path: str) -> Path:
+        """Resolve a file named in the scenario relative to the scenario's directory."""
+        p = Path(path)
+        return p if p.is_absolute() else self.base_dir / p
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Scenario:
+        """Return a new validated scenario with dotted-key overrides applied."""
+        data = copy.deepcopy(self.data)
+        _apply_overrides(data, overrides, self.source)
+        _validate(data, self.source, self.base_dir)
+        return Scenario(data, self.source, self.base_dir)
+
+    def to_toml(self) -> str:
+        """Serialise the complete scenario (every key, defaults included) as TOML."""
+        lines: list[str] = []
+        for section, values in self.data.items():
+            lines.append(f"[{section}]")
+            for key, value in values.items():
+                lines.append(f"{key} = {_toml_value(value)}")
+            lines.append("")
+        return "\n".join(lines)
+
+
+def load_scenario(source: str | os.PathLike | Mapping[str, Any],
+                  overrides: Mapping[str, Any] | None = None) -> Scenario:
+    """Load and validate a scenario.
+
+    Args:
+        source: A TOML file path, or a nested mapping in the same shape as the file.
+        overrides: Dotted keys to values (``{"workload.arrival_rate": 0.07}``); string
+            values are parsed as TOML values where they parse (``"0.07"`` → 0.07).
+
+    Returns:
+        The validated scenario, every key present.
+
+    Raises:
+        GeosimError: The file is missing or malformed, or a key or value is bad.
+    """
+    if isinstance(source, Mapping):
+        raw, name, base = dict(source), "<dict>", Path.cwd()
+    else:
+        path = Path(source)
+        name, base = str(path), path.parent
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise GeosimError("scenario file not found", source=name) from None
+        except OSError as exc:
+            raise GeosimError(f"cannot read scenario file ({exc.strerror})", source=name) from None
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise GeosimError(f"malformed TOML: {exc}", source=name) from None
+    data = default_scenario()
+    _merge(data, raw, name)
+    if overrides:
+        _apply_overrides(data, overrides, name)
+    _validate(data, name, base)
+    return Scenario(data, name, base)
+
+
+def parse_override(text: str, source: str = "--set") -> tuple[str, Any]:
+    """Parse ``KEY=VALUE`` from the command line into a dotted key and a typed value."""
+    if "=" not in text:
+        raise GeosimError(f"expected KEY=VALUE, got {text!r}", source=source)
+    key, value = text.split("=", 1)
+    return key.strip(), _parse_value(value.strip())
+
+
+def _parse_value(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return value
+
+
+def _split_key(dotted: str, source: str) -> tuple[str, str]:
+    section, _, key = dotted.rpartition(".")
+    if section not in SCHEMA:
+        raise GeosimError(f"unknown key {dotted!r}", source=source)
+    if key not in SCHEMA[section]:
+        raise GeosimError(f"unknown key {dotted!r}", source=source)
+    return section, key
+
+
+def _merge(data: dict[str, dict[str, Any]], raw: Mapping[str, Any], source: str) -> None:
+    for top, value in raw.items():
+        if top in _SECTION_PARENTS:
+            if not isinstance(value, Mapping):
+                raise GeosimError(f"[{top}] must be a table", source=source, key=top)
+            for sub, subval in value.items():
+                _merge_section(data, f"{top}.{sub}", subval, source)
+        else:
+            _merge_section(data, top, value, source)
+
+
+def _merge_section(data: dict[str, dict[str, Any]], section: str, values: Any,
+                   source: str) -> None:
+    if section not in SCHEMA:
+        raise GeosimError(f"unknown section [{section}]", source=source, key=section)
+    if not isinstance(values, Mapping):
+        raise GeosimError(f"[{section}] must be a table", source=source, key=section)
+    for key, value in values.items():
+        if key not in SCHEMA[section]:
+            raise GeosimError(f"unknown key (value {value!r})", source=source,
+                              key=f"{section}.{key}")
+        data[section][key] = value
+
+
+def _apply_overrides(data: dict[str, dict[str, Any]], overrides: Mapping[str, Any],
+                     source: str) -> None:
+    for dotted, value in overrides.items():
+        section, key = _split_key(dotted, source)
+        if section == "scheduler" and key == "params" and isinstance(value, Mapping):
+            data[section][key] = {**data[section][key], **value}
+        else:
+            data[section][key] = _parse_value(value)
+
+
+def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
+    for section, fields in SCHEMA.items():
+        for key, fld in fields.items():
+            value = data[section][key]
+            problem = _check(fld, value)
+            if problem:
+                raise GeosimError(f"{problem} (got {value!r})", source=source,
+                                  key=f"{section}.{key}")
+            if fld.kind == "irange" and isinstance(value, float):
+                data[section][key] = int(value)
+    shares = data["topology"]["tier_shares"]
+    if (len(shares) != 3 or not all(_is_number(s) and s >= 0 for s in shares)
+            or not math.isclose(sum(shares), 1.0, abs_tol=1e-9)):
+        raise GeosimError(f"must be three non-negative shares summing to 1 (got {shares!r})",
+                          source=source, key="topology.tier_shares")
+    topo = data["topology"]
+    if topo["generator"] == "file":
+        if not topo["file"]:
+            raise GeosimError("generator 'file' needs topology.file", source=source,
+                              key="topology.file")
+        path = Path(topo["file"]) if Path(topo["file"]).is_absolute() else base / topo["file"]
+        if not path.is_file():
+            raise GeosimError(f"topology file not found: {path}", source=source,
+                              key="topology.file")
+    if topo["generator"] == "barabasi_albert" and topo["n_clusters"] <= topo["m"]:
+        raise GeosimError(f"needs more clusters than m={topo['m']} (got {topo['n_clusters']})",
+                          source=source, key="topology.n_clusters")
+    bad = [t for t in data["workload"]["input_tiers"] if t not in ("large", "medium", "small")]
+    if bad or not data["workload"]["input_tiers"]:
+        raise GeosimError(f"must list tiers among large/medium/small (got {bad or '[]'})",
+                          source=source, key="workload.input_tiers")
+    wl = data["workload"]
+    if wl["kind"] == "wfformat":
+        if not wl["files"]:
+            raise GeosimError("kind 'wfformat' needs workload.files", source=source,
+                              key="workload.files")
+        for name in wl["files"]:
+            path = Path(name) if Path(name).is_absolute() else base / name
+            if not path.is_file():
+                raise GeosimError(f"workflow file not found: {path}", source=source,
+                                  key="workload.files")
+    if not isinstance(data["scheduler"]["params"], Mapping):
+        raise GeosimError("must be a table", source=source, key="scheduler.params")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check(fld: Field, value: Any) -> str | None:
+    kind = fld.kind
+    if kind == "bool":
+        return None if isinstance(value, bool) else "must be true or false"
+    if kind == "str":
+        if not isinstance(value, str):
+            return "must be a string"
+        if fld.choices and value not in fld.choices:
+            return f"must be one of {', '.join(fld.choices)}"
+        return None
+    if kind in ("list", "table"):
+        ok = isinstance(value, list) if kind == "list" else isinstance(value, Mapping)
+        return None if ok else f"must be a {'list' if kind == 'list' else 'table'}"
+    if kind in ("range", "irange"):
+        values = value if isinstance(value, list) else [value]
+        if len(values) not in (1, 2) or not all(_is_number(v) for v in values):
+            return "must be a number or a [low, high] pair"
+        if kind == "irange" and not all(float(v).is_integer() for v in values):
+            return "must be whole numbers"
+        if len(values) == 2 and values[0] > values[1]:
+            return "low must not exceed high"
+        for v in values:
+            problem = _bounds(fld, v)
+            if problem:
+                return problem
+        return None
+    if kind == "int":
+        if not isinstance(value, int) or isinstance(value, bool):
+            return "must be a whole number"
+        return _bounds(fld, value)
+    if kind == "float":
+        if not _is_number(value):
+            return "must be a number"
+        if math.isnan(value):
+            return "must not be NaN"
+        return _bounds(fld, value)
+    raise AssertionError(kind)
+
+
+def _bounds(fld: Field, v: float) -> str | None:
+    if fld.lo is not None and (v < fld.lo or (fld.lo_open and v == fld.lo)):
+        return f"must be {'>' if fld.lo_open else '>='} {fld.lo:g}"
+    if fld.hi is not None and (v > fld.hi or (fld.hi_open and v == fld.hi)):
+        return f"must be {'<' if fld.hi_open else '<='} {fld.hi:g}"
+    if isinstance(v, float) and math.isinf(v):
+        return "must be finite"
+    return None
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return repr(value)

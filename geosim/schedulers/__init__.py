@@ -1,0 +1,10 @@
+"""Scheduling policies, registered by name.
+
+Importing this package registers every built-in scheduler; ``registered()`` lists them
+and ``make_scheduler(name, params)`` builds one.
+"""
+
+from geosim.schedulers import fair, fifo, srpt  # noqa: F401  (registration)
+from geosim.schedulers.base import Scheduler, make_scheduler, register, registered
+
+__all__ = ["Scheduler", "make_scheduler", "register", "registered"]

@@ -1,0 +1,89 @@
+"""The scheduler contract and the registry of scheduler names.
+
+A scheduler is a small class: its parameters are keyword arguments of ``__init__``,
+stored as given and validated there (raising ``ValueError``); :meth:`Scheduler.decide`
+turns the read-only view into actions once per time slot. Register it with
+:func:`register` so scenarios and the command line can name it; the common
+conformance suite (``tests/test_conformance.py``) then runs it automatically.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from geosim.errors import GeosimError
+from geosim.view import Actions, SchedulerView
+
+_REGISTRY: dict[str, type[Scheduler]] = {}
+
+
+class Scheduler:
+    """Base class of scheduling policies.
+
+    Subclasses set :attr:`name` and :attr:`description`, take their parameters as
+    keyword arguments, and implement :meth:`decide`.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
+        """Prepare for a new run (called once before the first slot).
+
+        Args:
+            view: The run's view.
+            rng: The scheduler's own random stream (from the run's seed).
+        """
+        self.rng = rng
+
+    def decide(self, view: SchedulerView, actions: Actions) -> None:
+        """Act at the current slot boundary."""
+        raise NotImplementedError
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the parameters as given (scikit-learn style)."""
+        if type(self).__init__ is object.__init__:
+            return {}
+        sig = inspect.signature(type(self).__init__)
+        return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({params})"
+
+
+def register(cls: type[Scheduler]) -> type[Scheduler]:
+    """Class decorator adding a scheduler to the registry under ``cls.name``."""
+    if not cls.name or cls.name in _REGISTRY:
+        raise ValueError(f"scheduler name {cls.name!r} is empty or taken")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered() -> dict[str, type[Scheduler]]:
+    """Return the registered scheduler classes by name, sorted by name."""
+    return dict(sorted(_REGISTRY.items()))
+
+
+def make_scheduler(name: str, params: Mapping[str, Any] | None = None,
+                   source: str = "scheduler") -> Scheduler:
+    """Instantiate a registered scheduler.
+
+    Raises:
+        GeosimError: Unknown name or bad parameters (one line naming them).
+    """
+    cls = _REGISTRY.get(name)
+    if cls is None:
+        raise GeosimError(f"unknown scheduler {name!r} (known: {', '.join(registered())})",
+                          source=source, key="scheduler.name")
+    try:
+        return cls(**dict(params or {}))
+    except TypeError as exc:
+        msg = str(exc).split("__init__() ")[-1]
+        raise GeosimError(f"{name}: {msg}", source=source, key="scheduler.params") from None
+    except ValueError as exc:
+        raise GeosimError(f"{name}: {exc}", source=source, key="scheduler.params") from None

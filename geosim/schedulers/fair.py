@@ -1,0 +1,91 @@
+"""Fair: equal slot shares among alive jobs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.placement import fill_in_order
+from geosim.view import Actions, SchedulerView
+
+
+def waterfill(capacity: int, demand: np.ndarray) -> np.ndarray:
+    """Max-min fair integer split of ``capacity`` units among demands.
+
+    Jobs with the smallest demands are served first; what they do not use is shared
+    among the others, so no job gets more than it asks and none gets less than an equal
+    share unless it asks for less.
+    """
+    target = np.zeros(len(demand), dtype=np.int64)
+    remaining = int(capacity)
+    order = np.argsort(demand, kind="stable")
+    for i, j in enumerate(order):
+        target[j] = min(int(demand[j]), remaining // (len(order) - i))
+        remaining -= target[j]
+    return target
+
+
+@register
+class Fair(Scheduler):
+    """Fair sharing: each alive job gets an equal share of the slots (max-min by demand).
+
+    Each job's target is its max-min fair share of the reachable slots given how many
+    tasks it can run; jobs furthest below target launch first, locality first. Running
+    copies are not preempted to rebalance (Hadoop's Fair Scheduler without preemption).
+
+    With ``multitasking=True`` (002 §5), when there are more alive jobs ``n`` than slots
+    ``M``, every slot is shared by up to ``k = ceil(n / M)`` copies at share ``1/k``, so
+    every job runs; when ``k`` changes at an arrival or departure, shares are reset and
+    copies on slots holding more than ``k`` are checkpointed and moved. On one slot this
+    is processor sharing.
+
+    Args:
+        multitasking: Whether slots may be shared fractionally among copies.
+    """
+
+    name = "fair"
+    description = "equal slot shares among alive jobs (optionally multitasking), locality"
+
+    def __init__(self, multitasking: bool = False):
+        if not isinstance(multitasking, bool):
+            raise ValueError(f"multitasking must be true or false, got {multitasking!r}")
+        self.multitasking = multitasking
+
+    def decide(self, view: SchedulerView, actions: Actions) -> None:
+        """Rebalance shares if multitasking, then fill slots towards fair targets."""
+        jobs = view.alive_jobs
+        event = view.arrivals or view.completions or view.failures
+        slots = view.total_slots
+        if jobs.size == 0 or slots == 0 or not (view.n_ready or event):
+            return
+        k = math.ceil(jobs.size / slots) if self.multitasking else 1
+        if self.multitasking and event:
+            self._reshare(view, actions, k)
+        info = view.copy_info()
+        running = np.bincount(info["job"], minlength=len(view.job_arrival))[jobs]
+        demand = np.array([view.runnable_tasks(int(j)).size for j in jobs])
+        target = waterfill(slots * k, demand)
+        deficit = target - running
+        order = np.lexsort((np.arange(jobs.size), running / np.maximum(target, 1)))
+        order = order[deficit[order] > 0]
+        if order.size:
+            fill_in_order(view, actions, jobs[order], limits=deficit[order], share=1.0 / k)
+
+    @staticmethod
+    def _reshare(view: SchedulerView, actions: Actions, k: int) -> None:
+        info = view.copy_info()
+        if info["copy"].size == 0:
+            return
+        share = 1.0 / k
+        order = np.lexsort((info["copy"], info["slot"]))   # per slot, oldest first
+        slot_sorted = info["slot"][order]
+        starts = np.flatnonzero(np.r_[True, slot_sorted[1:] != slot_sorted[:-1]])
+        rank = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
+        moving = np.zeros(order.size, dtype=bool)
+        moving[order[rank >= k]] = True
+        if moving.any():
+            actions.preempt(info["copy"][moving])
+        for c in info["copy"][~moving & (info["share"] != share)]:
+            actions.set_share(int(c), share)

@@ -1,0 +1,205 @@
+"""What a scheduler sees (:class:`SchedulerView`) and what it may do (:class:`Actions`).
+
+The view is read-only and holds no hidden truth (DESIGN.md, "What a scheduler may
+know"): static facts (topology, slots, gates, task work, data sizes and input
+locations, DAGs), the current state (reachability, free slots, running copies and,
+for policies that monitor progress, their progress), and the statistics the
+:class:`~geosim.monitor.Monitor` learned from completed copies. Future speeds, the
+outage schedule and true bandwidths are never exposed.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+from geosim.engine import DONE, READY, RUNNING, Engine
+from geosim.monitor import Monitor
+
+
+def _ro(arr: np.ndarray) -> np.ndarray:
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
+class SchedulerView:
+    """Read-only window on the simulation for scheduling policies.
+
+    Args:
+        engine: The run's engine.
+        monitor: The run's observed statistics.
+    """
+
+    def __init__(self, engine: Engine, monitor: Monitor):
+        self._e = engine
+        self.monitor = monitor
+        world, wl = engine.world, engine.wl
+        self.n_clusters = world.n_clusters
+        self.graph: nx.Graph = nx.freeze(world.graph.copy())
+        self.cluster_slots = _ro(world.slots)
+        self.cluster_tier = _ro(world.tier)
+        self.gate = _ro(world.gate)
+        self.hops = _ro(world.hops)
+        self.slot_ptr = _ro(world.slot_ptr)
+        self.job_arrival = _ro(wl.arrival)
+        self.job_weight = _ro(wl.weight)
+        self.job_task_ptr = _ro(wl.task_ptr)
+        self.task_work = _ro(wl.task_work)
+        self.task_data = _ro(wl.task_data)
+        self.task_type = _ro(wl.task_type)
+        self.task_job = _ro(engine.task_job)
+        self.alive_jobs: np.ndarray = np.empty(0, dtype=np.int64)
+        self.arrivals = 0           # jobs that arrived at this slot boundary
+        self.completions = 0        # tasks completed in the last slot
+        self.failures = 0           # copies lost to outages at this boundary
+
+    @property
+    def time(self) -> float:
+        """Current time (s), a slot boundary."""
+        return self._e.time
+
+    @property
+    def dt(self) -> float:
+        """Slot length (s)."""
+        return self._e.dt
+
+    @property
+    def reachable(self) -> np.ndarray:
+        """Whether each cluster is reachable now."""
+        return _ro(self._e.reachable)
+
+    @property
+    def total_slots(self) -> int:
+        """Slots of reachable clusters."""
+        return int(self._e.world.slots[self._e.reachable].sum())
+
+    def free_slots(self) -> np.ndarray:
+        """Whole free slots per cluster (0 for unreachable clusters); a fresh array."""
+        return self._e.free_slots()
+
+    def free_units(self, share: float) -> np.ndarray:
+        """How many copies of slot share ``share`` fit per cluster (0 if unreachable)."""
+        fits = np.floor((1.0 - self._e.slot_used + 1e-9) / share).astype(np.int64)
+        per_cluster = np.add.reduceat(fits, self._e.world.slot_ptr[:-1])
+        return np.where(self._e.reachable, per_cluster, 0)
+
+    def slot_spare(self) -> np.ndarray:
+        """Unused share of every slot (0 on unreachable clusters)."""
+        spare = 1.0 - self._e.slot_used
+        return np.where(self._e.reachable[self._e.world.slot_cluster], spare, 0.0)
+
+    @property
+    def n_ready(self) -> int:
+        """Tasks ready and without a live copy, over all jobs."""
+        return self._e.n_ready
+
+    @property
+    def task_state(self) -> np.ndarray:
+        """State of every task: 0 waiting, 1 ready, 2 running, 3 done."""
+        return _ro(self._e.task_state)
+
+    @property
+    def task_home(self) -> np.ndarray:
+        """Cluster holding the largest part of each ready task's input (-1: none)."""
+        return _ro(self._e.task_home)
+
+    @property
+    def task_live(self) -> np.ndarray:
+        """Live copies per task."""
+        return _ro(self._e.task_live)
+
+    @property
+    def task_saved(self) -> np.ndarray:
+        """Checkpointed progress (fraction) per task."""
+        return _ro(self._e.task_saved)
+
+    def job_tasks(self, job: int) -> np.ndarray:
+        """Task ids of a job, in topological order."""
+        return np.arange(self.job_task_ptr[job], self.job_task_ptr[job + 1])
+
+    def ready_tasks(self, job: int) -> np.ndarray:
+        """Tasks of ``job`` that are ready and have no live copy."""
+        lo, hi = self.job_task_ptr[job], self.job_task_ptr[job + 1]
+        return lo + np.flatnonzero(self._e.task_state[lo:hi] == READY)
+
+    def runnable_tasks(self, job: int) -> np.ndarray:
+        """Tasks of ``job`` that are ready or running."""
+        lo, hi = self.job_task_ptr[job], self.job_task_ptr[job + 1]
+        state = self._e.task_state[lo:hi]
+        return lo + np.flatnonzero((state == READY) | (state == RUNNING))
+
+    def unfinished(self, jobs: np.ndarray) -> np.ndarray:
+        """Number of unfinished tasks of each job."""
+        return self._e.job_left[jobs].copy()
+
+    def task_inputs(self, task: int) -> tuple[np.ndarray, np.ndarray]:
+        """Clusters and sizes (MB) of the inputs of a ready or running task."""
+        if self._e.task_state[task] not in (READY, RUNNING, DONE):
+            raise ValueError(f"task {task} is not ready: its inputs are not placed yet")
+        return self._e.task_inputs(task)
+
+    def remaining_work(self, jobs: np.ndarray) -> np.ndarray:
+        """Work (MI) each job still needs, net of checkpoints and live progress."""
+        return self._e.remaining_work(np.asarray(jobs, dtype=np.int64))
+
+    @property
+    def live_copies(self) -> np.ndarray:
+        """Ids of the copies running now."""
+        return _ro(self._e.live)
+
+    def copy_info(self, copies: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Task, job, cluster, slot, share, start time and progress of copies.
+
+        Live copies by default. Progress is what a progress-monitoring policy (Mantri,
+        LATE) sees.
+        """
+        e = self._e
+        ids = e.live if copies is None else np.asarray(copies, dtype=np.int64)
+        cols = e.copies.cols
+        task = cols["task"][ids]
+        return {"copy": ids.copy(), "task": task, "job": e.task_job[task],
+                "cluster": cols["cluster"][ids], "slot": cols["slot"][ids],
+                "share": cols["share"][ids], "start": cols["start"][ids],
+                "progress": cols["progress"][ids]}
+
+
+class Actions:
+    """The operations a scheduler may request.
+
+    They are applied at once, so the view reflects them (free slots fall as copies launch).
+
+    Args:
+        engine: The run's engine.
+    """
+
+    def __init__(self, engine: Engine):
+        self._e = engine
+        self.launched = 0
+        self.killed = 0
+
+    def launch(self, task: int, cluster: int, share: float = 1.0, slot: int | None = None) -> int:
+        """Start a copy of ``task`` on ``cluster`` (a free slot, or ``slot``); return its id."""
+        self.launched += 1
+        return self._e.launch(int(task), int(cluster), share, slot)
+
+    def kill(self, copies: int | np.ndarray) -> None:
+        """Kill live copies; work since their task's last checkpoint is wasted."""
+        n = np.size(copies)
+        self._e.kill(copies)
+        self.killed += n
+
+    def checkpoint(self, job: int) -> None:
+        """Bring all copies of ``job`` to their task's most advanced copy (002 §3)."""
+        self._e.checkpoint(int(job))
+
+    def preempt(self, copies: int | np.ndarray) -> None:
+        """Checkpoint the copies' jobs, then kill the copies: no work is lost."""
+        copies = np.atleast_1d(np.asarray(copies, dtype=np.int64))
+        for job in np.unique(self._e.task_job[self._e.copies.cols["task"][copies]]):
+            self._e.checkpoint(int(job))
+        self.kill(copies)
+
+    def set_share(self, copy: int, share: float) -> None:
+        """Change a live copy's share of its slot (multitasking, 002 §5)."""
+        self._e.set_share(int(copy), share)

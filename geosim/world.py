@@ -1,0 +1,252 @@
+"""The geo-distributed world: clusters, slots, gates, WAN links, routes and their processes.
+
+Built once per run from a scenario and a seed (:func:`build_world`). Per-cluster values
+are drawn uniformly in their tier's range (003 §6.1, Table 2); per-slot and per-link
+dynamics are :mod:`geosim.processes`. Units: MB, MB/s, MIPS, seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from geosim.processes import (
+    AlternatingRenewal,
+    PeriodicNormal,
+    constant_draw,
+    gamma_draw,
+    geometric_trials_draw,
+    uniform_draw,
+)
+from geosim.scenario import Scenario
+from geosim.topology import TIERS, assign_tiers, barabasi_albert_topology, read_topology
+
+#: Names of the independent random streams of a run, in the order they are spawned.
+STREAMS = ("topology", "clusters", "availability", "outages", "links", "power",
+           "workload", "placement", "scheduler")
+
+
+def spawn_streams(seed: int) -> dict[str, np.random.Generator]:
+    """Return one independent generator per stream name, all derived from ``seed``."""
+    children = np.random.SeedSequence(seed).spawn(len(STREAMS))
+    return {name: np.random.default_rng(s) for name, s in zip(STREAMS, children, strict=True)}
+
+
+@dataclass
+class World:
+    """Static facts and stochastic processes of the clusters and the WAN.
+
+    Attributes:
+        graph: Topology; node ``c`` is cluster ``c``, with ``x``, ``y`` and ``tier``.
+        tier: Tier index per cluster (0 large, 1 medium, 2 small).
+        slots: Slots per cluster.
+        slot_ptr: Slots of cluster ``c`` are ``slot_ptr[c]:slot_ptr[c+1]``.
+        slot_cluster: Cluster of every slot.
+        gate: Gate bandwidth per cluster (MB/s), the same for ingress and egress.
+        outage_p: Outage probability per trial, per cluster.
+        link_u, link_v: End clusters of every WAN link (``link_u < link_v``).
+        pair_ptr: Resources used by a transfer from ``s`` to ``d`` are
+            ``pair_res[pair_ptr[s*n+d]:pair_ptr[s*n+d+1]]``: the directed links of the route,
+            then the egress gate of ``s``, then the ingress gate of ``d``.
+        pair_res: Resource ids: ``2e`` / ``2e+1`` for link ``e`` in the ``u→v`` / ``v→u``
+            direction, ``2L + c`` for cluster ``c``'s egress and ``2L + n + c`` for its ingress.
+        hops: Route length in links between every pair of clusters.
+        input_clusters: Clusters that may hold raw input data.
+        power: VM power per slot (MIPS), redrawn periodically.
+        availability: Speed factor per slot (None when disabled).
+        outages: Reachability per cluster, "on" = reachable (None when disabled).
+        link_bw: Bandwidth per link (MB/s, each direction), redrawn periodically
+            (None without links).
+    """
+
+    graph: nx.Graph
+    tier: np.ndarray
+    slots: np.ndarray
+    slot_ptr: np.ndarray
+    slot_cluster: np.ndarray
+    gate: np.ndarray
+    outage_p: np.ndarray
+    link_u: np.ndarray
+    link_v: np.ndarray
+    pair_ptr: np.ndarray
+    pair_res: np.ndarray
+    hops: np.ndarray
+    input_clusters: np.ndarray
+    power: PeriodicNormal
+    availability: AlternatingRenewal | None
+    outages: AlternatingRenewal | None
+    link_bw: PeriodicNormal | None
+
+    @property
+    def n_clusters(self) -> int:
+        """Number of clusters."""
+        return len(self.slots)
+
+    @property
+    def n_slots(self) -> int:
+        """Number of slots in all clusters."""
+        return int(self.slot_ptr[-1])
+
+    @property
+    def n_links(self) -> int:
+        """Number of WAN links."""
+        return len(self.link_u)
+
+    def resource_capacity(self) -> np.ndarray:
+        """Current capacity (MB/s) of every transfer resource, indexed like ``pair_res``."""
+        links = self.link_bw.level if self.link_bw is not None else np.empty(0)
+        return np.concatenate([np.repeat(links, 2), self.gate, self.gate])
+
+
+def build_graph(scenario: Scenario, rng: np.random.Generator) -> nx.Graph:
+    """Make or read the topology the scenario names."""
+    topo = scenario["topology"]
+    if topo["generator"] == "single":
+        graph = nx.Graph()
+        graph.add_node(0, x=0.0, y=0.0)
+        return graph
+    if topo["generator"] == "file":
+        return read_topology(scenario.resolve(topo["file"]))
+    seed = topo["seed"] if topo["seed"] >= 0 else rng
+    return barabasi_albert_topology(topo["n_clusters"], topo["m"], seed=seed)
+
+
+def _draw_range(value, n: int, rng: np.random.Generator, integer: bool = False) -> np.ndarray:
+    lo, hi = (value, value) if not isinstance(value, list) else (value[0], value[-1])
+    if integer:
+        return rng.integers(int(lo), int(hi) + 1, size=n)
+    return rng.uniform(float(lo), float(hi), size=n)
+
+
+def _routes(graph: nx.Graph, weight: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                           np.ndarray, np.ndarray]:
+    n = graph.number_of_nodes()
+    edges = sorted((min(u, v), max(u, v)) for u, v in graph.edges())
+    link_u = np.array([e[0] for e in edges], dtype=np.int64)
+    link_v = np.array([e[1] for e in edges], dtype=np.int64)
+    edge_id = {e: i for i, e in enumerate(edges)}
+    n_links = len(edges)
+    hops = np.zeros((n, n), dtype=np.int64)
+    counts = np.zeros(n * n, dtype=np.int64)
+    res: list[list[int]] = [[] for _ in range(n * n)]
+    paths = dict(nx.all_pairs_dijkstra_path(graph, weight=weight)) if weight else \
+        dict(nx.all_pairs_shortest_path(graph))
+    for s in range(n):
+        for d in range(n):
+            if s == d:
+                continue
+            path = paths[s][d]
+            ids = []
+            for a, b in zip(path[:-1], path[1:], strict=True):
+                e = edge_id[(min(a, b), max(a, b))]
+                ids.append(2 * e + (0 if a < b else 1))
+            ids += [2 * n_links + s, 2 * n_links + n + d]
+            res[s * n + d] = ids
+            counts[s * n + d] = len(ids)
+            hops[s, d] = len(path) - 1
+    pair_ptr = np.zeros(n * n + 1, dtype=np.int64)
+    np.cumsum(counts, out=pair_ptr[1:])
+    pair_res = np.fromiter((r for ids in res for r in ids), dtype=np.int64, count=int(counts.sum()))
+    return link_u, link_v, pair_ptr, pair_res, hops
+
+
+def build_world(scenario: Scenario, streams: dict[str, np.random.Generator]) -> World:
+    """Build the world of a scenario from the run's random streams.
+
+    Args:
+        scenario: A validated scenario.
+        streams: The run's generators, from :func:`spawn_streams`.
+
+    Returns:
+        The world at time 0.
+    """
+    rng = streams["clusters"]
+    graph = build_graph(scenario, streams["topology"])
+    n = graph.number_of_nodes()
+    tier = assign_tiers(graph, scenario["topology"]["tier_shares"])
+    per_tier = [scenario[f"tiers.{name}"] for name in TIERS]
+
+    def draw(key: str, integer: bool = False) -> np.ndarray:
+        out = np.empty(n, dtype=np.int64 if integer else float)
+        for t, params in enumerate(per_tier):
+            idx = np.flatnonzero(tier == t)
+            out[idx] = _draw_range(params[key], len(idx), rng, integer)
+        return out
+
+    slots = draw("slots", integer=True)
+    gate_ratio = draw("gate_ratio")
+    power_mean = draw("power_mean")
+    power_rsd = draw("power_rsd")
+    outage_p = draw("outage_probability")
+    clusters = scenario["clusters"]
+    gate = gate_ratio * slots * clusters["vm_bandwidth"]
+    slot_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(slots, out=slot_ptr[1:])
+    slot_cluster = np.repeat(np.arange(n), slots)
+
+    links = scenario["links"]
+    weight = "length" if links["routing"] == "distance" else None
+    link_u, link_v, pair_ptr, pair_res, hops = _routes(graph, weight)
+    link_bw = None
+    if len(link_u):
+        bw_mean = _draw_range(links["bandwidth_mean"], len(link_u), rng)
+        bw_rsd = _draw_range(links["bandwidth_rsd"], len(link_u), rng)
+        link_bw = PeriodicNormal(bw_mean, bw_rsd, links["redraw_interval"], streams["links"])
+
+    power = PeriodicNormal(power_mean[slot_cluster], power_rsd[slot_cluster],
+                           clusters["power_redraw_interval"], streams["power"])
+    availability = _availability(scenario, int(slot_ptr[-1]), streams["availability"])
+    outages = None
+    out = scenario["outages"]
+    if out["enabled"] and np.any(outage_p > 0):
+        outages = AlternatingRenewal(
+            n, geometric_trials_draw(outage_p, out["trial_interval"]),
+            gamma_draw(out["duration_shape"], out["duration_scale"]),
+            constant_draw(1.0), constant_draw(0.0), streams["outages"])
+
+    input_clusters = _input_clusters(scenario, tier, rng)
+    return World(graph, tier, slots, slot_ptr, slot_cluster, gate, outage_p, link_u, link_v,
+                 pair_ptr, pair_res, hops, input_clusters, power, availability, outages, link_bw)
+
+
+def _availability(scenario: Scenario, n_slots: int,
+                  rng: np.random.Generator) -> AlternatingRenewal | None:
+    av = scenario["availability"]
+    if not av["enabled"]:
+        return None
+    on_rate = av["available_rate"] if isinstance(av["available_rate"], list) \
+        else [av["available_rate"]] * 2
+    off_rate = av["unavailable_rate"] if isinstance(av["unavailable_rate"], list) \
+        else [av["unavailable_rate"]] * 2
+    factor = 1.0
+    if av["normalise"]:
+        mean_on = av["available_shape"] * av["available_scale"]
+        mean_off = av["unavailable_shape"] * av["unavailable_scale"]
+        mean_rate = (mean_on * np.mean(on_rate) + mean_off * np.mean(off_rate)) / (
+            mean_on + mean_off)
+        factor = 1.0 / mean_rate if mean_rate > 0 else 1.0
+    return AlternatingRenewal(
+        n_slots, gamma_draw(av["available_shape"], av["available_scale"]),
+        gamma_draw(av["unavailable_shape"], av["unavailable_scale"]),
+        uniform_draw(on_rate[0], on_rate[-1], factor),
+        uniform_draw(off_rate[0], off_rate[-1], factor), rng)
+
+
+def _input_clusters(scenario: Scenario, tier: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Clusters that hold raw input.
+
+    Every cluster of the listed tiers, except that only a share of medium clusters is
+    used ("the edges as well as some medium-scale clusters", 003 §6.1).
+    """
+    wl = scenario["workload"]
+    chosen: list[np.ndarray] = []
+    for name in wl["input_tiers"]:
+        idx = np.flatnonzero(tier == TIERS.index(name))
+        if name == "medium" and len(idx):
+            k = int(round(wl["medium_input_share"] * len(idx)))
+            idx = np.sort(rng.choice(idx, size=k, replace=False))
+        chosen.append(idx)
+    out = np.unique(np.concatenate(chosen)) if chosen else np.empty(0, dtype=np.int64)
+    return out if out.size else np.arange(len(tier))
