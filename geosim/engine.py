@@ -142,6 +142,8 @@ class Engine:
         self._flows: tuple | None = None
         self.egress_mb = np.zeros(world.n_clusters)
         self.ingress_mb = np.zeros(world.n_clusters)
+        self.gate_out = np.zeros(world.n_clusters)     # MB/s used in the last slot
+        self.gate_in = np.zeros(world.n_clusters)
         self.wan_mb = 0.0
         self.completed: list[np.ndarray] = []   # winner copy ids per step, for the monitor
         self.finished_jobs: list[int] = []
@@ -437,7 +439,10 @@ class Engine:
         if flows[0].size:
             el = elapsed[pos]
             icols["bw_time"][idx] += bw * el
-            moved = rate[pos] * size * el
+            usage = rate[pos] * size
+            self.gate_out = np.bincount(src, weights=usage, minlength=world.n_clusters)
+            self.gate_in = np.bincount(dst, weights=usage, minlength=world.n_clusters)
+            moved = usage * el
             self.egress_mb += np.bincount(src, weights=moved, minlength=world.n_clusters)
             self.ingress_mb += np.bincount(dst, weights=moved, minlength=world.n_clusters)
             self.wan_mb += float(moved.sum())

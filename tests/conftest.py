@@ -1,0 +1,47 @@
+"""Shared builders of small scenarios for the tests."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+
+def closed_world(slots: int = 1, rate: float = 0.05, n_jobs: int = 200,
+                 work: dict | None = None, scheduler: str = "fifo",
+                 params: dict | None = None, dt: float = 1.0, seed: int = 1,
+                 availability: bool = False) -> dict[str, Any]:
+    """One cluster of ``slots`` slots of power 1, no outages: the queueing-theory world."""
+    return {
+        "run": {"seed": seed, "dt": dt, "record_interval": 100.0},
+        "scheduler": {"name": scheduler, "params": params or {}},
+        "topology": {"generator": "single"},
+        "tiers": {"small": {"slots": slots, "power_mean": 1.0, "power_rsd": 0.0}},
+        "clusters": {"power_redraw_interval": 0.0},
+        "availability": {"enabled": availability},
+        "outages": {"enabled": False},
+        "workload": {"kind": "single", "n_jobs": n_jobs, "arrival_rate": rate,
+                     "work": work or {"distribution": "exponential", "mean": 10.0}},
+    }
+
+
+def geo_world(n_clusters: int = 8, n_jobs: int = 12, rate: float = 0.05, seed: int = 3,
+              scheduler: str = "fifo", params: dict | None = None) -> dict[str, Any]:
+    """A small geo-distributed world with every process on: availability, outages, WAN."""
+    small = {"slots": [4, 8]}
+    return {
+        "run": {"seed": seed, "record_interval": 20.0},
+        "scheduler": {"name": scheduler, "params": params or {}},
+        "topology": {"generator": "barabasi_albert", "n_clusters": n_clusters},
+        "tiers": {"large": {"slots": [30, 40]}, "medium": {"slots": [10, 20]}, "small": small},
+        "outages": {"trial_interval": 30.0},
+        "workload": {"kind": "montage", "n_jobs": n_jobs, "arrival_rate": rate,
+                     "large_max_tasks": 600},
+    }
+
+
+@pytest.fixture
+def world_dict():
+    """Factory returning a fresh copy of a scenario dict."""
+    return lambda builder=geo_world, **kw: copy.deepcopy(builder(**kw))

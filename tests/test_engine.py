@@ -1,0 +1,223 @@
+"""Hand-computed worlds: every flowtime below is worked out on paper."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import closed_world
+
+from geosim import GeoModel, load_scenario
+from geosim.engine import SchedulingError
+from geosim.schedulers import Scheduler
+from geosim.workload import Workload
+
+
+def make_workload(arrival, work, raw=None, edges=()):
+    """Jobs of one task each unless ``edges`` joins tasks (then one job holds them all)."""
+    n = len(work)
+    if edges:
+        task_ptr = [0, n]
+        arrival = arrival[:1]
+    else:
+        task_ptr = list(range(n + 1))
+    raw = raw or [[] for _ in range(n)]
+    raw_ptr = np.cumsum([0] + [len(r) for r in raw])
+    return Workload(
+        arrival=np.asarray(arrival, float), weight=np.ones(len(arrival)),
+        task_ptr=np.asarray(task_ptr), task_work=np.asarray(work, float),
+        task_type=np.zeros(n, dtype=np.int32), type_names=("t",),
+        edge_src=np.array([e[0] for e in edges], dtype=np.int64),
+        edge_dst=np.array([e[1] for e in edges], dtype=np.int64),
+        edge_size=np.array([e[2] for e in edges], dtype=float),
+        raw_ptr=raw_ptr, raw_cluster=np.array([c for r in raw for c, _ in r], dtype=np.int64),
+        raw_size=np.array([s for r in raw for _, s in r], dtype=float))
+
+
+class PinTo(Scheduler):
+    """Test policy: every ready task, in id order, on a fixed cluster (whole slots)."""
+
+    name = "pin"
+
+    def __init__(self, cluster: int = 0, share: float = 1.0):
+        self.cluster, self.share = cluster, share
+
+    def decide(self, view, actions):
+        spare = view.free_units(self.share)[self.cluster]
+        for job in view.alive_jobs:
+            for task in view.ready_tasks(int(job)):
+                if spare <= 0:
+                    return
+                actions.launch(int(task), self.cluster, self.share)
+                spare -= 1
+
+
+def two_cluster_scenario(link_bw=2.0, vm_bandwidth=1000.0, slots=4):
+    tier = {"slots": slots, "power_mean": 10.0, "power_rsd": 0.0, "gate_ratio": 1.0,
+            "outage_probability": 0.0}
+    return load_scenario({
+        "run": {"seed": 1},
+        "topology": {"generator": "barabasi_albert", "n_clusters": 2, "m": 1},
+        "tiers": {"large": tier, "medium": tier, "small": tier},
+        "clusters": {"vm_bandwidth": vm_bandwidth, "power_redraw_interval": 0.0},
+        "availability": {"enabled": False}, "outages": {"enabled": False},
+        "links": {"bandwidth_mean": link_bw, "bandwidth_rsd": 0.0, "redraw_interval": 0.0},
+        "workload": {"kind": "single", "n_jobs": 1},
+    })
+
+
+def test_fifo_hand_computed_flowtimes():
+    # Two slots of power 1. Job 0 (work 3) starts at 0 and ends at 3. Job 1 arrives at 0.5,
+    # is seen at the boundary 1, ends at 3: flowtime 2.5. Job 2 arrives at 1.2; both slots
+    # are busy until 3, so it starts at 3 and ends at 7: flowtime 5.8.
+    scenario = load_scenario(closed_world(slots=2))
+    wl = make_workload([0.0, 0.5, 1.2], [3.0, 2.0, 4.0])
+    result = GeoModel(scenario, "fifo", workload=wl).run()
+    np.testing.assert_allclose(result.jobs["completion"], [3.0, 3.0, 7.0])
+    np.testing.assert_allclose(result.jobs["flowtime"], [3.0, 2.5, 5.8])
+    assert result.summary["copies_launched"] == 3
+
+
+def test_completion_is_interpolated_inside_the_slot():
+    scenario = load_scenario(closed_world(slots=1))
+    wl = make_workload([0.0], [2.5])
+    result = GeoModel(scenario, "fifo", workload=wl).run()
+    assert result.jobs["completion"][0] == pytest.approx(2.5)
+
+
+def test_remote_input_rate_is_the_transfer_bottleneck():
+    # Power 10 MIPS, work 100 MI: 10 s of processing. 50 MB read over a 2 MB/s link: 25 s.
+    wl = make_workload([0.0], [100.0], raw=[[(1, 50.0)]])
+    result = GeoModel(two_cluster_scenario(), PinTo(0), workload=wl).run()
+    assert result.jobs["completion"][0] == pytest.approx(25.0)
+    assert result.summary["wan_mb"] == pytest.approx(50.0)
+    # Local input: processing bound, 10 s.
+    wl = make_workload([0.0], [100.0], raw=[[(0, 50.0)]])
+    result = GeoModel(two_cluster_scenario(), PinTo(0), workload=wl).run()
+    assert result.jobs["completion"][0] == pytest.approx(10.0)
+    assert result.summary["wan_mb"] == 0.0
+
+
+def test_concurrent_transfers_share_the_link_and_the_gates():
+    # Two transfers over one 2 MB/s link: 1 MB/s each, 50 s.
+    wl = make_workload([0.0, 0.0], [100.0, 100.0], raw=[[(1, 50.0)], [(1, 50.0)]])
+    result = GeoModel(two_cluster_scenario(), PinTo(0), workload=wl).run()
+    np.testing.assert_allclose(result.jobs["completion"], [50.0, 50.0])
+    # Gates of 1.0 x 2 slots x 0.25 MB/s = 0.5 MB/s: 0.25 MB/s each, 200 s.
+    scenario = two_cluster_scenario(vm_bandwidth=0.25, slots=2)
+    result = GeoModel(scenario, PinTo(0), workload=wl).run()
+    np.testing.assert_allclose(result.jobs["completion"], [200.0, 200.0])
+
+
+def test_intermediate_data_is_read_where_the_parent_ran():
+    # Task 0 (local input) on cluster 1: 10 s. Task 1 reads 20 MB of task 0's output; run on
+    # cluster 0 it transfers at 2 MB/s -> 10 s, released at the boundary 10: ends at 20.
+    class Split(Scheduler):
+        name = "split"
+
+        def decide(self, view, actions):
+            for job in view.alive_jobs:
+                for task in view.ready_tasks(int(job)):
+                    actions.launch(int(task), 1 if task == 0 else 0)
+
+    wl = make_workload([0.0], [100.0, 50.0], raw=[[(1, 10.0)], []], edges=[(0, 1, 20.0)])
+    result = GeoModel(two_cluster_scenario(), Split(), workload=wl).run()
+    np.testing.assert_allclose(result.tasks["completion"], [10.0, 20.0])
+    np.testing.assert_array_equal(result.tasks["cluster"], [1, 0])
+
+
+def test_multitasking_shares_divide_the_slot():
+    # Two copies at share 1/2 on the one slot each run at half speed: work 2 ends at 4.
+    scenario = load_scenario(closed_world(slots=1))
+    wl = make_workload([0.0, 0.0], [2.0, 2.0])
+    result = GeoModel(scenario, PinTo(0, share=0.5), workload=wl).run()
+    np.testing.assert_allclose(result.jobs["completion"], [4.0, 4.0])
+    np.testing.assert_allclose(result.copies["slot_seconds"], [2.0, 2.0])
+
+
+def test_first_copy_wins_and_siblings_are_killed_at_that_instant():
+    # Slots of power 1; two copies of one task (work 5), the second launched at t=2 with
+    # share 1: the first wins at 5, the second is killed at 5 having done 3 units (wasted).
+    class TwoCopies(Scheduler):
+        name = "two"
+
+        def decide(self, view, actions):
+            if view.time == 0:
+                actions.launch(0, 0)
+            elif view.time == 2:
+                actions.launch(0, 0)
+
+    scenario = load_scenario(closed_world(slots=2))
+    result = GeoModel(scenario, TwoCopies(), workload=make_workload([0.0], [5.0])).run()
+    copies = result.copies
+    assert list(copies["outcome"]) == ["won", "lost"]
+    np.testing.assert_allclose(copies["end"], [5.0, 5.0])
+    np.testing.assert_allclose(copies["wasted"], [0.0, 3.0])
+    executed, demanded, wasted = result.summary["executed_work"], 5.0, 3.0
+    assert executed == pytest.approx(demanded + wasted)
+
+
+def test_checkpoint_brings_copies_to_the_leader_and_survives_a_kill():
+    # Two copies of a task (work 10) on slots of power 1, the second started at 4. At 6 the
+    # job is checkpointed (leader at 6, laggard at 2 -> both 6, 2 units wasted), the leader is
+    # killed; the survivor ends at 6 + 4 = 10.
+    class Checkpointer(Scheduler):
+        name = "ckpt"
+
+        def decide(self, view, actions):
+            if view.time == 0:
+                self.first = actions.launch(0, 0)
+            elif view.time == 4:
+                actions.launch(0, 0)
+            elif view.time == 6:
+                actions.checkpoint(0)
+                actions.kill(self.first)
+
+    scenario = load_scenario(closed_world(slots=2))
+    result = GeoModel(scenario, Checkpointer(), workload=make_workload([0.0], [10.0])).run()
+    assert result.jobs["completion"][0] == pytest.approx(10.0)
+    assert result.tasks["checkpoints"][0] == 1
+    np.testing.assert_allclose(result.copies["wasted"], [0.0, 2.0])
+    s = result.summary
+    assert s["executed_work"] == pytest.approx(s["demanded_work"] + s["wasted_work"])
+
+
+def test_engine_rejects_impossible_operations():
+    scenario = load_scenario(closed_world(slots=1))
+
+    class Greedy(Scheduler):
+        name = "greedy"
+
+        def decide(self, view, actions):
+            actions.launch(0, 0)
+            actions.launch(0, 0)   # the only slot is taken
+
+    with pytest.raises(SchedulingError, match="no slot"):
+        GeoModel(scenario, Greedy(), workload=make_workload([0.0], [5.0])).run()
+
+
+def test_outage_kills_copies_and_the_task_restarts():
+    # Cluster 0 fails at every 60 s trial (p = 1) and stays down a Gamma time. A copy of
+    # work 40 started at 30 is killed at 60 (outcome 'failed'); the task runs again after
+    # the outage and, needing 40 s of the next 60, completes.
+    tier = {"slots": 2, "power_mean": 1.0, "power_rsd": 0.0, "outage_probability": 1.0}
+    scenario = load_scenario({
+        "topology": {"generator": "single"}, "tiers": {"small": tier},
+        "clusters": {"power_redraw_interval": 0.0}, "availability": {"enabled": False},
+        "outages": {"trial_interval": 60.0, "duration_shape": 1.0, "duration_scale": 5.0},
+        "workload": {"kind": "single", "n_jobs": 1}})
+
+    class Once(Scheduler):
+        name = "once"
+
+        def decide(self, view, actions):
+            for job in view.alive_jobs:
+                for task in view.ready_tasks(int(job)):
+                    if view.reachable[0] and view.time >= 30:
+                        actions.launch(int(task), 0)
+
+    result = GeoModel(scenario, Once(), workload=make_workload([0.0], [40.0])).run()
+    copies = result.copies
+    assert copies["outcome"].iloc[0] == "failed"
+    assert copies["end"].iloc[0] == pytest.approx(60.0)
+    assert copies["outcome"].iloc[-1] == "won"
+    assert result.jobs["finished"].all()
