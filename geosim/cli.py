@@ -82,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{model.workload.n_tasks} tasks, scheduler {model.policy.name})")
             return 0
         from geosim.model import GeoModel
+        from geosim.results import check_output_dir
+        check_output_dir(args.out)
         model = GeoModel(scenario, args.scheduler, args.seed)
         result = model.run(progress=not args.no_progress and sys.stderr.isatty())
         out = result.save(args.out, fmt=args.format)

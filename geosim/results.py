@@ -74,10 +74,7 @@ class Result:
         """
         if fmt not in ("parquet", "csv"):
             raise GeosimError(f"unknown table format {fmt!r} (parquet or csv)")
-        dest = Path(directory)
-        if dest.exists() and (not dest.is_dir() or (any(dest.iterdir())
-                                                    and not (dest / "summary.json").exists())):
-            raise GeosimError("exists and is not a geosim results directory", source=str(dest))
+        dest = check_output_dir(directory)
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
         try:
@@ -97,6 +94,19 @@ class Result:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return dest
+
+
+def check_output_dir(directory: str | os.PathLike) -> Path:
+    """Return ``directory`` as a path if a result may be written there, else raise.
+
+    Raises:
+        GeosimError: It exists and is neither empty nor a previous result.
+    """
+    dest = Path(directory)
+    if dest.exists() and (not dest.is_dir() or (any(dest.iterdir())
+                                                and not (dest / "summary.json").exists())):
+        raise GeosimError("exists and is not a geosim results directory", source=str(dest))
+    return dest
 
 
 def load_result(directory: str | os.PathLike) -> Result:

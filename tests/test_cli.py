@@ -1,0 +1,84 @@
+"""The geosim command as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from geosim.cli import main
+from geosim.results import load_result
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = str(ROOT / "scenarios" / "quickstart.toml")
+
+
+def test_run_writes_tables_and_prints_summary(tmp_path, capsys):
+    out = tmp_path / "res"
+    code = main(["run", QUICK, "--scheduler", "srpt", "--seed", "4", "--out", str(out),
+                 "--set", "workload.n_jobs=8", "--set", "topology.n_clusters=10"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    for label in ("jobs done", "flowtime mean", "p50 / p95 / p99", "slot utilisation",
+                  "WAN traffic", "copies launched / killed", "wasted slot-seconds", "wall time"):
+        assert label in printed
+    assert "8 / 8" in printed
+    result = load_result(out)
+    assert len(result.jobs) == 8 and result.jobs["finished"].all()
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["scheduler"] == "srpt" and meta["seed"] == 4
+    assert "n_jobs = 8" in (out / "scenario.toml").read_text()
+
+
+def test_csv_format(tmp_path):
+    out = tmp_path / "csv"
+    assert main(["run", QUICK, "--out", str(out), "--format", "csv",
+                 "--set", "workload.n_jobs=3", "--set", "topology.n_clusters=6"]) == 0
+    assert len(pd.read_csv(out / "jobs.csv")) == 3
+
+
+def test_validate_and_schedulers(capsys):
+    assert main(["validate", QUICK]) == 0
+    assert "ok (20 clusters" in capsys.readouterr().out
+    assert main(["schedulers"]) == 0
+    listed = capsys.readouterr().out
+    for name in ("fifo", "fair", "srpt"):
+        assert any(line.startswith(name + " ") for line in listed.splitlines())
+
+
+BAD_RUNS = [
+    (["run", "missing.toml"], "missing.toml: scenario file not found"),
+    (["run", QUICK, "--scheduler", "nope"], "scheduler.name: unknown scheduler 'nope'"),
+    (["run", QUICK, "--set", "workload.arrival_rate=-1"], "workload.arrival_rate: must be > 0"),
+    (["run", QUICK, "--set", "outages.enabled"], "expected KEY=VALUE"),
+    (["validate", QUICK, "--set", "tiers.small.outage_probability=2"], "must be <= 1"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_RUNS, ids=[m for _, m in BAD_RUNS])
+def test_bad_input_exits_2_with_one_line_and_no_output(tmp_path, argv, message):
+    out = tmp_path / "never"
+    argv = argv + (["--out", str(out)] if argv[0] == "run" else [])
+    proc = subprocess.run([sys.executable, "-m", "geosim.cli", *argv], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("geosim: error: ")
+    assert message in lines[0]
+    assert "Traceback" not in proc.stderr
+    assert not out.exists()
+
+
+def test_refuses_to_overwrite_a_foreign_directory(tmp_path, capsys):
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    code = main(["run", QUICK, "--out", str(foreign), "--set", "workload.n_jobs=2",
+                 "--set", "topology.n_clusters=6"])
+    assert code == 2
+    assert "not a geosim results directory" in capsys.readouterr().err
+    assert (foreign / "notes.txt").read_text() == "keep me"

@@ -1,0 +1,73 @@
+"""The world's stochastic processes: distributions, and independence from step grouping."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from geosim.processes import (
+    AlternatingRenewal,
+    PeriodicNormal,
+    constant_draw,
+    gamma_draw,
+    geometric_trials_draw,
+    uniform_draw,
+)
+
+
+def availability(seed=0, n=400, factor=1.0):
+    return AlternatingRenewal(n, gamma_draw(0.34, 94.35), gamma_draw(0.19, 39.92),
+                              uniform_draw(2.0, 3.0, factor), uniform_draw(0.0, 0.3, factor),
+                              np.random.default_rng(seed))
+
+
+def test_long_run_available_fraction_and_mean_rate():
+    # Renewal-reward: fraction of time available = E[AP] / (E[AP] + E[UP]).
+    mean_on, mean_off = 0.34 * 94.35, 0.19 * 39.92
+    mean_rate = (mean_on * 2.5 + mean_off * 0.15) / (mean_on + mean_off)
+    proc = availability(factor=1 / mean_rate)
+    horizon = 20_000.0
+    avg = proc.advance(horizon, 0.0)
+    assert avg.mean() == pytest.approx(1.0, rel=0.03)
+    phases = proc.count[0] + proc.count[1]
+    assert phases.mean() == pytest.approx(2 * horizon / (mean_on + mean_off), rel=0.05)
+
+
+def test_time_average_is_exact_for_any_step_grouping():
+    # Integrating in 1 s slots or in one jump gives the same trajectory and the same integral.
+    fine, coarse = availability(seed=5, n=50), availability(seed=5, n=50)
+    total = np.zeros(50)
+    for t in range(300):
+        total += fine.advance(t + 1.0, float(t))
+    np.testing.assert_allclose(total / 300, coarse.advance(300.0, 0.0), rtol=1e-12)
+    np.testing.assert_array_equal(fine.on, coarse.on)
+    np.testing.assert_array_equal(fine.next_change, coarse.next_change)
+
+
+def test_geometric_outage_onsets():
+    p = np.array([0.0, 0.1, 0.5, 1.0])
+    proc = AlternatingRenewal(4, geometric_trials_draw(p, 60.0), gamma_draw(2.0, 15.0),
+                              constant_draw(1.0), constant_draw(0.0), np.random.default_rng(1))
+    assert np.isinf(proc.next_change[0])
+    assert proc.next_change[3] == 60.0
+    draws = geometric_trials_draw(np.full(1, 0.1), 60.0)(np.random.default_rng(2), 1, 50_000)
+    assert np.all(draws % 60.0 == 0)
+    assert draws.mean() == pytest.approx(600.0, rel=0.03)   # 60 s / p
+
+
+def test_periodic_normal_catches_up_every_skipped_period():
+    a = PeriodicNormal(np.full(30, 10.0), np.full(30, 0.5), 10.0, np.random.default_rng(3))
+    b = PeriodicNormal(np.full(30, 10.0), np.full(30, 0.5), 10.0, np.random.default_rng(3))
+    for t in range(0, 101, 1):
+        a.advance(float(t))
+    assert b.advance(100.0)
+    np.testing.assert_array_equal(a.level, b.level)
+    assert np.all(a.level > 0)
+
+
+def test_truncated_normal_moments():
+    proc = PeriodicNormal(np.full(200_000, 100.0), np.full(200_000, 0.25), 0.0,
+                          np.random.default_rng(4))
+    assert proc.level.mean() == pytest.approx(100.0, rel=0.01)
+    assert proc.level.std() == pytest.approx(25.0, rel=0.02)
+    assert not proc.advance(1e6)

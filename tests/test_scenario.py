@@ -1,0 +1,143 @@
+"""Scenario loading, overrides and every kind of bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from geosim import GeoModel, GeosimError, load_scenario
+from geosim.scenario import parse_override
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = sorted((ROOT / "scenarios").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.stem for p in SHIPPED])
+def test_shipped_scenarios_validate(path):
+    scenario = load_scenario(path)
+    assert scenario["run"]["name"] == path.stem
+
+
+def test_pingan_scenarios_follow_003():
+    for load, rate in (("light", 0.02), ("medium", 0.07), ("heavy", 0.15)):
+        s = load_scenario(ROOT / "scenarios" / f"pingan-{load}.toml")
+        assert s.get("workload.arrival_rate") == rate
+        assert s.get("workload.n_jobs") == 2000
+        assert s.get("tiers.large.slots") == [500, 1500]
+        assert s.get("tiers.small.outage_probability") == [0.05, 0.5]
+    model = GeoModel(load_scenario(ROOT / "scenarios" / "pingan-medium.toml",
+                                   {"workload.n_jobs": 5}))
+    assert model.world.n_clusters == 100
+    assert list(__import__("numpy").bincount(model.world.tier)) == [5, 20, 75]
+
+
+def test_defaults_and_overrides():
+    s = load_scenario({}, {"workload.arrival_rate": "0.11", "run.seed": 9,
+                           "scheduler.params": {"multitasking": True}})
+    assert s.get("workload.arrival_rate") == 0.11
+    assert s.get("run.seed") == 9
+    assert s.get("scheduler.params") == {"multitasking": True}
+    assert s.get("availability.available_shape") == 0.34
+    again = load_scenario(s.data)   # a complete scenario round-trips
+    assert again.data == s.data
+
+
+def test_to_toml_round_trips(tmp_path):
+    s = load_scenario(ROOT / "scenarios" / "quickstart.toml")
+    path = tmp_path / "full.toml"
+    path.write_text(s.to_toml())
+    assert load_scenario(path).data == s.data
+
+
+def test_parse_override():
+    assert parse_override("workload.arrival_rate=0.07") == ("workload.arrival_rate", 0.07)
+    assert parse_override("scheduler.name=srpt") == ("scheduler.name", "srpt")
+    assert parse_override("tiers.small.slots=[1, 2]") == ("tiers.small.slots", [1, 2])
+    with pytest.raises(GeosimError, match="KEY=VALUE"):
+        parse_override("novalue")
+
+
+def write(tmp_path, text, name="s.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+BAD = [
+    ("[run\nseed = 1", "malformed TOML"),
+    ("[run]\nspeed = 1", "run.speed: unknown key"),
+    ("[runs]\nseed = 1", "unknown section"),
+    ("[workload]\narrival_rate = -0.5", "workload.arrival_rate: must be > 0"),
+    ("[workload]\narrival_rate = \"fast\"", "workload.arrival_rate: must be a number"),
+    ("[tiers.small]\noutage_probability = [0.1, 1.5]", "outage_probability: must be <= 1"),
+    ("[tiers.small]\nslots = [50, 10]", "tiers.small.slots: low must not exceed high"),
+    ("[tiers.small]\nslots = 2.5", "must be whole numbers"),
+    ("[availability]\nenabled = 1", "availability.enabled: must be true or false"),
+    ("[topology]\ngenerator = \"brite\"", "topology.generator: must be one of"),
+    ("[topology]\ntier_shares = [0.5, 0.5, 0.5]", "topology.tier_shares"),
+    ("[topology]\ngenerator = \"file\"\nfile = \"nope.graphml\"", "topology file not found"),
+    ("[workload]\nkind = \"wfformat\"", "workload.files"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD, ids=[m for _, m in BAD])
+def test_bad_scenarios_name_file_key_and_value(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(GeosimError) as info:
+        load_scenario(path)
+    text = str(info.value)
+    assert message in text
+    assert str(path) in text
+    assert "\n" not in text
+
+
+def test_missing_scenario_file(tmp_path):
+    with pytest.raises(GeosimError, match="scenario file not found"):
+        load_scenario(tmp_path / "absent.toml")
+
+
+def test_unknown_override_key():
+    with pytest.raises(GeosimError, match="unknown key 'workload.rate'"):
+        load_scenario({}, {"workload.rate": 1})
+
+
+def test_unknown_scheduler_and_bad_params():
+    with pytest.raises(GeosimError, match="unknown scheduler 'pingpong'"):
+        GeoModel(load_scenario({"scheduler": {"name": "pingpong"},
+                                "workload": {"n_jobs": 2}}))
+    with pytest.raises(GeosimError, match="scheduler.params: fair: .*unexpected keyword"):
+        GeoModel(load_scenario({"scheduler": {"name": "fair", "params": {"epsilon": 0.5}},
+                                "workload": {"n_jobs": 2}}))
+    with pytest.raises(GeosimError, match="multitasking must be true or false"):
+        GeoModel(load_scenario({"scheduler": {"name": "fair", "params": {"multitasking": 3}},
+                                "workload": {"n_jobs": 2}}))
+
+
+def test_input_on_a_cluster_that_does_not_exist():
+    s = load_scenario({"topology": {"generator": "single"},
+                       "workload": {"kind": "single", "n_jobs": 3, "input_cluster": 4}})
+    with pytest.raises(GeosimError, match="workload.input_cluster: input on cluster 4"):
+        GeoModel(s)
+
+
+def test_disconnected_and_malformed_topology_files(tmp_path):
+    graph = nx.Graph([(0, 1), (2, 3)])
+    nx.write_graphml(graph, tmp_path / "split.graphml")
+    s = write(tmp_path, "[topology]\ngenerator = \"file\"\nfile = \"split.graphml\"")
+    with pytest.raises(GeosimError, match="split.graphml: .*disconnected"):
+        GeoModel(load_scenario(s, {"workload.n_jobs": 1}))
+    (tmp_path / "bad.graphml").write_text("<graphml><graph")
+    s = write(tmp_path, "[topology]\ngenerator = \"file\"\nfile = \"bad.graphml\"")
+    with pytest.raises(GeosimError, match="bad.graphml"):
+        GeoModel(load_scenario(s, {"workload.n_jobs": 1}))
+
+
+def test_shipped_brite_topology_runs():
+    s = load_scenario({"topology": {"generator": "file",
+                                    "file": str(ROOT / "topologies" / "small.brite")},
+                       "workload": {"n_jobs": 3, "large_max_tasks": 600}})
+    result = GeoModel(s).run()
+    assert result.jobs["finished"].all()
+    assert result.clusters["cluster"].nunique() == 8
