@@ -239,49 +239,109 @@ class Engine:
             task: Task id.
             cluster: Cluster to run on; must be reachable.
             share: Fraction of one slot the copy gets (multitasking, 002 §5).
-            slot: A specific slot of ``cluster``; by default the free slot with the least
-                spare share that fits ``share``, ties broken at random.
+            slot: A specific slot of ``cluster``; by default as in :meth:`launch_many`.
         """
-        state = self.task_state[task]
-        if state not in (READY, RUNNING):
-            raise SchedulingError(f"task {task} is not ready (state {state})")
+        slots = None if slot is None else np.array([slot])
+        return int(self.launch_many(np.array([task]), np.array([cluster]), share, slots)[0])
+
+    def launch_many(self, tasks: np.ndarray, clusters: np.ndarray, share: float = 1.0,
+                    slots: np.ndarray | None = None) -> np.ndarray:
+        """Start one copy of each ``tasks[i]`` on ``clusters[i]``; return the copy ids.
+
+        Without ``slots``, whole-slot copies go to free slots drawn uniformly at random
+        (without replacement) in each cluster; a fractional copy goes to the slot with the
+        least spare share that still fits it (best fit), ties broken at random.
+        """
+        tasks = np.asarray(tasks, dtype=np.int64)
+        clusters = np.asarray(clusters, dtype=np.int64)
+        n = tasks.size
+        if n == 0:
+            return np.empty(0, dtype=np.int64)
+        state = self.task_state[tasks]
+        if np.any((state != READY) & (state != RUNNING)):
+            bad = tasks[(state != READY) & (state != RUNNING)][0]
+            raise SchedulingError(f"task {bad} is not ready (state {self.task_state[bad]})")
         if not 0.0 < share <= 1.0:
             raise SchedulingError(f"share {share} outside (0, 1]")
-        if not self.reachable[cluster]:
-            raise SchedulingError(f"cluster {cluster} is unreachable")
-        lo, hi = self.world.slot_ptr[cluster], self.world.slot_ptr[cluster + 1]
-        if slot is None:
-            spare = 1.0 - self.slot_used[lo:hi]
-            fits = np.flatnonzero(spare >= share - _EPS)
-            if fits.size == 0:
-                raise SchedulingError(f"no slot of cluster {cluster} has {share:g} spare")
-            best = fits[spare[fits] <= spare[fits].min() + _EPS]
-            slot = int(lo + (best[0] if best.size == 1 else self.rng.choice(best)))
-        elif not lo <= slot < hi or self.slot_used[slot] + share > 1.0 + _EPS:
-            raise SchedulingError(f"slot {slot} of cluster {cluster} cannot take share {share:g}")
-        src, size = self.task_inputs(task)
-        c = self.copies.append(1).start
+        if not self.reachable[clusters].all():
+            raise SchedulingError(f"cluster {clusters[~self.reachable[clusters]][0]} is "
+                                  "unreachable")
+        if np.unique(tasks).size != n:
+            raise SchedulingError("launch_many got the same task twice")
+        slots = self._pick_slots(clusters, share) if slots is None else \
+            np.asarray(slots, dtype=np.int64)
+        ptr = self.world.slot_ptr
+        used = self.slot_used.copy()
+        np.add.at(used, slots, share)
+        if np.any((slots < ptr[clusters]) | (slots >= ptr[clusters + 1])) or \
+                np.any(used[slots] > 1.0 + _EPS):
+            raise SchedulingError(f"slots {slots.tolist()} cannot take share {share:g}")
+        self.slot_used = used
+        np.add.at(self.slot_copies, slots, 1)
+        rows = self.copies.append(n)
+        ids = np.arange(rows.start, rows.stop)
         cols = self.copies.cols
-        cols["task"][c], cols["slot"][c], cols["cluster"][c] = task, slot, cluster
-        cols["share"][c] = share
-        cols["progress"][c] = cols["base"][c] = self.task_saved[task]
-        cols["start"][c] = self.time
-        rows = self.inputs.append(len(src))
-        icols = self.inputs.cols
-        icols["copy"][rows], icols["src"][rows], icols["size"][rows] = c, src, size
-        cols["in_lo"][c], cols["in_hi"][c] = rows.start, rows.stop
-        self.slot_used[slot] += share
-        self.slot_copies[slot] += 1
-        if state == READY:
-            self.task_state[task] = RUNNING
-            self.n_ready -= 1
-            if np.isnan(self.task_start[task]):
-                self.task_start[task] = self.time
-        self.task_copies[task] += 1
-        self.task_live[task] += 1
-        self.live = np.append(self.live, c)
+        cols["task"][rows], cols["slot"][rows], cols["cluster"][rows] = tasks, slots, clusters
+        cols["share"][rows] = share
+        cols["progress"][rows] = cols["base"][rows] = self.task_saved[tasks]
+        cols["start"][rows] = self.time
+        self._add_inputs(ids, tasks)
+        ready = tasks[state == READY]
+        self.task_state[ready] = RUNNING
+        self.n_ready -= ready.size
+        fresh = ready[np.isnan(self.task_start[ready])]
+        self.task_start[fresh] = self.time
+        self.task_copies[tasks] += 1
+        self.task_live[tasks] += 1
+        self.live = np.concatenate([self.live, ids])
         self._flows = None
-        return c
+        return ids
+
+    def _pick_slots(self, clusters: np.ndarray, share: float) -> np.ndarray:
+        ptr = self.world.slot_ptr
+        out = np.empty(clusters.size, dtype=np.int64)
+        for c in np.unique(clusters):
+            where = np.flatnonzero(clusters == c)
+            lo = ptr[c]
+            spare = 1.0 - self.slot_used[lo:ptr[c + 1]]
+            if share >= 1.0:
+                free = np.flatnonzero(spare >= 1.0 - _EPS)
+                if free.size < where.size:
+                    raise SchedulingError(f"cluster {c} has {free.size} free slots, "
+                                          f"{where.size} asked")
+                out[where] = lo + (free if free.size == where.size else
+                                   self.rng.choice(free, where.size, replace=False))
+                continue
+            spare = spare.copy()
+            for i in where:
+                fits = np.flatnonzero(spare >= share - _EPS)
+                if fits.size == 0:
+                    raise SchedulingError(f"no slot of cluster {c} has {share:g} spare")
+                best = fits[spare[fits] <= spare[fits].min() + _EPS]
+                pick = best[0] if best.size == 1 else self.rng.choice(best)
+                out[i] = lo + pick
+                spare[pick] -= share
+        return out
+
+    def _add_inputs(self, copies: np.ndarray, tasks: np.ndarray) -> None:
+        """Record each new copy's inputs: raw data, then its parents' outputs."""
+        wl = self.wl
+        r_lo, r_hi = wl.raw_ptr[tasks], wl.raw_ptr[tasks + 1]
+        p_lo, p_hi = self.in_ptr[tasks], self.in_ptr[tasks + 1]
+        raw, par = concat_ranges(r_lo, r_hi), concat_ranges(p_lo, p_hi)
+        owner = np.concatenate([np.repeat(np.arange(tasks.size), r_hi - r_lo),
+                                np.repeat(np.arange(tasks.size), p_hi - p_lo)])
+        src = np.concatenate([wl.raw_cluster[raw], self.task_cluster[self.in_src[par]]])
+        size = np.concatenate([wl.raw_size[raw], self.in_size[par]])
+        order = np.argsort(owner, kind="stable")
+        rows = self.inputs.append(order.size)
+        icols = self.inputs.cols
+        icols["copy"][rows] = copies[owner[order]]
+        icols["src"][rows], icols["size"][rows] = src[order], size[order]
+        count = (r_hi - r_lo) + (p_hi - p_lo)
+        cols = self.copies.cols
+        cols["in_hi"][copies] = rows.start + np.cumsum(count)
+        cols["in_lo"][copies] = cols["in_hi"][copies] - count
 
     def kill(self, copies: np.ndarray | int, outcome: int = KILLED) -> None:
         """End live copies now; their work since the last checkpoint is wasted."""

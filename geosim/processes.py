@@ -36,13 +36,16 @@ class _BlockSequence:
     def take(self, entities: np.ndarray, counters: np.ndarray) -> np.ndarray:
         """Return item ``counters[i]`` of entity ``entities[i]`` for every i."""
         block = counters // self._k
-        while self._next_block <= block.max(initial=-1):
+        first, last = int(block.min(initial=0)), int(block.max(initial=-1))
+        while self._next_block <= last:
             self._blocks[self._next_block] = self._draw(self._rng, self._n, self._k)
             self._next_block += 1
+        if first == last:
+            return self._blocks[first][entities, counters - first * self._k]
         out = np.empty(len(entities))
-        for b in np.unique(block):
+        for b in range(first, last + 1):
             sel = block == b
-            out[sel] = self._blocks[b][entities[sel], counters[sel] % self._k]
+            out[sel] = self._blocks[b][entities[sel], counters[sel] - b * self._k]
         return out
 
     def forget_before(self, min_counter: int) -> None:
@@ -75,6 +78,7 @@ class AlternatingRenewal:
         self._lvl = (_BlockSequence(rng, n, on_level), _BlockSequence(rng, n, off_level))
         self.count = np.zeros((2, n), dtype=np.int64)   # phases started, per kind
         self.on = np.ones(n, dtype=bool)
+        self._calls = 0
         self.level = np.empty(n)
         self.next_change = np.zeros(n)
         self._start_phase(np.arange(n), np.zeros(n))
@@ -116,10 +120,12 @@ class AlternatingRenewal:
                 seg[idx] = at
             self.on[idx] = ~self.on[idx]
             self._start_phase(idx, at)
-        for kind in (0, 1):
-            lo = int(self.count[kind].min(initial=0))
-            self._len[kind].forget_before(lo)
-            self._lvl[kind].forget_before(lo)
+        self._calls += 1
+        if self._calls % 64 == 0:
+            for kind in (0, 1):
+                lo = int(self.count[kind].min(initial=0))
+                self._len[kind].forget_before(lo)
+                self._lvl[kind].forget_before(lo)
         if acc is None:
             return None
         acc += self.level * (t_end - seg)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from geosim.engine import DONE, READY, RUNNING, Engine
+from geosim.engine import DONE, READY, RUNNING, Engine, concat_ranges
 from geosim.monitor import Monitor
 
 
@@ -129,6 +129,33 @@ class SchedulerView:
         state = self._e.task_state[lo:hi]
         return lo + np.flatnonzero((state == READY) | (state == RUNNING))
 
+    def tasks_of(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """All tasks of ``jobs``, grouped by job in the given order.
+
+        Returns:
+            Task ids, and for each the position of its job in ``jobs``.
+        """
+        jobs = np.asarray(jobs, dtype=np.int64)
+        lo, hi = self.job_task_ptr[jobs], self.job_task_ptr[jobs + 1]
+        return concat_ranges(lo, hi), np.repeat(np.arange(jobs.size), hi - lo)
+
+    def ready_in_order(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Ready tasks without a live copy, grouped by job in the order of ``jobs``.
+
+        Returns:
+            Task ids, and for each the position of its job in ``jobs``.
+        """
+        tasks, pos = self.tasks_of(jobs)
+        ready = self._e.task_state[tasks] == READY
+        return tasks[ready], pos[ready]
+
+    def runnable_counts(self, jobs: np.ndarray) -> np.ndarray:
+        """Number of ready or running tasks of each job."""
+        tasks, pos = self.tasks_of(jobs)
+        state = self._e.task_state[tasks]
+        runnable = (state == READY) | (state == RUNNING)
+        return np.bincount(pos[runnable], minlength=len(jobs))
+
     def unfinished(self, jobs: np.ndarray) -> np.ndarray:
         """Number of unfinished tasks of each job."""
         return self._e.job_left[jobs].copy()
@@ -182,6 +209,12 @@ class Actions:
         """Start a copy of ``task`` on ``cluster`` (a free slot, or ``slot``); return its id."""
         self.launched += 1
         return self._e.launch(int(task), int(cluster), share, slot)
+
+    def launch_many(self, tasks: np.ndarray, clusters: np.ndarray,
+                    share: float = 1.0) -> np.ndarray:
+        """Start one copy of each ``tasks[i]`` on ``clusters[i]``; return the copy ids."""
+        self.launched += len(tasks)
+        return self._e.launch_many(tasks, clusters, share)
 
     def kill(self, copies: int | np.ndarray) -> None:
         """Kill live copies; work since their task's last checkpoint is wasted."""

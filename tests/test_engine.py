@@ -191,7 +191,7 @@ def test_engine_rejects_impossible_operations():
             actions.launch(0, 0)
             actions.launch(0, 0)   # the only slot is taken
 
-    with pytest.raises(SchedulingError, match="no slot"):
+    with pytest.raises(SchedulingError, match="0 free slots"):
         GeoModel(scenario, Greedy(), workload=make_workload([0.0], [5.0])).run()
 
 

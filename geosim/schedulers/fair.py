@@ -65,7 +65,7 @@ class Fair(Scheduler):
             self._reshare(view, actions, k)
         info = view.copy_info()
         running = np.bincount(info["job"], minlength=len(view.job_arrival))[jobs]
-        demand = np.array([view.runnable_tasks(int(j)).size for j in jobs])
+        demand = view.runnable_counts(jobs)
         target = waterfill(slots * k, demand)
         deficit = target - running
         order = np.lexsort((np.arange(jobs.size), running / np.maximum(target, 1)))

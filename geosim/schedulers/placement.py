@@ -38,8 +38,8 @@ def locality_cluster(view: SchedulerView, task: int, free: np.ndarray) -> int:
     return int(candidates[np.argmin(key)])
 
 
-def fill_in_order(view: SchedulerView, actions, jobs, limits: np.ndarray | None = None,
-                  share: float = 1.0) -> None:
+def fill_in_order(view: SchedulerView, actions, jobs: np.ndarray,
+                  limits: np.ndarray | None = None, share: float = 1.0) -> None:
     """Give free slots to ready tasks, job by job in the given order, locality first.
 
     Args:
@@ -51,18 +51,16 @@ def fill_in_order(view: SchedulerView, actions, jobs, limits: np.ndarray | None 
     """
     free = view.free_slots() if share >= 1.0 else view.free_units(share)
     budget = int(free.sum())
-    for i, job in enumerate(jobs):
-        if budget <= 0:
-            return
-        ready = view.ready_tasks(int(job))
-        if limits is not None:
-            ready = ready[: max(int(limits[i]), 0)]
-        for task in ready:
-            cluster = locality_cluster(view, int(task), free)
-            if cluster < 0:
-                return
-            actions.launch(int(task), cluster, share)
-            free[cluster] -= 1
-            budget -= 1
-            if budget <= 0:
-                return
+    if budget <= 0:
+        return
+    tasks, pos = view.ready_in_order(jobs)
+    if limits is not None and tasks.size:
+        starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+        rank = np.arange(pos.size) - np.repeat(starts, np.diff(np.r_[starts, pos.size]))
+        tasks = tasks[rank < np.asarray(limits)[pos]]
+    tasks = tasks[:budget]
+    clusters = np.empty(tasks.size, dtype=np.int64)
+    for i, task in enumerate(tasks):
+        clusters[i] = locality_cluster(view, int(task), free)
+        free[clusters[i]] -= 1
+    actions.launch_many(tasks, clusters, share)

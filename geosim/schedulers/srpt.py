@@ -51,16 +51,13 @@ class SRPT(Scheduler):
         info = view.copy_info()
         if info["copy"].size == 0:
             return
-        capacity = view.total_slots
-        running = np.bincount(info["job"], minlength=len(view.job_arrival))
+        demand = view.runnable_counts(order)
+        allowed = np.clip(view.total_slots - (np.cumsum(demand) - demand), 0, demand)
+        running = np.bincount(info["job"], minlength=len(view.job_arrival))[order]
         victims = []
-        for job in order:
-            demand = view.runnable_tasks(int(job)).size
-            allowed = min(demand, capacity)
-            capacity -= allowed
-            extra = running[job] - allowed
-            if extra > 0:
-                mine = np.flatnonzero(info["job"] == job)
-                victims.append(mine[np.argsort(info["progress"][mine], kind="stable")][:extra])
+        for job, extra in zip(order[running > allowed], (running - allowed)[running > allowed],
+                              strict=True):
+            mine = np.flatnonzero(info["job"] == job)
+            victims.append(mine[np.argsort(info["progress"][mine], kind="stable")][:extra])
         if victims:
             actions.preempt(info["copy"][np.concatenate(victims)])
