@@ -7,8 +7,10 @@ execution"):
    outages; copies on a cluster hit by an outage since the last boundary are killed);
 2. jobs that arrived by ``t`` become alive (a :class:`~geosim.agents.JobAgent` each);
 3. the scheduler agent acts on the view;
-4. the engine runs every live copy through the slot; completed jobs' agents are removed;
-5. the cluster time series is sampled when a sampling time is reached.
+4. the engine runs every live copy through the slot; completed jobs' agents are removed.
+
+The cluster time series is sampled at the first boundary at or after each sampling
+time, after step 1 (the state at that boundary; traffic averaged since the last sample).
 
 When no job is alive, the model jumps to the slot boundary of the next arrival (or
 the next sampling time, if earlier); the processes are advanced exactly across it.
@@ -120,6 +122,7 @@ class GeoModel(mesa.Model):
         self._stalled = 0
         self.steps_run = 0
         self.wall_seconds = 0.0
+        self.skip_idle = True   # jump over slots with no alive job (results are unchanged)
 
     # ------------------------------------------------------------------ running
     @property
@@ -133,10 +136,12 @@ class GeoModel(mesa.Model):
     def step(self) -> None:
         """Advance one time slot (or jump over an idle stretch)."""
         e = self.engine
-        if not self.jobs and e.next_job < self.workload.n_jobs:
+        self._boundary(e.time)
+        if e.time >= self._next_record - 1e-9:
+            self._record()
+        if self.skip_idle and not self.jobs and e.next_job < self.workload.n_jobs:
             self._jump(float(self.workload.arrival[e.next_job]))
         t = e.time
-        self._boundary(t)
         view = self.view
         view.arrivals = 0
         for job in e.arrive(t):
@@ -154,8 +159,6 @@ class GeoModel(mesa.Model):
         for job in e.finished_jobs:
             self.jobs.pop(job).remove()
         e.finished_jobs.clear()
-        if e.time >= self._next_record - 1e-9:
-            self._record()
 
     def run(self, progress: bool = False) -> Result:
         """Step until every job is done (or the horizon); return the result tables.
@@ -190,11 +193,11 @@ class GeoModel(mesa.Model):
         while e.time < target - 1e-9:
             stop = min(target, max(self._next_record, e.time + self.dt))
             stop = e.time + max(1, round((stop - e.time) / self.dt)) * self.dt
-            self._boundary(e.time)
             if self.world.availability is not None:
                 self.world.availability.advance(stop)
             e.time = stop
-            if e.time >= self._next_record - 1e-9:
+            self._boundary(stop)
+            if stop >= self._next_record - 1e-9:
                 self._record()
 
     def _boundary(self, t: float) -> None:

@@ -161,6 +161,18 @@ def geometric_trials_draw(p: np.ndarray, interval: float) -> BlockDraw:
     return draw
 
 
+def length_draw(kind: str, shape: float, scale: float) -> BlockDraw:
+    """Block draw of phase lengths: ``gamma`` (shape, scale), ``exponential`` (mean
+    ``scale``) or ``deterministic`` (always ``scale``)."""
+    if kind == "gamma":
+        return gamma_draw(shape, scale)
+    if kind == "exponential":
+        return lambda rng, n, k: rng.exponential(scale, size=(n, k))
+    if kind == "deterministic":
+        return constant_draw(scale)
+    raise ValueError(f"unknown length distribution {kind!r}")
+
+
 def constant_draw(value: float) -> BlockDraw:
     """Block draw of a constant level."""
     return lambda rng, n, k: np.full((n, k), value)

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from geosim.model import GeoModel
 
 TABLES = ("jobs", "tasks", "copies", "clusters")
+#: Cluster states in the time series: unreachable (an outage), degraded (fewer than half
+#: of its slots in an available period), available.
+CLUSTER_STATES = ("available", "degraded", "unreachable")
 
 
 @dataclass
@@ -42,7 +45,8 @@ class Result:
         copies: One row per copy: task, job, cluster, slot, start, end, outcome
             (won/lost/killed/failed/alive), share, executed and wasted work (MI),
             slot-seconds and wasted slot-seconds.
-        clusters: Cluster time series: per sample and cluster, reachability, slots,
+        clusters: Cluster time series: per sample and cluster, tier, state (see
+            :data:`CLUSTER_STATES`), reachability, slots,
             slots in an available period, busy slot shares, copies, queued ready tasks
             whose data is there, egress and ingress (MB/s, averaged since the last sample).
         summary: Headline figures (see :func:`summarise`).
@@ -194,6 +198,10 @@ def build_result(model: GeoModel) -> Result:
     clusters = pd.DataFrame({k: np.concatenate([r[k] for r in records]) for k in records[0]}) \
         if records else pd.DataFrame()
     if not clusters.empty:
+        state = np.where(~clusters["reachable"], "unreachable",
+                         np.where(2 * clusters["available_slots"] < clusters["slots"], "degraded",
+                                  "available"))
+        clusters.insert(2, "state", pd.Categorical(state, categories=list(CLUSTER_STATES)))
         clusters.insert(2, "tier", pd.Categorical(
             np.asarray(TIERS, dtype=object)[world.tier[clusters["cluster"].to_numpy()]],
             categories=list(TIERS)))

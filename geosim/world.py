@@ -18,6 +18,7 @@ from geosim.processes import (
     constant_draw,
     gamma_draw,
     geometric_trials_draw,
+    length_draw,
     uniform_draw,
 )
 from geosim.scenario import Scenario
@@ -203,7 +204,7 @@ def build_world(scenario: Scenario, streams: dict[str, np.random.Generator]) -> 
     if out["enabled"] and np.any(outage_p > 0):
         outages = AlternatingRenewal(
             n, geometric_trials_draw(outage_p, out["trial_interval"]),
-            gamma_draw(out["duration_shape"], out["duration_scale"]),
+            length_draw(out["duration"], out["duration_shape"], out["duration_scale"]),
             constant_draw(1.0), constant_draw(0.0), streams["outages"])
 
     input_clusters = _input_clusters(scenario, tier, rng)

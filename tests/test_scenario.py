@@ -141,3 +141,24 @@ def test_shipped_brite_topology_runs():
     result = GeoModel(s).run()
     assert result.jobs["finished"].all()
     assert result.clusters["cluster"].nunique() == 8
+
+
+def test_wfformat_workload_replays_a_real_instance(tmp_path):
+    data = Path(__file__).parent / "data" / "montage-wfformat.json"
+    s = load_scenario({"topology": {"n_clusters": 6},
+                       "workload": {"kind": "wfformat", "files": [str(data)], "n_jobs": 3,
+                                    "arrival_rate": 0.01}})
+    model = GeoModel(s)
+    result = model.run()
+    assert result.jobs["finished"].all()
+    assert (result.jobs["tasks"] == 19).all()
+    assert "mProjectPP" in set(result.tasks["type"])
+
+
+def test_outage_length_distributions():
+    for kind in ("gamma", "exponential", "deterministic"):
+        s = load_scenario({"topology": {"n_clusters": 5}, "outages": {"duration": kind},
+                           "workload": {"n_jobs": 2, "large_max_tasks": 600}})
+        assert GeoModel(s).run().jobs["finished"].all()
+    with pytest.raises(GeosimError, match="outages.duration: must be one of"):
+        load_scenario({"outages": {"duration": "weibull"}})
