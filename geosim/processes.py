@@ -162,8 +162,11 @@ def geometric_trials_draw(p: np.ndarray, interval: float) -> BlockDraw:
 
 
 def length_draw(kind: str, shape: float, scale: float) -> BlockDraw:
-    """Block draw of phase lengths: ``gamma`` (shape, scale), ``exponential`` (mean
-    ``scale``) or ``deterministic`` (always ``scale``)."""
+    """Block draw of phase lengths.
+
+    ``gamma`` (shape, scale), ``exponential`` (mean ``scale``) or ``deterministic``
+    (always ``scale``).
+    """
     if kind == "gamma":
         return gamma_draw(shape, scale)
     if kind == "exponential":
