@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SCENARIO ?= scenarios/pingan-medium.toml
-RUN_ARGS ?= --set workload.n_jobs=300
+RUN_ARGS ?=
 
 .PHONY: run test lint bench clean
 

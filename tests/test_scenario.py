@@ -162,3 +162,12 @@ def test_outage_length_distributions():
         assert GeoModel(s).run().jobs["finished"].all()
     with pytest.raises(GeosimError, match="outages.duration: must be one of"):
         load_scenario({"outages": {"duration": "weibull"}})
+
+
+def test_readme_documents_every_scenario_key():
+    from geosim.scenario import SCHEMA
+    readme = (ROOT / "README.md").read_text()
+    for section, fields in SCHEMA.items():
+        assert f"| `[{section}]` |" in readme, section
+        for key, field in fields.items():
+            assert f"| `{key}` |" in readme and field.doc in readme, f"{section}.{key}"
