@@ -73,6 +73,27 @@ def test_bad_input_exits_2_with_one_line_and_no_output(tmp_path, argv, message):
     assert not out.exists()
 
 
+def test_bad_files_exit_2_without_traceback(tmp_path):
+    import networkx as nx
+    nx.write_graphml(nx.Graph([(0, 1), (2, 3)]), tmp_path / "split.graphml")
+    cases = {
+        "broken.toml": ("[workload\nn_jobs = 3", "broken.toml: malformed TOML"),
+        "split.toml": ("[topology]\ngenerator = \"file\"\nfile = \"split.graphml\"\n",
+                       "split.graphml: topology is disconnected"),
+        "far.toml": ("[topology]\ngenerator = \"single\"\n[workload]\nkind = \"single\"\n"
+                     "input_cluster = 7\n", "input on cluster 7"),
+    }
+    for name, (text, message) in cases.items():
+        (tmp_path / name).write_text(text)
+        out = tmp_path / f"out-{name}"
+        proc = subprocess.run([sys.executable, "-m", "geosim.cli", "run", name, "--out", str(out)],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 2, name
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, name
+        assert "Traceback" not in proc.stderr
+        assert not out.exists()
+
+
 def test_refuses_to_overwrite_a_foreign_directory(tmp_path, capsys):
     foreign = tmp_path / "mine"
     foreign.mkdir()
