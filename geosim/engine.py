@@ -453,6 +453,8 @@ class Engine:
         factor = world.availability.advance(t_end, t) if world.availability is not None else None
         live = self.live
         self.completed = []
+        self.gate_out[:] = 0.0
+        self.gate_in[:] = 0.0
         if live.size == 0:
             self.time = t_end
             return
@@ -500,8 +502,8 @@ class Engine:
             el = elapsed[pos]
             icols["bw_time"][idx] += bw * el
             usage = rate[pos] * size
-            self.gate_out = np.bincount(src, weights=usage, minlength=world.n_clusters)
-            self.gate_in = np.bincount(dst, weights=usage, minlength=world.n_clusters)
+            self.gate_out[:] = np.bincount(src, weights=usage, minlength=world.n_clusters)
+            self.gate_in[:] = np.bincount(dst, weights=usage, minlength=world.n_clusters)
             moved = usage * el
             self.egress_mb += np.bincount(src, weights=moved, minlength=world.n_clusters)
             self.ingress_mb += np.bincount(dst, weights=moved, minlength=world.n_clusters)

@@ -26,7 +26,7 @@ import mesa
 import numpy as np
 
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
-from geosim.engine import READY, Engine, SchedulingError, concat_ranges
+from geosim.engine import READY, Engine, concat_ranges
 from geosim.errors import GeosimError
 from geosim.monitor import Monitor
 from geosim.results import Result, build_result
@@ -42,9 +42,9 @@ from geosim.workload import (
 )
 from geosim.world import World, build_world, spawn_streams
 
-#: Consecutive slots with alive jobs, free slots and nothing running after which a run
-#: is declared stuck (a scheduler that never launches).
-STALL_SLOTS = 100_000
+#: Simulated seconds with alive jobs and no task completing after which a run is declared
+#: stuck (a scheduler that never launches, or a world in which a task cannot finish).
+STALL_SECONDS = 1e6
 
 
 def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -> Workload:
@@ -119,7 +119,7 @@ class GeoModel(mesa.Model):
         self._next_record = 0.0
         self._last_record = 0.0
         self._records: list[dict[str, np.ndarray]] = []
-        self._stalled = 0
+        self._last_progress = 0.0
         self.steps_run = 0
         self.wall_seconds = 0.0
         self.skip_idle = True   # jump over slots with no alive job (results are unchanged)
@@ -150,12 +150,18 @@ class GeoModel(mesa.Model):
         view.alive_jobs = np.fromiter(self.jobs, dtype=np.int64, count=len(self.jobs))
         if self.jobs:
             self.scheduler_agent.step()
-            self._check_stall()
         e.advance()
         self.steps_run += 1
         view.completions = sum(int(w.size) for w in e.completed)
         if e.completed:
             self._observe(np.concatenate(e.completed))
+        if view.completions or not self.jobs:
+            self._last_progress = e.time
+        elif e.time - self._last_progress > STALL_SECONDS:
+            raise GeosimError(
+                f"no task completed in {STALL_SECONDS:g} simulated seconds with "
+                f"{len(self.jobs)} jobs alive (scheduler {self.policy.name!r}); set "
+                "run.horizon to stop a run that cannot finish", source=self.scenario.source)
         for job in e.finished_jobs:
             self.jobs.pop(job).remove()
         e.finished_jobs.clear()
@@ -234,17 +240,6 @@ class GeoModel(mesa.Model):
             remote = (src != dst) & (icols["size"][idx] > 0)
             self.monitor.record_transfers(src[remote], dst[remote],
                                           icols["bw_time"][idx][remote] / duration[owner][remote])
-
-    def _check_stall(self) -> None:
-        e = self.engine
-        if e.live.size == 0 and self.view.total_slots > 0:
-            self._stalled += 1
-            if self._stalled > STALL_SLOTS:
-                raise SchedulingError(
-                    f"scheduler {self.policy.name!r} left {len(self.jobs)} jobs waiting with "
-                    f"free slots for {STALL_SLOTS} slots")
-        else:
-            self._stalled = 0
 
     def _record(self) -> None:
         """Sample the cluster time series (averages over the elapsed interval)."""

@@ -221,3 +221,19 @@ def test_outage_kills_copies_and_the_task_restarts():
     assert copies["end"].iloc[0] == pytest.approx(60.0)
     assert copies["outcome"].iloc[-1] == "won"
     assert result.jobs["finished"].all()
+
+
+def test_a_run_that_cannot_finish_stops_with_a_clear_error(monkeypatch):
+    import geosim.model
+    from geosim import GeosimError
+
+    class Idle(Scheduler):
+        name = "idle"
+
+        def decide(self, view, actions):
+            pass
+
+    monkeypatch.setattr(geosim.model, "STALL_SECONDS", 500.0)
+    scenario = load_scenario(closed_world(slots=1))
+    with pytest.raises(GeosimError, match="no task completed in 500 simulated seconds"):
+        GeoModel(scenario, Idle(), workload=make_workload([0.0], [5.0])).run()
