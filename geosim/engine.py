@@ -155,12 +155,27 @@ class Engine:
                                self.world.slot_ptr[:-1])
         return np.where(self.reachable, free, 0)
 
+    def inputs_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Inputs of ready tasks: raw data, then parents' outputs where the parents ran.
+
+        Returns:
+            For every input, grouped by task in the order of ``tasks``: the position of its
+            task in ``tasks``, the cluster holding it, and its size (MB).
+        """
+        wl = self.wl
+        r_lo, r_hi = wl.raw_ptr[tasks], wl.raw_ptr[tasks + 1]
+        p_lo, p_hi = self.in_ptr[tasks], self.in_ptr[tasks + 1]
+        raw, par = concat_ranges(r_lo, r_hi), concat_ranges(p_lo, p_hi)
+        owner = np.concatenate([np.repeat(np.arange(tasks.size), r_hi - r_lo),
+                                np.repeat(np.arange(tasks.size), p_hi - p_lo)])
+        src = np.concatenate([wl.raw_cluster[raw], self.task_cluster[self.in_src[par]]])
+        size = np.concatenate([wl.raw_size[raw], self.in_size[par]])
+        order = np.argsort(owner, kind="stable")
+        return owner[order], src[order], size[order]
+
     def task_inputs(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """Clusters and sizes (MB) of a ready task's inputs (raw, then parents' outputs)."""
-        lo, hi = self.wl.raw_ptr[task], self.wl.raw_ptr[task + 1]
-        plo, phi = self.in_ptr[task], self.in_ptr[task + 1]
-        src = np.concatenate([self.wl.raw_cluster[lo:hi], self.task_cluster[self.in_src[plo:phi]]])
-        size = np.concatenate([self.wl.raw_size[lo:hi], self.in_size[plo:phi]])
+        _, src, size = self.inputs_of(np.array([task]))
         return src, size
 
     def remaining_work(self, jobs: np.ndarray) -> np.ndarray:
@@ -207,17 +222,10 @@ class Engine:
 
     def _homes(self, tasks: np.ndarray) -> np.ndarray:
         """Cluster holding the largest part of each task's input (-1: no input)."""
-        wl = self.wl
-        raw = concat_ranges(wl.raw_ptr[tasks], wl.raw_ptr[tasks + 1])
-        raw_owner = np.repeat(np.arange(tasks.size), wl.raw_ptr[tasks + 1] - wl.raw_ptr[tasks])
-        par = concat_ranges(self.in_ptr[tasks], self.in_ptr[tasks + 1])
-        par_owner = np.repeat(np.arange(tasks.size), self.in_ptr[tasks + 1] - self.in_ptr[tasks])
-        owner = np.concatenate([raw_owner, par_owner])
+        owner, src, size = self.inputs_of(tasks)
         home = np.full(tasks.size, -1, dtype=np.int64)
         if owner.size == 0:
             return home
-        src = np.concatenate([wl.raw_cluster[raw], self.task_cluster[self.in_src[par]]])
-        size = np.concatenate([wl.raw_size[raw], self.in_size[par]])
         n = self.world.n_clusters
         key = owner * n + src
         uniq, inv = np.unique(key, return_inverse=True)
@@ -325,20 +333,11 @@ class Engine:
 
     def _add_inputs(self, copies: np.ndarray, tasks: np.ndarray) -> None:
         """Record each new copy's inputs: raw data, then its parents' outputs."""
-        wl = self.wl
-        r_lo, r_hi = wl.raw_ptr[tasks], wl.raw_ptr[tasks + 1]
-        p_lo, p_hi = self.in_ptr[tasks], self.in_ptr[tasks + 1]
-        raw, par = concat_ranges(r_lo, r_hi), concat_ranges(p_lo, p_hi)
-        owner = np.concatenate([np.repeat(np.arange(tasks.size), r_hi - r_lo),
-                                np.repeat(np.arange(tasks.size), p_hi - p_lo)])
-        src = np.concatenate([wl.raw_cluster[raw], self.task_cluster[self.in_src[par]]])
-        size = np.concatenate([wl.raw_size[raw], self.in_size[par]])
-        order = np.argsort(owner, kind="stable")
-        rows = self.inputs.append(order.size)
+        owner, src, size = self.inputs_of(tasks)
+        rows = self.inputs.append(owner.size)
         icols = self.inputs.cols
-        icols["copy"][rows] = copies[owner[order]]
-        icols["src"][rows], icols["size"][rows] = src[order], size[order]
-        count = (r_hi - r_lo) + (p_hi - p_lo)
+        icols["copy"][rows], icols["src"][rows], icols["size"][rows] = copies[owner], src, size
+        count = np.bincount(owner, minlength=tasks.size)
         cols = self.copies.cols
         cols["in_hi"][copies] = rows.start + np.cumsum(count)
         cols["in_lo"][copies] = cols["in_hi"][copies] - count
@@ -379,16 +378,19 @@ class Engine:
         self.task_saved[ut] = best[ut - lo]
         self.task_checkpoints[ut] += 1
 
-    def set_share(self, copy: int, share: float) -> None:
-        """Change the slot share of a live copy (multitasking)."""
+    def set_share(self, copies: np.ndarray | int, share: float) -> None:
+        """Set the slot share of live copies (multitasking); the result must fit every slot."""
+        copies = np.atleast_1d(np.asarray(copies, dtype=np.int64))
         cols = self.copies.cols
-        if cols["outcome"][copy] != ALIVE:
-            raise SchedulingError(f"copy {copy} is not live")
-        slot = cols["slot"][copy]
-        if not 0.0 < share <= 1.0 or self.slot_used[slot] - cols["share"][copy] + share > 1 + _EPS:
-            raise SchedulingError(f"share {share:g} does not fit slot {slot}")
-        self.slot_used[slot] += share - cols["share"][copy]
-        cols["share"][copy] = share
+        if np.any(cols["outcome"][copies] != ALIVE):
+            raise SchedulingError(f"copy {copies[cols['outcome'][copies] != ALIVE][0]} is not live")
+        slots = cols["slot"][copies]
+        used = self.slot_used.copy()
+        np.add.at(used, slots, share - cols["share"][copies])
+        if not 0.0 < share <= 1.0 or np.any(used[slots] > 1.0 + _EPS):
+            raise SchedulingError(f"share {share:g} does not fit slots {np.unique(slots)}")
+        self.slot_used = used
+        cols["share"][copies] = share
 
     def fail_clusters(self, clusters: np.ndarray) -> int:
         """Kill every live copy on clusters hit by an outage (outcome ``failed``).

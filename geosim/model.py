@@ -77,7 +77,9 @@ class GeoModel(mesa.Model):
 
     Args:
         scenario: A validated scenario.
-        scheduler: A scheduler instance or registered name; default: the scenario's.
+        scheduler: A scheduler instance or registered name; default: the scenario's. A name
+            takes ``scheduler.params`` when it is the scenario's scheduler, and its
+            defaults otherwise.
         seed: Seed of every random draw; default: the scenario's ``run.seed``.
         workload: Jobs to run instead of the scenario's generator (same seed rules).
 
@@ -121,6 +123,7 @@ class GeoModel(mesa.Model):
         self._records: list[dict[str, np.ndarray]] = []
         self._last_progress = 0.0
         self.steps_run = 0
+        self.jobs_done = 0
         self.wall_seconds = 0.0
         self.skip_idle = True   # jump over slots with no alive job (results are unchanged)
 
@@ -164,6 +167,7 @@ class GeoModel(mesa.Model):
                 "run.horizon to stop a run that cannot finish", source=self.scenario.source)
         for job in e.finished_jobs:
             self.jobs.pop(job).remove()
+        self.jobs_done += len(e.finished_jobs)
         e.finished_jobs.clear()
 
     def run(self, progress: bool = False) -> Result:
@@ -178,14 +182,10 @@ class GeoModel(mesa.Model):
             bar = tqdm(total=self.workload.n_jobs, unit="job", desc=self.policy.name,
                        leave=False, dynamic_ncols=True)
         start = _time.perf_counter()
-        finished = 0
         while not self.done:
             self.step()
-            if bar is not None:
-                now = int(np.sum(~np.isnan(self.engine.job_done)))
-                if now != finished:
-                    bar.update(now - finished)
-                    finished = now
+            if bar is not None and self.jobs_done != bar.n:
+                bar.update(self.jobs_done - bar.n)
         self.wall_seconds = _time.perf_counter() - start
         if bar is not None:
             bar.close()

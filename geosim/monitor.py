@@ -79,13 +79,6 @@ class Monitor:
         """Recent transfer bandwidths (MB/s) from ``src`` to ``dst``."""
         return self._bandwidth.samples(src * self.n_clusters + dst)
 
-    def mean_speed(self) -> np.ndarray:
-        """Mean observed speed per cluster over all types (NaN where nothing was seen)."""
-        buf = self._speed.buf.reshape(self.n_clusters, -1)
-        with np.errstate(invalid="ignore"):
-            return np.nanmean(np.where(np.isnan(buf), np.nan, buf), axis=1) \
-                if np.any(~np.isnan(buf)) else np.full(self.n_clusters, np.nan)
-
     def outage_rate(self) -> np.ndarray:
         """Observed outage onsets per second of reachable time, per cluster."""
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -84,11 +84,6 @@ class SchedulerView:
         per_cluster = np.add.reduceat(fits, self._e.world.slot_ptr[:-1])
         return np.where(self._e.reachable, per_cluster, 0)
 
-    def slot_spare(self) -> np.ndarray:
-        """Unused share of every slot (0 on unreachable clusters)."""
-        spare = 1.0 - self._e.slot_used
-        return np.where(self._e.reachable[self._e.world.slot_cluster], spare, 0.0)
-
     @property
     def n_ready(self) -> int:
         """Tasks ready and without a live copy, over all jobs."""
@@ -114,20 +109,10 @@ class SchedulerView:
         """Checkpointed progress (fraction) per task."""
         return _ro(self._e.task_saved)
 
-    def job_tasks(self, job: int) -> np.ndarray:
-        """Task ids of a job, in topological order."""
-        return np.arange(self.job_task_ptr[job], self.job_task_ptr[job + 1])
-
     def ready_tasks(self, job: int) -> np.ndarray:
         """Tasks of ``job`` that are ready and have no live copy."""
         lo, hi = self.job_task_ptr[job], self.job_task_ptr[job + 1]
         return lo + np.flatnonzero(self._e.task_state[lo:hi] == READY)
-
-    def runnable_tasks(self, job: int) -> np.ndarray:
-        """Tasks of ``job`` that are ready or running."""
-        lo, hi = self.job_task_ptr[job], self.job_task_ptr[job + 1]
-        state = self._e.task_state[lo:hi]
-        return lo + np.flatnonzero((state == READY) | (state == RUNNING))
 
     def tasks_of(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """All tasks of ``jobs``, grouped by job in the given order.
@@ -155,10 +140,6 @@ class SchedulerView:
         state = self._e.task_state[tasks]
         runnable = (state == READY) | (state == RUNNING)
         return np.bincount(pos[runnable], minlength=len(jobs))
-
-    def unfinished(self, jobs: np.ndarray) -> np.ndarray:
-        """Number of unfinished tasks of each job."""
-        return self._e.job_left[jobs].copy()
 
     def task_inputs(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """Clusters and sizes (MB) of the inputs of a ready or running task."""
@@ -233,6 +214,6 @@ class Actions:
             self._e.checkpoint(int(job))
         self.kill(copies)
 
-    def set_share(self, copy: int, share: float) -> None:
-        """Change a live copy's share of its slot (multitasking, 002 §5)."""
-        self._e.set_share(int(copy), share)
+    def set_share(self, copies: int | np.ndarray, share: float) -> None:
+        """Set live copies' share of their slots (multitasking, 002 §5)."""
+        self._e.set_share(copies, share)

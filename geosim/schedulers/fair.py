@@ -87,5 +87,6 @@ class Fair(Scheduler):
         moving[order[rank >= k]] = True
         if moving.any():
             actions.preempt(info["copy"][moving])
-        for c in info["copy"][~moving & (info["share"] != share)]:
-            actions.set_share(int(c), share)
+        resize = ~moving & (info["share"] != share)
+        if resize.any():
+            actions.set_share(info["copy"][resize], share)
