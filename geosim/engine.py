@@ -51,6 +51,22 @@ def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return offsets + np.arange(total, dtype=np.int64)
 
 
+def first_of_runs(keys: np.ndarray) -> np.ndarray:
+    """Mask of the elements of a sorted array that start a run of equal values."""
+    first = np.empty(keys.size, dtype=bool)
+    if keys.size:
+        first[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    return first
+
+
+def rank_in_runs(keys: np.ndarray) -> np.ndarray:
+    """Position of each element of a sorted array within its run of equal values."""
+    idx = np.arange(keys.size)
+    starts = np.where(first_of_runs(keys), idx, 0)
+    return idx - np.maximum.accumulate(starts) if keys.size else idx
+
+
 class _Table:
     """Growable struct-of-arrays with amortised doubling."""
 
@@ -191,7 +207,7 @@ class Engine:
             task = cols["task"][live]
             ahead = cols["progress"][live] - cols["base"][live]
             order = np.lexsort((-ahead, task))
-            first = np.r_[True, task[order][1:] != task[order][:-1]]
+            first = first_of_runs(task[order])
             lead = order[first]
             credit = np.bincount(self.task_job[task[lead]],
                                  weights=ahead[lead] * self.task_work[task[lead]],
@@ -256,7 +272,8 @@ class Engine:
                     slots: np.ndarray | None = None) -> np.ndarray:
         """Start one copy of each ``tasks[i]`` on ``clusters[i]``; return the copy ids.
 
-        Without ``slots``, whole-slot copies go to free slots drawn uniformly at random
+        A task may appear several times (redundant copies started together). Without
+        ``slots``, whole-slot copies go to free slots drawn uniformly at random
         (without replacement) in each cluster; a fractional copy goes to the slot with the
         least spare share that still fits it (best fit), ties broken at random.
         """
@@ -274,8 +291,6 @@ class Engine:
         if not self.reachable[clusters].all():
             raise SchedulingError(f"cluster {clusters[~self.reachable[clusters]][0]} is "
                                   "unreachable")
-        if np.unique(tasks).size != n:
-            raise SchedulingError("launch_many got the same task twice")
         slots = self._pick_slots(clusters, share) if slots is None else \
             np.asarray(slots, dtype=np.int64)
         ptr = self.world.slot_ptr
@@ -294,13 +309,13 @@ class Engine:
         cols["progress"][rows] = cols["base"][rows] = self.task_saved[tasks]
         cols["start"][rows] = self.time
         self._add_inputs(ids, tasks)
-        ready = tasks[state == READY]
+        ready = np.unique(tasks[state == READY])
         self.task_state[ready] = RUNNING
         self.n_ready -= ready.size
         fresh = ready[np.isnan(self.task_start[ready])]
         self.task_start[fresh] = self.time
-        self.task_copies[tasks] += 1
-        self.task_live[tasks] += 1
+        np.add.at(self.task_copies, tasks, 1)
+        np.add.at(self.task_live, tasks, 1)
         self.live = np.concatenate([self.live, ids])
         self._flows = None
         return ids
@@ -356,27 +371,47 @@ class Engine:
 
     def checkpoint(self, job: int) -> None:
         """Bring every running copy of ``job`` to its task's most advanced copy (002 §3)."""
+        self.checkpoint_jobs(np.array([job], dtype=np.int64))
+
+    def checkpoint_jobs(self, jobs: np.ndarray) -> None:
+        """Checkpoint every job of ``jobs`` that has running copies, in one pass.
+
+        Each running copy is brought to the progress of its task's most advanced copy
+        (002 §3): the state of that copy is saved and cloned to the others, whose own
+        work since the last checkpoint is wasted. A job (and a task) counts a checkpoint
+        only when it has running copies; a job without any has nothing to save.
+        """
         live = self.live
-        cols = self.copies.cols
-        lo, hi = self.wl.task_ptr[job], self.wl.task_ptr[job + 1]
-        tasks = cols["task"][live]
-        mine = live[(tasks >= lo) & (tasks < hi)]
-        self.job_checkpoints[job] += 1
-        if mine.size == 0:
+        if live.size == 0:
             return
-        t = cols["task"][mine]
-        best = self.task_saved[lo:hi].copy()
-        np.maximum.at(best, t - lo, cols["progress"][mine])
-        level = best[t - lo]
-        cols["wasted"][mine] += (cols["progress"][mine] - cols["base"][mine]) * \
-            (cols["progress"][mine] < level - _EPS) * self.task_work[t]
-        cols["progress"][mine] = level
-        cols["base"][mine] = level
-        ut = np.unique(t)
-        gain = best[ut - lo] - self.task_saved[ut]
-        self.job_work_left[job] -= float((gain * self.task_work[ut]).sum())
-        self.task_saved[ut] = best[ut - lo]
+        cols = self.copies.cols
+        task = cols["task"][live]
+        chosen = np.zeros(self.wl.n_jobs, dtype=bool)
+        chosen[np.asarray(jobs, dtype=np.int64)] = True
+        mine = chosen[self.task_job[task]]
+        if not mine.any():
+            return
+        copies, t = live[mine], task[mine]
+        ut, inv = np.unique(t, return_inverse=True)
+        best = self.task_saved[ut].copy()
+        np.maximum.at(best, inv, cols["progress"][copies])
+        level = best[inv]
+        # One leader per task keeps its work (its base is the task's saved progress);
+        # every other copy's work since the last checkpoint is wasted, ties included.
+        progress = cols["progress"][copies]
+        order = np.lexsort((copies, -progress, inv))
+        leader = np.zeros(copies.size, dtype=bool)
+        leader[order[first_of_runs(inv[order])]] = True
+        cols["wasted"][copies] += np.where(
+            leader & (progress >= level - _EPS), 0.0,
+            (progress - cols["base"][copies]) * self.task_work[t])
+        cols["progress"][copies] = level
+        cols["base"][copies] = level
+        gain = (best - self.task_saved[ut]) * self.task_work[ut]
+        np.subtract.at(self.job_work_left, self.task_job[ut], gain)
+        self.task_saved[ut] = best
         self.task_checkpoints[ut] += 1
+        self.job_checkpoints[np.unique(self.task_job[ut])] += 1
 
     def set_share(self, copies: np.ndarray | int, share: float) -> None:
         """Set the slot share of live copies (multitasking); the result must fit every slot."""
@@ -443,7 +478,7 @@ class Engine:
         starts = np.cumsum(hi - lo) - (hi - lo)
         n_res = 2 * self.world.n_links + 2 * self.world.n_clusters
         users = np.bincount(res, minlength=n_res)
-        group = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+        group = np.flatnonzero(first_of_runs(pos))
         self._flows = (idx, pos, src, dst, res, starts, users, group)
         return self._flows
 
@@ -486,7 +521,7 @@ class Engine:
             fin_time = t + (1.0 - progress[fin]) / rate[fin]
             fin_copies, fin_tasks = live[fin], task[fin]
             order = np.lexsort((fin_copies, fin_time, fin_tasks))
-            first = np.r_[True, fin_tasks[order][1:] != fin_tasks[order][:-1]]
+            first = first_of_runs(fin_tasks[order])
             win_pos = order[first]
             winners = fin_copies[win_pos]
             done_tasks, done_time = fin_tasks[win_pos], fin_time[win_pos]

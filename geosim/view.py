@@ -13,8 +13,10 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from geosim.engine import DONE, READY, RUNNING, Engine, concat_ranges
+from geosim.engine import DONE, READY, RUNNING, WAITING, Engine, concat_ranges, rank_in_runs
 from geosim.monitor import Monitor
+
+__all__ = ["DONE", "READY", "RUNNING", "WAITING", "Actions", "SchedulerView", "rank_in_runs"]
 
 
 def _ro(arr: np.ndarray) -> np.ndarray:
@@ -42,6 +44,7 @@ class SchedulerView:
         self.gate = _ro(world.gate)
         self.hops = _ro(world.hops)
         self.slot_ptr = _ro(world.slot_ptr)
+        self.slot_cluster = _ro(world.slot_cluster)
         self.job_arrival = _ro(wl.arrival)
         self.job_weight = _ro(wl.weight)
         self.job_task_ptr = _ro(wl.task_ptr)
@@ -83,6 +86,11 @@ class SchedulerView:
         fits = np.floor((1.0 - self._e.slot_used + 1e-9) / share).astype(np.int64)
         per_cluster = np.add.reduceat(fits, self._e.world.slot_ptr[:-1])
         return np.where(self._e.reachable, per_cluster, 0)
+
+    def slot_units(self, share: float) -> np.ndarray:
+        """How many more copies of slot share ``share`` fit on each slot (0 if unreachable)."""
+        fits = np.floor((1.0 - self._e.slot_used + 1e-9) / share).astype(np.int64)
+        return np.where(self._e.reachable[self._e.world.slot_cluster], fits, 0)
 
     @property
     def n_ready(self) -> int:
@@ -191,11 +199,15 @@ class Actions:
         self.launched += 1
         return self._e.launch(int(task), int(cluster), share, slot)
 
-    def launch_many(self, tasks: np.ndarray, clusters: np.ndarray,
-                    share: float = 1.0) -> np.ndarray:
-        """Start one copy of each ``tasks[i]`` on ``clusters[i]``; return the copy ids."""
+    def launch_many(self, tasks: np.ndarray, clusters: np.ndarray, share: float = 1.0,
+                    slots: np.ndarray | None = None) -> np.ndarray:
+        """Start one copy of each ``tasks[i]`` on ``clusters[i]``; return the copy ids.
+
+        A task may appear several times (redundant copies). ``slots`` optionally names
+        the slot of each copy; by default free slots are drawn at random in each cluster.
+        """
         self.launched += len(tasks)
-        return self._e.launch_many(tasks, clusters, share)
+        return self._e.launch_many(tasks, clusters, share, slots)
 
     def kill(self, copies: int | np.ndarray) -> None:
         """Kill live copies; work since their task's last checkpoint is wasted."""
@@ -203,15 +215,14 @@ class Actions:
         self._e.kill(copies)
         self.killed += n
 
-    def checkpoint(self, job: int) -> None:
-        """Bring all copies of ``job`` to their task's most advanced copy (002 §3)."""
-        self._e.checkpoint(int(job))
+    def checkpoint(self, jobs: int | np.ndarray) -> None:
+        """Bring all copies of ``jobs`` to their task's most advanced copy (002 §3)."""
+        self._e.checkpoint_jobs(np.atleast_1d(np.asarray(jobs, dtype=np.int64)))
 
     def preempt(self, copies: int | np.ndarray) -> None:
         """Checkpoint the copies' jobs, then kill the copies: no work is lost."""
         copies = np.atleast_1d(np.asarray(copies, dtype=np.int64))
-        for job in np.unique(self._e.task_job[self._e.copies.cols["task"][copies]]):
-            self._e.checkpoint(int(job))
+        self._e.checkpoint_jobs(np.unique(self._e.task_job[self._e.copies.cols["task"][copies]]))
         self.kill(copies)
 
     def set_share(self, copies: int | np.ndarray, share: float) -> None:

@@ -23,6 +23,10 @@ SCHEDULERS = sorted(registered())
 VARIANTS = [(name, {}) for name in SCHEDULERS] + [
     ("fair", {"multitasking": True}),
     ("srpt", {"preemptive": False}),
+    ("srpt+r", {"reassign": "random"}),
+    ("fair+r", {"reassign": "random"}),
+    ("laps+r", {"beta": 0.3, "reassign": "random"}),
+    ("laps", {"beta": 0.5}),
 ]
 WORLDS = {
     "geo": lambda name, params: geo_world(scheduler=name, params=params),
@@ -56,7 +60,8 @@ def run_checked(world: dict, name: str):
 
 @pytest.mark.parametrize("world", sorted(WORLDS))
 @pytest.mark.parametrize(("name", "params"), VARIANTS,
-                         ids=[f"{n}{'-' + '-'.join(p) if p else ''}" for n, p in VARIANTS])
+                         ids=[f"{n}{'-' + '-'.join(f'{k}={v}' for k, v in p.items()) if p else ''}"
+                              for n, p in VARIANTS])
 def test_scheduler_conformance(name, params, world):
     result = run_checked(WORLDS[world](name, params), name)
     jobs, tasks, copies = result.jobs, result.tasks, result.copies

@@ -8,7 +8,7 @@ import numpy as np
 
 from geosim.schedulers.base import Scheduler, register
 from geosim.schedulers.placement import fill_in_order
-from geosim.view import Actions, SchedulerView
+from geosim.view import Actions, SchedulerView, rank_in_runs
 
 
 def waterfill(capacity: int, demand: np.ndarray) -> np.ndarray:
@@ -81,8 +81,7 @@ class Fair(Scheduler):
         share = 1.0 / k
         order = np.lexsort((info["copy"], info["slot"]))   # per slot, oldest first
         slot_sorted = info["slot"][order]
-        starts = np.flatnonzero(np.r_[True, slot_sorted[1:] != slot_sorted[:-1]])
-        rank = np.arange(order.size) - np.repeat(starts, np.diff(np.r_[starts, order.size]))
+        rank = rank_in_runs(slot_sorted)
         moving = np.zeros(order.size, dtype=bool)
         moving[order[rank >= k]] = True
         if moving.any():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from geosim.view import SchedulerView
+from geosim.view import SchedulerView, rank_in_runs
 
 
 def locality_cluster(view: SchedulerView, task: int, free: np.ndarray) -> int:
@@ -55,8 +55,7 @@ def fill_in_order(view: SchedulerView, actions, jobs: np.ndarray,
         return
     tasks, pos = view.ready_in_order(jobs)
     if limits is not None and tasks.size:
-        starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
-        rank = np.arange(pos.size) - np.repeat(starts, np.diff(np.r_[starts, pos.size]))
+        rank = rank_in_runs(pos)
         tasks = tasks[rank < np.asarray(limits)[pos]]
     tasks = tasks[:budget]
     clusters = np.empty(tasks.size, dtype=np.int64)
