@@ -1,4 +1,4 @@
-"""Command line: ``geosim run | validate | schedulers``.
+"""Command line: ``geosim run | compare | validate | schedulers``.
 
 Bad input (a malformed scenario, an unknown scheduler, a value out of range, a bad
 topology file) prints one line ``geosim: error: ...`` naming the file, key and value,
@@ -20,7 +20,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one simulation and write its result tables")
     run.add_argument("scenario", help="scenario TOML file")
-    run.add_argument("--scheduler", help="registered scheduler name (default: the scenario's)")
+    run.add_argument("--scheduler", help="scheduler name, or NAME[KEY=VALUE,...] with "
+                     "parameters, e.g. 'laps+r[beta=0.6]' (default: the scenario's)")
     run.add_argument("--seed", type=int, help="seed (default: the scenario's run.seed)")
     run.add_argument("--out", default="results", help="output directory (default: results)")
     run.add_argument("--format", choices=("parquet", "csv"), default="parquet",
@@ -29,12 +30,58 @@ def _parser() -> argparse.ArgumentParser:
                      metavar="KEY=VALUE", help="override a scenario key, e.g. "
                      "workload.arrival_rate=0.07 (repeatable)")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _compare_parser(sub)
     val = sub.add_parser("validate", help="check a scenario without running it")
     val.add_argument("scenario")
     val.add_argument("--set", dest="overrides", action="append", default=[],
                      metavar="KEY=VALUE")
     sub.add_parser("schedulers", help="list the registered schedulers")
     return parser
+
+
+def _compare_parser(sub: argparse._SubParsersAction) -> None:
+    cmp = sub.add_parser(
+        "compare", help="run several schedulers on the same worlds and compare them",
+        description="Run every scheduler with every seed (replication i of every scheduler "
+        "sees the same world and jobs), save each run under DIR/runs/, and print and write "
+        "a summary table (DIR/summary.csv). Rerunning with the same DIR resumes: finished "
+        "runs are loaded, not run again.")
+    cmp.add_argument("scenario", help="scenario TOML file")
+    cmp.add_argument("--schedulers", required=True, metavar="SPECS",
+                     help="comma-separated schedulers, each NAME or NAME[KEY=VALUE,...], "
+                     "e.g. fifo,srpt,fair[multitasking=true]")
+    cmp.add_argument("--reps", type=int, metavar="N",
+                     help="replications, with seeds run.seed + 0..N-1 (default: 1)")
+    cmp.add_argument("--seeds", metavar="LIST", help="explicit seeds, e.g. 1,2,3")
+    cmp.add_argument("--jobs-parallel", type=int, metavar="K",
+                     help="worker processes (default: the number of CPUs)")
+    cmp.add_argument("--out", metavar="DIR",
+                     help="comparison directory (default: results/compare-<run.name>)")
+    cmp.add_argument("--baseline", metavar="NAME", help="scheduler (one of --schedulers) "
+                     "to report per-job flowtime reductions against")
+    cmp.add_argument("--within", default="40,200,800", metavar="LIST",
+                     help="flowtime thresholds (s): report the share of jobs finishing "
+                     "within each (default: 40,200,800)")
+    cmp.add_argument("--set", dest="overrides", action="append", default=[],
+                     metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    cmp.add_argument("--format", choices=("parquet", "csv"), default="parquet",
+                     help="table format of the saved runs (default: parquet)")
+    cmp.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask "
+                     "cluster, e.g. tcp://host:8786 (needs geosim[dask])")
+    cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _compare(args: argparse.Namespace, scenario) -> int:
+    from geosim.experiment import compare, safe_name
+    out = args.out or f"results/compare-{safe_name(scenario['run']['name'])}"
+    comparison = compare(
+        scenario, args.schedulers, seeds=args.seeds, reps=args.reps,
+        jobs_parallel=args.jobs_parallel, out=out, baseline=args.baseline,
+        within=args.within, fmt=args.format, dask=args.dask,
+        progress=not args.no_progress and sys.stderr.isatty())
+    print(comparison.format())
+    print(f"results written to {comparison.out}/")
+    return 0
 
 
 def _load(args: argparse.Namespace):
@@ -74,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{name:<{width}}  {cls.description}")
             return 0
         scenario = _load(args)
+        if args.command == "compare":
+            return _compare(args, scenario)
         if args.command == "validate":
             from geosim.model import GeoModel
             model = GeoModel(scenario, None)
@@ -94,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"geosim: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("geosim: interrupted", file=sys.stderr)
+        resume = "; run the same command again to resume" if args.command == "compare" else ""
+        print(f"geosim: interrupted{resume}", file=sys.stderr)
         return 130
 
 

@@ -32,6 +32,7 @@ from geosim.monitor import Monitor
 from geosim.results import Result, build_result
 from geosim.scenario import Scenario
 from geosim.schedulers import Scheduler, make_scheduler
+from geosim.schedulers.spec import parse_spec
 from geosim.view import Actions, SchedulerView
 from geosim.workload import (
     WorkDistribution,
@@ -77,9 +78,10 @@ class GeoModel(mesa.Model):
 
     Args:
         scenario: A validated scenario.
-        scheduler: A scheduler instance or registered name; default: the scenario's. A name
-            takes ``scheduler.params`` when it is the scenario's scheduler, and its
-            defaults otherwise.
+        scheduler: A scheduler instance, a registered name, or a spec with parameters such
+            as ``"laps+r[beta=0.6]"``; default: the scenario's. A bare name takes
+            ``scheduler.params`` when it is the scenario's scheduler, and its defaults
+            otherwise.
         seed: Seed of every random draw; default: the scenario's ``run.seed``.
         workload: Jobs to run instead of the scenario's generator (same seed rules).
 
@@ -97,10 +99,10 @@ class GeoModel(mesa.Model):
         self.horizon = float(scenario["run"]["horizon"])
         self.record_interval = float(scenario["run"]["record_interval"])
         if scheduler is None or isinstance(scheduler, str):
-            name = scheduler or scenario["scheduler"]["name"]
-            params = scenario["scheduler"]["params"] if scheduler is None or \
-                scheduler == scenario["scheduler"]["name"] else {}
-            scheduler = make_scheduler(name, params, source=scenario.source)
+            spec = parse_spec(scheduler or scenario["scheduler"]["name"])
+            params = spec.params or (scenario["scheduler"]["params"] if scheduler is None or
+                                     spec.name == scenario["scheduler"]["name"] else {})
+            scheduler = make_scheduler(spec.name, params, source=scenario.source)
         self.policy = scheduler
         streams = spawn_streams(seed)
         self.world = build_world(scenario, streams)
