@@ -1,11 +1,13 @@
 """Core performance figures, printed as JSON.
 
 (a) the redundancy paper's world (002 §6): 100 machines, 20 000 Pareto jobs, SRPT, λ = 2;
-(b) ``pingan-medium`` (003 §6.1, 100 clusters, 2000 Montage workflows) with Fair.
+(b) ``pingan-medium`` (003 §6.1, 100 clusters, 2000 Montage workflows) with Fair;
+(c) the 002 world as in (a) with SRPT+R (002 Alg. 1), which checkpoints and reallocates
+    at almost every slot.
 
 Each case runs in a fresh process so its peak memory is its own. Usage:
 
-    python benchmarks/bench_core.py [a] [b]
+    python benchmarks/bench_core.py [a] [b] [c]
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ CASES = {
     "a": ("redundancy-gamma.toml", "srpt", {"workload.arrival_rate": 2.0,
                                             "workload.n_jobs": 20_000}),
     "b": ("pingan-medium.toml", "fair", {}),
+    "c": ("redundancy-gamma.toml", "srpt+r", {"workload.arrival_rate": 2.0,
+                                              "workload.n_jobs": 20_000}),
 }
 
 
