@@ -34,6 +34,22 @@ def test_run_writes_tables_and_prints_summary(tmp_path, capsys):
     assert "n_jobs = 8" in (out / "scenario.toml").read_text()
 
 
+def test_run_takes_a_scheduler_spec_with_parameters(tmp_path, capsys):
+    out = tmp_path / "laps"
+    redundancy = str(ROOT / "scenarios" / "redundancy-gamma.toml")
+    assert main(["run", redundancy, "--scheduler", "laps+r[beta=0.6,reassign=random]",
+                 "--out", str(out), "--set", "workload.n_jobs=40"]) == 0
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["scheduler"] == "laps+r"
+    assert meta["params"] == {"beta": 0.6, "reassign": "random"}
+    capsys.readouterr()
+    assert main(["run", redundancy, "--scheduler", "laps+r[beta=2]", "--out",
+                 str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("geosim: error:") and "beta must be in (0, 1)" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "bad").exists()
+
+
 def test_csv_format(tmp_path):
     out = tmp_path / "csv"
     assert main(["run", QUICK, "--out", str(out), "--format", "csv",
