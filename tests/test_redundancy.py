@@ -164,16 +164,21 @@ def test_fair_r_shares_follow_algorithm_2_at_every_step(reassign):
 
 
 def test_laps_r_serves_only_the_latest_beta_fraction():
-    world = closed_world(slots=3, rate=0.4, n_jobs=200, availability=True,
+    # Heavy enough that beta n(t) exceeds M at times (z >= 1: multitasking).
+    world = closed_world(slots=3, rate=0.5, n_jobs=200, availability=True,
                          work={"distribution": "exponential", "mean": 10.0})
     scenario = load_scenario(world)
     for cls in (WatchedLAPSR, WatchedLAPS):
         policy = cls(beta=0.5)
         model = GeoModel(scenario, policy)
         model.run()
-        for n, _, info in policy.log:
+        for n, m, info in policy.log:
             served = min(int(np.floor(0.5 * n + 1e-9)), n - 1) + 1
             assert np.unique(info["job"]).size == served
+            counts, share = laps_r_allocation(n, m, 0.5)
+            expected = counts.sum() if cls is WatchedLAPSR else (counts > 0).sum()
+            assert info["copy"].size == expected and np.allclose(info["share"], share)
+        assert any(np.any(info["share"] < 1) for *_, info in policy.log), "never multitasked"
         if cls is WatchedLAPS:
             assert model.engine.task_copies.max() >= 1
             assert max(np.bincount(info["task"]).max(initial=0) for *_, info in policy.log) == 1

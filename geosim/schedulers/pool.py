@@ -28,7 +28,10 @@ How the paper's single-work jobs carry over to geosim:
   redundant executions to r_j(t) machines which are uniformly chosen at random"
   (Algorithms 1-3). Both are exact for the paper's analysis (machines are exchangeable
   and copies are identical after a checkpoint); they differ when a machine's service
-  has memory, as the gamma available/unavailable periods of 002 §6 do.
+  has memory, as the gamma available/unavailable periods of 002 §6 do. Under
+  multitasking, a decision that gives a task copies on several machines (LAPS+R's
+  latest job when ``z >= 1``) re-places every copy, since kept copies could fill the
+  machines it needs.
 """
 
 from __future__ import annotations
@@ -171,7 +174,9 @@ def apply_allocation(view: SchedulerView, actions: Actions, rng: np.random.Gener
     want[tasks] = target
     info = view.copy_info()
     copy, task, slot = info["copy"], info["task"], info["slot"]
-    if reassign == "random":
+    # Under multitasking, kept copies could fill the machines a multi-copy task needs
+    # (LAPS+R's latest job when z >= 1); such a decision re-places every copy.
+    if reassign == "random" or (share < 1.0 and (target > 1).any()):
         kill = np.ones(copy.size, dtype=bool)
     else:
         kill = _rank_within(task, copy) >= want[task]
