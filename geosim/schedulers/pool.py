@@ -29,9 +29,9 @@ How the paper's single-work jobs carry over to geosim:
   (Algorithms 1-3). Both are exact for the paper's analysis (machines are exchangeable
   and copies are identical after a checkpoint); they differ when a machine's service
   has memory, as the gamma available/unavailable periods of 002 §6 do. Under
-  multitasking, a decision that gives a task copies on several machines (LAPS+R's
-  latest job when ``z >= 1``) re-places every copy, since kept copies could fill the
-  machines it needs.
+  multitasking, when a task gets copies on several machines (LAPS+R's latest job when
+  ``z >= 1``), the other copies keep at most ``1/x - 1`` units of any machine, so that
+  task finds a free unit on every machine it needs; the surplus moves.
 """
 
 from __future__ import annotations
@@ -174,14 +174,19 @@ def apply_allocation(view: SchedulerView, actions: Actions, rng: np.random.Gener
     want[tasks] = target
     info = view.copy_info()
     copy, task, slot = info["copy"], info["task"], info["slot"]
-    # Under multitasking, kept copies could fill the machines a multi-copy task needs
-    # (LAPS+R's latest job when z >= 1); such a decision re-places every copy.
-    if reassign == "random" or (share < 1.0 and (target > 1).any()):
+    if reassign == "random":
         kill = np.ones(copy.size, dtype=bool)
     else:
         kill = _rank_within(task, copy) >= want[task]
         per_machine = int(np.floor(1.0 / share + 1e-9))
-        kill[~kill] = _rank_within(slot[~kill], copy[~kill]) >= per_machine
+        packed = ~kill
+        if share < 1.0 and (target > 1).any():
+            # A task with copies on several machines (LAPS+R's latest job when z >= 1)
+            # needs a free unit on machines it is not on yet: other copies keep at most
+            # 1/x - 1 units of a machine, so every machine has one left for it.
+            packed &= want[task] == 1
+            per_machine -= 1
+        kill[packed] = _rank_within(slot[packed], copy[packed]) >= per_machine
     if kill.any():
         actions.kill(copy[kill])
     kept = ~kill
