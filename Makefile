@@ -22,6 +22,7 @@ test: $(BIN)/geosim
 
 bench: $(BIN)/geosim
 	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python benchmarks/bench_compare.py
 
 clean:
 	rm -rf $(VENV) results

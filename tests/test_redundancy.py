@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import closed_world
+from conftest import closed_world, geo_world
 
 import geosim
 from geosim import GeoModel, GeosimError, load_scenario, make_scheduler
@@ -203,3 +203,21 @@ def test_checkpoints_happen_only_at_arrivals_and_departures():
     assert result.jobs["checkpoints"].sum() > 0
     assert result.tasks["checkpoints"].sum() == result.jobs["checkpoints"].sum()
     assert geosim.run(scenario, scheduler="fifo").jobs["checkpoints"].sum() == 0
+
+
+@pytest.mark.parametrize("spec", ["laps+r[beta=0.8]", "fair+r", "srpt+r[reassign=random]"])
+def test_dag_jobs_on_a_crowded_geo_world(spec):
+    # Montage DAGs on a handful of slots, so jobs outnumber machines and the multitasking
+    # branches run with several runnable tasks per job, outages and WAN transfers.
+    from test_conformance import Checked
+
+    world = geo_world(n_clusters=6, n_jobs=10, rate=0.05)
+    world["tiers"] = {"large": {"slots": [2, 3]}, "medium": {"slots": [1, 2]},
+                      "small": {"slots": [1, 2]}}
+    scenario = load_scenario(world)
+    model = Checked(scenario, spec)
+    result = model.run()
+    assert result.jobs["finished"].all()
+    s = result.summary
+    assert s["executed_work"] == pytest.approx(s["demanded_work"] + s["wasted_work"], rel=1e-9)
+    assert (result.copies["share"] < 1).any() or spec.startswith("srpt")

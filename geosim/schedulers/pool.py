@@ -179,14 +179,14 @@ def apply_allocation(view: SchedulerView, actions: Actions, rng: np.random.Gener
     else:
         kill = _rank_within(task, copy) >= want[task]
         per_machine = int(np.floor(1.0 / share + 1e-9))
-        packed = ~kill
         if share < 1.0 and (target > 1).any():
             # A task with copies on several machines (LAPS+R's latest job when z >= 1)
             # needs a free unit on machines it is not on yet: other copies keep at most
             # 1/x - 1 units of a machine, so every machine has one left for it.
-            packed &= want[task] == 1
-            per_machine -= 1
-        kill[packed] = _rank_within(slot[packed], copy[packed]) >= per_machine
+            single = ~kill & (want[task] == 1)
+            kill[single] = _rank_within(slot[single], copy[single]) >= per_machine - 1
+        kept = ~kill
+        kill[kept] = _rank_within(slot[kept], copy[kept]) >= per_machine
     if kill.any():
         actions.kill(copy[kill])
     kept = ~kill
