@@ -83,9 +83,7 @@ class SchedulerView:
 
     def free_units(self, share: float) -> np.ndarray:
         """How many copies of slot share ``share`` fit per cluster (0 if unreachable)."""
-        fits = np.floor((1.0 - self._e.slot_used + 1e-9) / share).astype(np.int64)
-        per_cluster = np.add.reduceat(fits, self._e.world.slot_ptr[:-1])
-        return np.where(self._e.reachable, per_cluster, 0)
+        return np.add.reduceat(self.slot_units(share), self._e.world.slot_ptr[:-1])
 
     def slot_units(self, share: float) -> np.ndarray:
         """How many more copies of slot share ``share`` fit on each slot (0 if unreachable)."""
