@@ -63,6 +63,23 @@ def test_bad_parameters_are_one_line_errors():
         make_scheduler("laps", {"beta": 0})
     with pytest.raises(GeosimError, match="reassign must be one of"):
         make_scheduler("srpt+r", {"reassign": "sometimes"})
+    with pytest.raises(GeosimError, match="max_copies must be an integer >= 1"):
+        make_scheduler("fair+r", {"max_copies": 0})
+    with pytest.raises(GeosimError, match="unexpected keyword"):
+        make_scheduler("laps", {"max_copies": 2})          # LAPS never makes copies
+
+
+def test_max_copies_caps_each_task():
+    world = closed_world(slots=12, rate=0.1, n_jobs=150, availability=True,
+                         work={"distribution": "pareto", "scale": 5.0, "shape": 2.0})
+    scenario = load_scenario(world)
+    policy = WatchedSRPTR(max_copies=2)
+    GeoModel(scenario, policy).run()
+    per_task = [np.bincount(info["task"]).max(initial=0) for *_, info in policy.log]
+    assert max(per_task) == 2
+    uncapped = WatchedSRPTR()
+    GeoModel(scenario, uncapped).run()
+    assert max(np.bincount(info["task"]).max(initial=0) for *_, info in uncapped.log) > 2
 
 
 # ---------------------------------------------------------------- known answers

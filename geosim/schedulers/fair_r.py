@@ -38,6 +38,7 @@ class FairR(PoolPolicy):
 
     Args:
         reassign: ``"keep"`` (default) or ``"random"``; see :mod:`geosim.schedulers.pool`.
+        max_copies: Cap on the copies of one task (default: none, as in the paper).
     """
 
     name = "fair+r"

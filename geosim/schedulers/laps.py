@@ -50,16 +50,18 @@ class LAPSR(PoolPolicy):
     Args:
         beta: Fraction of the alive jobs served, in (0, 1) as in the paper.
         reassign: ``"keep"`` (default) or ``"random"``; see :mod:`geosim.schedulers.pool`.
+        max_copies: Cap on the copies of one task (default: none, as in the paper).
     """
 
     name = "laps+r"
     description = "002 Alg. 3: share among the latest beta-fraction of jobs, with redundancy"
 
-    def __init__(self, beta: float = 0.8, reassign: str = "keep"):
+    def __init__(self, beta: float = 0.8, reassign: str = "keep",
+                 max_copies: int | None = None):
         if isinstance(beta, bool) or not isinstance(beta, int | float) or not 0 < beta < 1:
             raise ValueError(f"beta must be in (0, 1), got {beta!r}")
         self.beta = beta
-        super().__init__(reassign=reassign)
+        super().__init__(reassign=reassign, max_copies=max_copies)
 
     def allocate(self, view: SchedulerView, jobs: np.ndarray,
                  machines: int) -> tuple[np.ndarray, np.ndarray, float]:
@@ -83,4 +85,6 @@ class LAPS(LAPSR):
 
     name = "laps"
     description = "latest arrivals processor sharing over the beta-fraction, no redundancy"
-    redundant = False
+
+    def __init__(self, beta: float = 0.8, reassign: str = "keep"):
+        super().__init__(beta=beta, reassign=reassign, max_copies=1)

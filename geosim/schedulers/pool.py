@@ -36,8 +36,6 @@ How the paper's single-work jobs carry over to geosim:
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 
 from geosim.schedulers.base import Scheduler
@@ -65,22 +63,30 @@ def check_reassign(reassign: str) -> str:
     return reassign
 
 
+def check_max_copies(max_copies: int | None) -> int | None:
+    """Validate the ``max_copies`` parameter (None, or an integer >= 1)."""
+    if max_copies is not None and (isinstance(max_copies, bool) or
+                                   not isinstance(max_copies, int) or max_copies < 1):
+        raise ValueError(f"max_copies must be an integer >= 1 (or absent), got {max_copies!r}")
+    return max_copies
+
+
 class PoolPolicy(Scheduler):
     """Base of the 002 policies: checkpoint at events, then give jobs machines.
 
-    Subclasses implement :meth:`allocate`. With ``redundant = False`` (the twins
-    without redundancy) a task never has more than one copy, whatever its job's
-    allocation.
+    Subclasses implement :meth:`allocate`.
 
     Args:
         reassign: ``"keep"`` (copies stay on their machines across decisions) or
             ``"random"`` (every copy is re-placed on random machines at every decision).
+        max_copies: Cap on the copies of one task (None: the paper's allocation, uncapped;
+            1: no redundancy, as the twins without redundancy use). Machines a job is
+            given beyond its tasks' caps stay idle.
     """
 
-    redundant: ClassVar[bool] = True
-
-    def __init__(self, reassign: str = "keep"):
+    def __init__(self, reassign: str = "keep", max_copies: int | None = None):
         self.reassign = check_reassign(reassign)
+        self.max_copies = check_max_copies(max_copies)
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Prepare per-run state."""
@@ -118,15 +124,16 @@ class PoolPolicy(Scheduler):
         served, machines, share = self.allocate(view, jobs, pool)
         keep = machines > 0
         apply_allocation(view, actions, self.rng, served[keep], machines[keep], share,
-                         reassign=self.reassign, redundant=self.redundant, want=self._want)
+                         reassign=self.reassign, max_copies=self.max_copies, want=self._want)
 
 
 def task_targets(view: SchedulerView, jobs: np.ndarray, machines: np.ndarray,
-                 redundant: bool = True) -> tuple[np.ndarray, np.ndarray]:
+                 max_copies: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Spread each job's machines over its runnable tasks.
 
     Running tasks come first, then ready ones by id; each gets one copy while machines
-    last, and the remaining machines go round-robin as extra copies.
+    last, and the remaining machines go round-robin as extra copies, up to
+    ``max_copies`` per task.
 
     Returns:
         Runnable tasks of ``jobs`` and the number of copies each should have.
@@ -142,14 +149,14 @@ def task_targets(view: SchedulerView, jobs: np.ndarray, machines: np.ndarray,
     r, n = machines[pos], count[pos]
     target = np.where(r >= n, r // np.maximum(n, 1) + (rank < r % np.maximum(n, 1)), rank < r)
     target = target.astype(np.int64)
-    if not redundant:
-        np.minimum(target, 1, out=target)
+    if max_copies is not None:
+        np.minimum(target, max_copies, out=target)
     return tasks, target
 
 
 def apply_allocation(view: SchedulerView, actions: Actions, rng: np.random.Generator,
                      jobs: np.ndarray, machines: np.ndarray, share: float, *,
-                     reassign: str = "keep", redundant: bool = True,
+                     reassign: str = "keep", max_copies: int | None = None,
                      want: np.ndarray | None = None) -> None:
     """Make the running copies match an allocation (jobs must be checkpointed first).
 
@@ -166,11 +173,11 @@ def apply_allocation(view: SchedulerView, actions: Actions, rng: np.random.Gener
         machines: Machines of each served job.
         share: Share ``x`` of a machine of every served copy.
         reassign: ``"keep"`` or ``"random"`` (see the module documentation).
-        redundant: Whether a task may have more than one copy.
+        max_copies: Cap on the copies of one task (None: no cap).
         want: Optional scratch array of zeros, one per task (returned zeroed).
     """
     want = np.zeros(view.task_job.size, dtype=np.int64) if want is None else want
-    tasks, target = task_targets(view, jobs, np.asarray(machines, dtype=np.int64), redundant)
+    tasks, target = task_targets(view, jobs, np.asarray(machines, dtype=np.int64), max_copies)
     want[tasks] = target
     info = view.copy_info()
     copy, task, slot = info["copy"], info["task"], info["slot"]

@@ -39,6 +39,7 @@ class SRPTR(PoolPolicy):
     Args:
         reassign: ``"keep"`` (default: a job keeps its machines; only missing copies are
             drawn at random) or ``"random"`` (all copies re-drawn at every decision).
+        max_copies: Cap on the copies of one task (default: none, as in the paper).
     """
 
     name = "srpt+r"
