@@ -41,7 +41,7 @@ def test_run_takes_a_scheduler_spec_with_parameters(tmp_path, capsys):
                  "--out", str(out), "--set", "workload.n_jobs=40"]) == 0
     meta = json.loads((out / "meta.json").read_text())
     assert meta["scheduler"] == "laps+r"
-    assert meta["params"] == {"beta": 0.6, "reassign": "random"}
+    assert meta["params"] == {"beta": 0.6, "reassign": "random", "max_copies": None}
     capsys.readouterr()
     assert main(["run", redundancy, "--scheduler", "laps+r[beta=2]", "--out",
                  str(tmp_path / "bad")]) == 2
