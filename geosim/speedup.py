@@ -46,6 +46,7 @@ import pandas as pd
 from scipy.special import gammaln
 
 from geosim.scenario import Scenario, load_scenario
+from geosim.world import availability_rates
 
 #: Draws i.i.d. durations: ``sampler(rng, size)`` returns an array of shape ``size``.
 DurationSampler = Callable[[np.random.Generator, tuple[int, int]], np.ndarray]
@@ -187,14 +188,10 @@ def service_process(scenario: Scenario | str | os.PathLike | Mapping[str, Any]
     av = _scenario(scenario)["availability"]
     if not av["enabled"]:
         return None
-    on = _range(av["available_rate"])
-    off = _range(av["unavailable_rate"])
-    proc = ServiceProcess(float(av["available_shape"]), float(av["available_scale"]),
-                          float(av["unavailable_shape"]), float(av["unavailable_scale"]), on, off)
-    if av["normalise"] and proc.mean_rate > 0:
-        proc = ServiceProcess(proc.available_shape, proc.available_scale, proc.unavailable_shape,
-                              proc.unavailable_scale, on, off, 1.0 / proc.mean_rate)
-    return proc
+    on, off, factor = availability_rates(av)
+    return ServiceProcess(float(av["available_shape"]), float(av["available_scale"]),
+                          float(av["unavailable_shape"]), float(av["unavailable_scale"]),
+                          on, off, factor)
 
 
 def peak_rate(scenario: Scenario | str | os.PathLike | Mapping[str, Any]) -> float:
@@ -508,12 +505,6 @@ def _mean_and_stderr(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _scenario(scenario: Scenario | str | os.PathLike | Mapping[str, Any]) -> Scenario:
     return scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-
-
-def _range(value: Any) -> tuple[float, float]:
-    if isinstance(value, list | tuple):
-        return float(value[0]), float(value[-1])
-    return float(value), float(value)
 
 
 def _check_estimator(estimator: str) -> None:

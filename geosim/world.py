@@ -212,15 +212,20 @@ def build_world(scenario: Scenario, streams: dict[str, np.random.Generator]) -> 
                  pair_ptr, pair_res, hops, input_clusters, power, availability, outages, link_bw)
 
 
-def _availability(scenario: Scenario, n_slots: int,
-                  rng: np.random.Generator) -> AlternatingRenewal | None:
-    av = scenario["availability"]
-    if not av["enabled"]:
-        return None
-    on_rate = av["available_rate"] if isinstance(av["available_rate"], list) \
-        else [av["available_rate"]] * 2
-    off_rate = av["unavailable_rate"] if isinstance(av["unavailable_rate"], list) \
-        else [av["unavailable_rate"]] * 2
+def availability_rates(av: dict) -> tuple[tuple[float, float], tuple[float, float], float]:
+    """Rate ranges of available and unavailable periods, and the normalisation factor.
+
+    With ``normalise`` every rate is divided by the long-run mean rate
+    ``(E[AP] E[r_AP] + E[UP] E[r_UP]) / (E[AP] + E[UP])`` (002 §6), so it becomes 1.
+
+    Args:
+        av: The scenario's ``availability`` section.
+    """
+    def bounds(value) -> tuple[float, float]:
+        return (float(value[0]), float(value[-1])) if isinstance(value, list) else \
+            (float(value), float(value))
+
+    on_rate, off_rate = bounds(av["available_rate"]), bounds(av["unavailable_rate"])
     factor = 1.0
     if av["normalise"]:
         mean_on = av["available_shape"] * av["available_scale"]
@@ -228,11 +233,20 @@ def _availability(scenario: Scenario, n_slots: int,
         mean_rate = (mean_on * np.mean(on_rate) + mean_off * np.mean(off_rate)) / (
             mean_on + mean_off)
         factor = 1.0 / mean_rate if mean_rate > 0 else 1.0
+    return on_rate, off_rate, float(factor)
+
+
+def _availability(scenario: Scenario, n_slots: int,
+                  rng: np.random.Generator) -> AlternatingRenewal | None:
+    av = scenario["availability"]
+    if not av["enabled"]:
+        return None
+    on_rate, off_rate, factor = availability_rates(av)
     return AlternatingRenewal(
         n_slots, gamma_draw(av["available_shape"], av["available_scale"]),
         gamma_draw(av["unavailable_shape"], av["unavailable_scale"]),
-        uniform_draw(on_rate[0], on_rate[-1], factor),
-        uniform_draw(off_rate[0], off_rate[-1], factor), rng)
+        uniform_draw(on_rate[0], on_rate[1], factor),
+        uniform_draw(off_rate[0], off_rate[1], factor), rng)
 
 
 def _input_clusters(scenario: Scenario, tier: np.ndarray, rng: np.random.Generator) -> np.ndarray:
