@@ -41,7 +41,7 @@ from geosim.workload import (
     single_work_jobs,
     wfformat_jobs,
 )
-from geosim.world import World, build_world, spawn_streams
+from geosim.world import World, build_world, nominal_priors, spawn_streams
 
 #: Simulated seconds with alive jobs and no task completing after which a run is declared
 #: stuck (a scheduler that never launches, or a world in which a task cannot finish).
@@ -110,7 +110,8 @@ class GeoModel(mesa.Model):
             scenario, self.world, streams["workload"])
         self.workload.validate(self.world.n_clusters, source=scenario.source)
         self.engine = Engine(self.world, self.workload, self.dt, streams["placement"])
-        self.monitor = Monitor(self.world.n_clusters, len(self.workload.type_names))
+        self.monitor = Monitor(self.world.n_clusters, len(self.workload.type_names),
+                               priors=nominal_priors(scenario, self.world))
         self.view = SchedulerView(self.engine, self.monitor)
         self.actions = Actions(self.engine)
         self.clusters = [ClusterAgent(self, c) for c in range(self.world.n_clusters)]

@@ -3,14 +3,40 @@
 Like PingAn's performance modeler (003 §3.2, Fig. 1b), the monitor learns only from
 copies that completed: the processing speed each one saw (per cluster and task type)
 and the bandwidth of each of its remote-input transfers, captured at the download end
-(per cluster pair). It keeps the most recent ``window`` samples of each, in ring
-buffers written in vectorised batches. Outage statistics come from what a resource
+(per cluster pair, and pooled per destination and over all pairs). It keeps the most
+recent ``window`` samples of each, in ring buffers written in vectorised batches. Outage statistics come from what a resource
 manager sees: how many outages began per cluster over how much reachable time.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+
+@dataclass(frozen=True)
+class Priors:
+    """What an operator knows of the world before observing it: nominal parameters.
+
+    The cold-start prior of the performance modeler (003 §3.2): the middle of each
+    cluster's tier range in the scenario, not the values drawn for the cluster (those are
+    hidden truth).
+
+    Attributes:
+        speed_mean: Nominal mean processing speed per cluster (MIPS): the tier's VM power
+            times the long-run mean availability factor.
+        speed_rsd: Nominal relative standard deviation of that speed, per cluster.
+        bandwidth_mean: Nominal mean bandwidth of a WAN link (MB/s).
+        bandwidth_rsd: Nominal relative standard deviation of link bandwidth.
+        outage_rate: Nominal outage onsets per second of reachable time, per cluster.
+    """
+
+    speed_mean: np.ndarray
+    speed_rsd: np.ndarray
+    bandwidth_mean: float
+    bandwidth_rsd: float
+    outage_rate: np.ndarray
 
 
 class _Ring:
@@ -45,12 +71,16 @@ class Monitor:
         n_clusters: Number of clusters.
         n_types: Number of task types in the workload.
         window: Samples kept per cluster (and type) and per cluster pair.
+        priors: Nominal parameters of the world, for estimators' cold start.
     """
 
-    def __init__(self, n_clusters: int, n_types: int, window: int = 64):
+    def __init__(self, n_clusters: int, n_types: int, window: int = 64,
+                 priors: Priors | None = None):
         self.n_clusters, self.n_types, self.window = n_clusters, n_types, window
+        self.priors = priors
         self._speed = _Ring(n_clusters * n_types, window)
         self._bandwidth = _Ring(n_clusters * n_clusters, window)
+        self._bandwidth_into = _Ring(n_clusters + 1, window)   # per destination; all
         self.outage_onsets = np.zeros(n_clusters, dtype=np.int64)
         self.reachable_time = np.zeros(n_clusters)
 
@@ -62,6 +92,8 @@ class Monitor:
     def record_transfers(self, src: np.ndarray, dst: np.ndarray, bandwidth: np.ndarray) -> None:
         """Add the mean bandwidth (MB/s) of completed copies' transfers, src to dst."""
         self._bandwidth.write(src * self.n_clusters + dst, bandwidth)
+        self._bandwidth_into.write(dst, bandwidth)
+        self._bandwidth_into.write(np.full(dst.size, self.n_clusters), bandwidth)
 
     def record_reachability(self, reachable: np.ndarray, onsets: np.ndarray, dt: float) -> None:
         """Count one slot of reachability and the outages that began in it."""
@@ -79,8 +111,32 @@ class Monitor:
         """Recent transfer bandwidths (MB/s) from ``src`` to ``dst``."""
         return self._bandwidth.samples(src * self.n_clusters + dst)
 
+    def speed_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """All recent speeds at once: samples ``[cluster, type, i]`` (NaN where none) and counts.
+
+        Returns read-only views; a count above ``window`` means the ring is full.
+        """
+        shape = (self.n_clusters, self.n_types)
+        return (_frozen(self._speed.buf.reshape(*shape, self.window)),
+                _frozen(self._speed.count.reshape(shape)))
+
+    def bandwidth_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """All recent bandwidths: samples ``[src * n_clusters + dst, i]`` and counts."""
+        return _frozen(self._bandwidth.buf), _frozen(self._bandwidth.count)
+
+    def bandwidth_into_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """Recent bandwidths of transfers into each cluster ``[dst, i]``, and of all transfers
+        (the last row), with counts."""
+        return _frozen(self._bandwidth_into.buf), _frozen(self._bandwidth_into.count)
+
     def outage_rate(self) -> np.ndarray:
         """Observed outage onsets per second of reachable time, per cluster."""
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(self.reachable_time > 0,
                             self.outage_onsets / np.maximum(self.reachable_time, 1e-300), 0.0)
+
+
+def _frozen(arr: np.ndarray) -> np.ndarray:
+    view = arr.view()
+    view.flags.writeable = False
+    return view

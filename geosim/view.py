@@ -153,6 +153,18 @@ class SchedulerView:
             raise ValueError(f"task {task} is not ready: its inputs are not placed yet")
         return self._e.task_inputs(task)
 
+    def inputs_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Inputs of ready or running tasks, grouped by task in the order of ``tasks``.
+
+        Returns:
+            For every input: the position of its task in ``tasks``, the cluster holding it,
+            and its size (MB).
+        """
+        tasks = np.asarray(tasks, dtype=np.int64)
+        if np.any(self._e.task_state[tasks] == WAITING):
+            raise ValueError("some tasks are not ready: their inputs are not placed yet")
+        return self._e.inputs_of(tasks)
+
     def remaining_work(self, jobs: np.ndarray) -> np.ndarray:
         """Work (MI) each job still needs, net of checkpoints and live progress."""
         return self._e.remaining_work(np.asarray(jobs, dtype=np.int64))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
+from geosim.monitor import Priors
 from geosim.processes import (
     AlternatingRenewal,
     PeriodicNormal,
@@ -265,3 +266,35 @@ def _input_clusters(scenario: Scenario, tier: np.ndarray, rng: np.random.Generat
         chosen.append(idx)
     out = np.unique(np.concatenate(chosen)) if chosen else np.empty(0, dtype=np.int64)
     return out if out.size else np.arange(len(tier))
+
+
+def nominal_priors(scenario: Scenario, world: World) -> Priors:
+    """The nominal parameters of the scenario's world, as an operator would know them.
+
+    Each cluster gets the middle of its tier's ranges (its own drawn values stay
+    hidden); the speed prior includes the long-run mean availability factor, and the
+    outage prior converts the tier's per-trial probability to onsets per second.
+    """
+    def mid(value) -> float:
+        return float(np.mean(value)) if isinstance(value, list) else float(value)
+
+    per_tier = [scenario[f"tiers.{name}"] for name in TIERS]
+    power = np.array([mid(t["power_mean"]) for t in per_tier])[world.tier]
+    rsd = np.array([mid(t["power_rsd"]) for t in per_tier])[world.tier]
+    av = scenario["availability"]
+    factor = 1.0
+    if av["enabled"]:
+        on_rate, off_rate, scale = availability_rates(av)
+        mean_on = av["available_shape"] * av["available_scale"]
+        mean_off = av["unavailable_shape"] * av["unavailable_scale"]
+        factor = scale * (mean_on * np.mean(on_rate) + mean_off * np.mean(off_rate)) / (
+            mean_on + mean_off)
+    out = scenario["outages"]
+    rate = np.zeros(world.n_clusters)
+    if out["enabled"]:
+        p = np.array([mid(t["outage_probability"]) for t in per_tier])[world.tier]
+        rate = -np.log1p(-np.minimum(p, 1.0 - 1e-12)) / out["trial_interval"]
+    links = scenario["links"]
+    return Priors(speed_mean=power * factor, speed_rsd=rsd,
+                  bandwidth_mean=mid(links["bandwidth_mean"]),
+                  bandwidth_rsd=mid(links["bandwidth_rsd"]), outage_rate=rate)

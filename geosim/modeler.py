@@ -1,0 +1,219 @@
+"""PingAn's performance modeler (003 §3.2, Fig. 1b) and the algebra of rate distributions.
+
+:class:`PerformanceModel` turns what the :class:`~geosim.monitor.Monitor` saw of completed
+copies into distributions a scheduler can plan with:
+
+- processing speed ``V^P`` per cluster and task type (the paper models one distribution
+  per RDD operation), from the speeds completed copies saw;
+- transfer bandwidth ``V^T`` per cluster pair, captured at the download end;
+- the probability ``p_m`` that cluster ``m`` becomes unreachable in a time slot, from the
+  outages the resource managers saw.
+
+Every distribution is held as ``K`` equally likely atoms, its quantiles at levels
+``(i + 1/2) / K``, refreshed periodically ("PM regularly collects the execution
+information", 003 §3.1). A key with fewer than ``min_samples`` recent samples falls back
+to a coarser estimate: a type without samples uses its cluster's samples of every type; a
+pair without samples uses the recent transfers into its destination, else all recent
+transfers; and what has no samples at all uses the nominal prior (the scenario's tier
+parameters, :class:`~geosim.monitor.Priors`): a normal with the nominal mean and RSD,
+truncated at 0. Pooling matters for pairs: most of the ``n²`` pairs are never observed,
+and the nominal link bandwidth ignores the sharing of links and gates that real transfers
+see, so a prior-only pair would look far better than any observed one. The outage rate is the gamma–Poisson posterior mean: observed onsets plus
+``prior_seconds`` of nominal behaviour, over observed reachable time plus
+``prior_seconds``.
+
+Rates of a task copy are compositions of these independent discrete variables (003
+§3.2): a copy's rate is ``min(V^P / work, min_s V^T_s / size_s)`` and a task with copies
+``1..c`` runs at ``max`` of theirs. :func:`expected_min` and :func:`expected_max` compute
+the expectations of such compositions exactly from the atoms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from geosim.monitor import Monitor
+
+
+def levels(k: int) -> np.ndarray:
+    """Quantile levels ``(i + 1/2) / k`` of ``k`` equally likely atoms."""
+    return (np.arange(k) + 0.5) / k
+
+
+def normal_atoms(rsd: np.ndarray | float, k: int) -> np.ndarray:
+    """Atoms of a normal of mean 1 and standard deviation ``rsd``, truncated at 0.
+
+    Returns:
+        Shape ``rsd.shape + (k,)``, ascending along the last axis.
+    """
+    rsd = np.asarray(rsd, dtype=float)[..., None]
+    q = levels(k)
+    safe = np.where(rsd > 0, rsd, 1.0)
+    atoms = stats.truncnorm.ppf(q, -1.0 / safe, np.inf, loc=1.0, scale=safe)
+    return np.where(rsd > 0, atoms, 1.0)
+
+
+def _sample_atoms(samples: np.ndarray, k: int) -> np.ndarray:
+    """Quantile atoms of sample rows (NaN = no sample; at least one per row), last axis.
+
+    Linear interpolation between order statistics, as ``numpy.nanquantile``, vectorised.
+    """
+    shape = samples.shape
+    rows = np.sort(samples.reshape(-1, shape[-1]), axis=1)        # NaN sort last
+    count = np.sum(~np.isnan(rows), axis=1)
+    pos = levels(k)[None, :] * (count[:, None] - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, count[:, None] - 1)
+    a, b = np.take_along_axis(rows, lo, axis=1), np.take_along_axis(rows, hi, axis=1)
+    return (a + (pos - lo) * (b - a)).reshape(shape[:-1] + (k,))
+
+
+def expected_min(atoms: np.ndarray, quantiles: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Expectation of the minimum of independent discrete variables, exactly.
+
+    Args:
+        atoms: Shape ``(N, R, K)``: ``N`` problems of ``R`` variables, each ``K`` equally
+            likely values in ascending order; a variable whose values are all ``+inf`` is
+            absent.
+        quantiles: Also return ``K`` quantile atoms of each minimum.
+
+    Returns:
+        ``E[min]`` per problem, and the minimum's atoms (shape ``(N, K)``) or None.
+    """
+    n, r, k = atoms.shape
+    vals = atoms.reshape(n, r * k)
+    finite = np.isfinite(vals)
+    # Passing the j-th smallest atom of a variable multiplies its survival by (K-j-1)/(K-j).
+    rank = np.tile(np.arange(k, dtype=float), r)
+    with np.errstate(divide="ignore"):
+        step = np.log(k - rank - 1.0) - np.log(k - rank)
+    inc = np.where(finite, step, 0.0)
+    top = np.max(np.where(finite, vals, -np.inf), axis=1, keepdims=True)
+    vals = np.where(finite, vals, top)
+    order = np.argsort(vals, axis=1, kind="stable")
+    v = np.take_along_axis(vals, order, axis=1)
+    surv = np.exp(np.cumsum(np.take_along_axis(inc, order, axis=1), axis=1))
+    before = np.concatenate([np.ones((n, 1)), surv[:, :-1]], axis=1)
+    width = np.diff(v, axis=1, prepend=v[:, :1])
+    mean = v[:, 0] + np.sum(width * before, axis=1)
+    if not quantiles:
+        return mean, None
+    # The CDF rises along each row; offset row i by 2i and search all rows at once.
+    row = np.arange(n)[:, None]
+    cdf = (1.0 - surv) + 2.0 * row
+    idx = np.searchsorted(cdf.ravel(), levels(k) - 1e-9 + 2.0 * row) - row * (r * k)
+    idx = np.minimum(idx, r * k - 1)
+    return mean, np.take_along_axis(v, idx, axis=1)
+
+
+def expected_max(atoms: np.ndarray) -> np.ndarray:
+    """Expectation of the maximum of independent discrete variables (``-inf``: absent).
+
+    Args:
+        atoms: Shape ``(N, R, K)``, ascending along the last axis.
+    """
+    return -expected_min(-atoms[..., ::-1])[0]
+
+
+class PerformanceModel:
+    """Distributions of speed, bandwidth and unreachability learned from observations.
+
+    Args:
+        monitor: The run's observations (with its :class:`~geosim.monitor.Priors`).
+        gate: Gate bandwidth per cluster (MB/s); caps the nominal bandwidth of a pair.
+        dt: Time slot (s), the unit of the outage probability.
+        atoms: Atoms ``K`` per distribution.
+        min_samples: Samples a key needs before its own observations replace the fallback.
+        prior_seconds: Weight of the nominal outage rate, in seconds of observation.
+        refresh: Seconds between refreshes of the distributions.
+    """
+
+    def __init__(self, monitor: Monitor, gate: np.ndarray, dt: float, atoms: int = 16,
+                 min_samples: int = 5, prior_seconds: float = 600.0, refresh: float = 30.0):
+        if monitor.priors is None:
+            raise ValueError("the monitor has no priors for the performance model")
+        self.monitor, self.dt, self.k = monitor, dt, atoms
+        self.min_samples, self.prior_seconds, self.refresh_interval = (
+            min_samples, prior_seconds, refresh)
+        pri = monitor.priors
+        n, types = monitor.n_clusters, monitor.n_types
+        self._speed_prior = pri.speed_mean[:, None] * normal_atoms(pri.speed_rsd, atoms)
+        pair_mean = np.minimum(pri.bandwidth_mean, np.minimum.outer(gate, gate))
+        self._bw_prior = pair_mean.reshape(-1, 1) * normal_atoms(pri.bandwidth_rsd, atoms)
+        self.speed = np.repeat(self._speed_prior[:, None, :], types, axis=1)
+        self.bandwidth = self._bw_prior.copy()
+        self._speed_seen = np.zeros((n, types), dtype=np.int64)
+        self._bw_seen = np.zeros(n * n, dtype=np.int64)
+        self._next = -np.inf
+        self.version = 0
+        self.speed_mean = self.speed.mean(axis=2)
+        self.bandwidth_mean = self.bandwidth.mean(axis=1).reshape(n, n)
+        self.outage_probability = self._outage_probability()
+
+    def refresh(self, now: float) -> bool:
+        """Bring the distributions up to date if ``refresh`` seconds have passed.
+
+        Returns:
+            Whether anything was recomputed.
+        """
+        if now < self._next:
+            return False
+        self._next = now + self.refresh_interval
+        self._refresh_speed()
+        self._refresh_bandwidth()
+        self.outage_probability = self._outage_probability()
+        self.version += 1
+        return True
+
+    def _refresh_speed(self) -> None:
+        samples, counts = self.monitor.speed_table()
+        changed = np.flatnonzero(np.any(counts != self._speed_seen, axis=1))
+        if changed.size == 0:
+            return
+        self._speed_seen[changed] = counts[changed]
+        n = np.minimum(counts[changed], self.monitor.window)
+        atoms = np.repeat(self._speed_prior[changed][:, None, :], n.shape[1], axis=1)
+        pooled = n.sum(axis=1) >= self.min_samples
+        if pooled.any():
+            flat = samples[changed[pooled]].reshape(int(pooled.sum()), -1)
+            atoms[pooled] = _sample_atoms(flat, self.k)[:, None, :]
+        own = n >= self.min_samples
+        if own.any():
+            atoms[own] = _sample_atoms(samples[changed][own], self.k)
+        self.speed[changed] = atoms
+        self.speed_mean[changed] = atoms.mean(axis=2)
+
+    def _refresh_bandwidth(self) -> None:
+        samples, counts = self.monitor.bandwidth_table()
+        if np.array_equal(counts, self._bw_seen):
+            return
+        self._bw_seen = counts.copy()
+        n, window = self.monitor.n_clusters, self.monitor.window
+        # Fallback of a pair without its own samples: transfers into its destination,
+        # else all transfers, else the nominal prior.
+        into, into_counts = self.monitor.bandwidth_into_table()
+        enough = np.minimum(into_counts, window) >= self.min_samples
+        pooled = np.zeros((n + 1, self.k))
+        if enough.any():
+            pooled[enough] = _sample_atoms(into[enough], self.k)
+        base = self._bw_prior.reshape(n, n, self.k).copy()
+        if enough[n]:
+            base[:] = pooled[n]
+        dst = np.flatnonzero(enough[:n])
+        base[:, dst] = pooled[dst]
+        self.bandwidth = base.reshape(n * n, self.k)
+        own = np.flatnonzero(np.minimum(counts, window) >= self.min_samples)
+        if own.size:
+            self.bandwidth[own] = _sample_atoms(samples[own], self.k)
+        self.bandwidth_mean = self.bandwidth.mean(axis=1).reshape(n, n)
+
+    def _outage_probability(self) -> np.ndarray:
+        mon, tau = self.monitor, self.prior_seconds
+        rate = (mon.outage_onsets + mon.priors.outage_rate * tau) / (mon.reachable_time + tau)
+        return -np.expm1(-rate * self.dt)
+
+    def pair_atoms(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Bandwidth atoms (MB/s) from ``src[i]`` to ``dst[i]``; shape ``src.shape + (K,)``."""
+        return self.bandwidth[np.asarray(src) * self.monitor.n_clusters + np.asarray(dst)]
