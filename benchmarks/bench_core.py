@@ -3,7 +3,9 @@
 (a) the redundancy paper's world (002 §6): 100 machines, 20 000 Pareto jobs, SRPT, λ = 2;
 (b) ``pingan-medium`` (003 §6.1, 100 clusters, 2000 Montage workflows) with Fair;
 (c) the 002 world as in (a) with SRPT+R (002 Alg. 1), which checkpoints and reallocates
-    at almost every slot.
+    at almost every slot;
+(d) ``pingan-medium`` with PingAn (003 Alg. 1, ε = 0.6), with the share of time spent in
+    the scheduler.
 
 Each case runs in a fresh process so its peak memory is its own. Usage:
 
@@ -26,6 +28,7 @@ CASES = {
     "b": ("pingan-medium.toml", "fair", {}),
     "c": ("redundancy-gamma.toml", "srpt+r", {"workload.arrival_rate": 2.0,
                                               "workload.n_jobs": 20_000}),
+    "d": ("pingan-medium.toml", "pingan[epsilon=0.6]", {}),
 }
 
 
@@ -43,6 +46,7 @@ def _run(case: str, queue: mp.Queue) -> None:
     queue.put({
         "case": case, "scenario": scenario, "scheduler": scheduler, "overrides": overrides,
         "wall_seconds": round(wall, 2), "setup_seconds": round(setup, 2),
+        "scheduler_share": round(s["scheduler_seconds"] / wall, 3),
         "steps": s["steps"], "jobs": s["jobs_done"], "tasks": s["tasks"],
         "copies": s["copies_launched"],
         "tasks_per_wall_second": round(s["tasks"] / wall, 1),

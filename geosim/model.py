@@ -128,6 +128,7 @@ class GeoModel(mesa.Model):
         self.steps_run = 0
         self.jobs_done = 0
         self.wall_seconds = 0.0
+        self.scheduler_seconds = 0.0   # wall time spent in the scheduler's decisions
         self.skip_idle = True   # jump over slots with no alive job (results are unchanged)
 
     # ------------------------------------------------------------------ running
@@ -155,7 +156,9 @@ class GeoModel(mesa.Model):
             view.arrivals += 1
         view.alive_jobs = np.fromiter(self.jobs, dtype=np.int64, count=len(self.jobs))
         if self.jobs:
+            start = _time.perf_counter()
             self.scheduler_agent.step()
+            self.scheduler_seconds += _time.perf_counter() - start
         e.advance()
         self.steps_run += 1
         view.completions = sum(int(w.size) for w in e.completed)

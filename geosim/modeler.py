@@ -18,7 +18,9 @@ transfers; and what has no samples at all uses the nominal prior (the scenario's
 parameters, :class:`~geosim.monitor.Priors`): a normal with the nominal mean and RSD,
 truncated at 0. Pooling matters for pairs: most of the ``n²`` pairs are never observed,
 and the nominal link bandwidth ignores the sharing of links and gates that real transfers
-see, so a prior-only pair would look far better than any observed one. The outage rate is the gamma–Poisson posterior mean: observed onsets plus
+see, so a prior-only pair would look far better than any observed one.
+
+The outage rate is the gamma–Poisson posterior mean: observed onsets plus
 ``prior_seconds`` of nominal behaviour, over observed reachable time plus
 ``prior_seconds``.
 
@@ -83,6 +85,8 @@ def expected_min(atoms: np.ndarray, quantiles: bool = False
         ``E[min]`` per problem, and the minimum's atoms (shape ``(N, K)``) or None.
     """
     n, r, k = atoms.shape
+    if r == 1:
+        return atoms[:, 0].mean(axis=1), (atoms[:, 0].copy() if quantiles else None)
     vals = atoms.reshape(n, r * k)
     finite = np.isfinite(vals)
     # Passing the j-th smallest atom of a variable multiplies its survival by (K-j-1)/(K-j).

@@ -4,8 +4,9 @@ Like PingAn's performance modeler (003 §3.2, Fig. 1b), the monitor learns only 
 copies that completed: the processing speed each one saw (per cluster and task type)
 and the bandwidth of each of its remote-input transfers, captured at the download end
 (per cluster pair, and pooled per destination and over all pairs). It keeps the most
-recent ``window`` samples of each, in ring buffers written in vectorised batches. Outage statistics come from what a resource
-manager sees: how many outages began per cluster over how much reachable time.
+recent ``window`` samples of each, in ring buffers written in vectorised batches. Outage
+statistics come from what a resource manager sees: how many outages began per cluster
+over how much reachable time.
 """
 
 from __future__ import annotations
@@ -125,8 +126,7 @@ class Monitor:
         return _frozen(self._bandwidth.buf), _frozen(self._bandwidth.count)
 
     def bandwidth_into_table(self) -> tuple[np.ndarray, np.ndarray]:
-        """Recent bandwidths of transfers into each cluster ``[dst, i]``, and of all transfers
-        (the last row), with counts."""
+        """Recent bandwidths into each cluster ``[dst, i]`` and of all transfers (last row)."""
         return _frozen(self._bandwidth_into.buf), _frozen(self._bandwidth_into.count)
 
     def outage_rate(self) -> np.ndarray:

@@ -251,4 +251,5 @@ def summarise(result: Result, model: GeoModel) -> dict[str, Any]:
         "wasted_work": wasted,
         "steps": int(model.steps_run),
         "wall_seconds": float(model.wall_seconds),
+        "scheduler_seconds": float(model.scheduler_seconds),
     }

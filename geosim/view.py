@@ -13,10 +13,20 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 
-from geosim.engine import DONE, READY, RUNNING, WAITING, Engine, concat_ranges, rank_in_runs
+from geosim.engine import (
+    DONE,
+    READY,
+    RUNNING,
+    WAITING,
+    Engine,
+    concat_ranges,
+    first_of_runs,
+    rank_in_runs,
+)
 from geosim.monitor import Monitor
 
-__all__ = ["DONE", "READY", "RUNNING", "WAITING", "Actions", "SchedulerView", "rank_in_runs"]
+__all__ = ["DONE", "READY", "RUNNING", "WAITING", "Actions", "SchedulerView", "concat_ranges",
+           "first_of_runs", "rank_in_runs"]
 
 
 def _ro(arr: np.ndarray) -> np.ndarray:

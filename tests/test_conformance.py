@@ -27,6 +27,8 @@ VARIANTS = [(name, {}) for name in SCHEDULERS] + [
     ("fair+r", {"reassign": "random"}),
     ("laps+r", {"beta": 0.3, "reassign": "random"}),
     ("laps", {"beta": 0.5}),
+    ("pingan", {"principle": "reli-eff", "allocation": "jga"}),
+    ("pingan", {"backfill": True, "candidates": 2}),
 ]
 WORLDS = {
     "geo": lambda name, params: geo_world(scheduler=name, params=params),

@@ -9,7 +9,15 @@ import numpy as np
 
 from geosim.modeler import PerformanceModel, expected_max, expected_min
 from geosim.schedulers.base import Scheduler, register
-from geosim.view import READY, RUNNING, Actions, SchedulerView, rank_in_runs
+from geosim.view import (
+    READY,
+    RUNNING,
+    Actions,
+    SchedulerView,
+    concat_ranges,
+    first_of_runs,
+    rank_in_runs,
+)
 
 #: Insurance principles of rounds 1 and 2 (003 §6.3).
 PRINCIPLES = ("eff-reli", "reli-eff", "eff-eff", "reli-reli")
@@ -270,8 +278,7 @@ class PingAn(Scheduler):
         else:
             score = self._pro(self.model.outage_probability[ev.cand[rows]], eff)
         first = self._round(ev, rows, job_pos, np.argsort(-score, axis=1, kind="stable"),
-                            ev.opt / (1.0 + self.epsilon), st, plan,
-                            monotone=self._first == "eff")
+                            ev.opt / (1.0 + self.epsilon), st, plan)
         self.copies_by_round[0] += len(first)
         return first
 
@@ -348,50 +355,83 @@ class PingAn(Scheduler):
 
     def _round(self, ev: _Candidates, rows: np.ndarray, job_pos: np.ndarray,
                order: np.ndarray, floor: np.ndarray, st: _State,
-               plan: list[tuple[int, int]], usable: np.ndarray | None = None,
-               monotone: bool = False) -> list[tuple[int, int]]:
+               plan: list[tuple[int, int]], usable: np.ndarray | None = None
+               ) -> list[tuple[int, int]]:
         """Give each task of ``rows`` at most one copy, trying candidates in ``order``.
 
-        A candidate is taken if it is usable, its own rate meets the task's floor, its
-        cluster has a free slot, the gates can carry the copy's inputs and the task's job
-        is within its promise. With ``monotone`` (candidates sorted by rate), the first
-        candidate below the floor ends the search.
+        Tasks are served one after another: a task takes its first candidate that is
+        usable, whose own rate meets the task's floor, whose cluster has a free slot,
+        whose gates can carry the copy's inputs, and only while its job is within its
+        promise. The result is that of this sequential rule, computed in one vectorised
+        pass for the leading tasks that do not contend for a resource, then task by
+        task from the first contention on.
         """
-        cand, rate, din, dout = ev.cand, ev.rate, ev.din, ev.dout
-        g_ptr, g_src = ev.g_ptr, ev.g_src
-        free, budget, res_in, res_out, gate = st.free, st.budget, st.res_in, st.res_out, st.gate
-        placed = []
-        for n, i in enumerate(rows.tolist()):
-            j = job_pos[i]
-            if budget[j] <= 0:
-                continue
-            lo, hi = g_ptr[i], g_ptr[i + 1]
-            srcs = g_src[lo:hi]
-            for col in order[n].tolist():
-                if usable is not None and not usable[n, col]:
+        placed: list[tuple[int, int]] = []
+        if rows.size == 0:
+            return placed
+        ok = self._feasible(ev, rows, order, floor, st, usable)
+        cols = np.take_along_axis(order, np.argmax(ok, axis=1)[:, None], axis=1)[:, 0]
+        chosen = ok.any(axis=1) & (st.budget[job_pos[rows]] > 0)
+        # The vectorised pass pays off on large batches only.
+        head = _uncontended(ev, rows, cols, chosen, job_pos, st) if rows.size >= 64 else 0
+        for i, col in zip(rows[:head][chosen[:head]].tolist(),
+                          cols[:head][chosen[:head]].tolist(), strict=True):
+            self._take(ev, i, col, job_pos[i], st)
+            placed.append((i, col))
+        for n in range(head, rows.size):
+            i = int(rows[n])
+            if st.budget[job_pos[i]] <= 0 or not ok[n].any():
+                continue        # resources only shrink: what failed at the start still fails
+            for col in order[n][ok[n]].tolist():
+                if self._fits(ev, i, col, st):
+                    self._take(ev, i, col, job_pos[i], st)
+                    placed.append((i, col))
                     break
-                if rate[i, col] < floor[i]:
-                    if monotone:
-                        break
-                    continue
-                c = cand[i, col]
-                if free[c] <= 0:
-                    continue
-                need = din[i, col]
-                if need > 0:
-                    if res_in[c] + need > gate[c]:
-                        continue
-                    out = dout[lo:hi, col]
-                    if np.any(res_out[srcs] + out > gate[srcs]):
-                        continue
-                    res_out[srcs] += out
-                    res_in[c] += need
-                free[c] -= 1
-                budget[j] -= 1
-                placed.append((i, col))
-                plan.append((i, col))
-                break
+        plan.extend(placed)
         return placed
+
+    @staticmethod
+    def _feasible(ev: _Candidates, rows: np.ndarray, order: np.ndarray, floor: np.ndarray,
+                  st: _State, usable: np.ndarray | None) -> np.ndarray:
+        """Which candidates (in ``order``) each task could take in the current state."""
+        cand = np.take_along_axis(ev.cand[rows], order, axis=1)
+        ok = np.take_along_axis(ev.rate[rows], order, axis=1) >= floor[rows][:, None]
+        if usable is not None:
+            ok &= np.take_along_axis(usable, order, axis=1)
+        ok &= st.free[cand] > 0
+        ok &= st.res_in[cand] + np.take_along_axis(ev.din[rows], order, axis=1) <= st.gate[cand]
+        if ev.g_src.size:
+            fits = st.res_out[ev.g_src][:, None] + ev.dout <= st.gate[ev.g_src][:, None]
+            bad = np.zeros(ev.cand.shape, dtype=bool)
+            np.logical_or.at(bad, np.repeat(np.arange(ev.g_ptr.size - 1), np.diff(ev.g_ptr)),
+                             ~fits)
+            ok &= ~np.take_along_axis(bad[rows], order, axis=1)
+        return ok
+
+    @staticmethod
+    def _fits(ev: _Candidates, i: int, col: int, st: _State) -> bool:
+        c = ev.cand[i, col]
+        if st.free[c] <= 0:
+            return False
+        need = ev.din[i, col]
+        if need <= 0:
+            return True
+        if st.res_in[c] + need > st.gate[c]:
+            return False
+        lo, hi = ev.g_ptr[i], ev.g_ptr[i + 1]
+        srcs = ev.g_src[lo:hi]
+        return not np.any(st.res_out[srcs] + ev.dout[lo:hi, col] > st.gate[srcs])
+
+    @staticmethod
+    def _take(ev: _Candidates, i: int, col: int, j: int, st: _State) -> None:
+        c = ev.cand[i, col]
+        st.free[c] -= 1
+        st.budget[j] -= 1
+        need = ev.din[i, col]
+        if need > 0:
+            lo, hi = ev.g_ptr[i], ev.g_ptr[i + 1]
+            st.res_in[c] += need
+            st.res_out[ev.g_src[lo:hi]] += ev.dout[lo:hi, col]
 
     # ------------------------------------------------------------------ bookkeeping
     def _launch(self, actions: Actions, tasks: np.ndarray, ev: _Candidates,
@@ -436,3 +476,44 @@ class _State:
 def _top(score: np.ndarray, m: int) -> np.ndarray:
     """Columns of the ``m`` highest scores of each row (any order)."""
     return np.argpartition(-score, m - 1, axis=1)[:, :m]
+
+
+def _uncontended(ev: _Candidates, rows: np.ndarray, cols: np.ndarray, chosen: np.ndarray,
+                 job_pos: np.ndarray, st: _State) -> int:
+    """How many leading tasks get their first feasible candidate under sequential service.
+
+    A task's first choice in the current state stays its choice as long as the tasks
+    before it, taking theirs, leave room in every resource it needs (slots of the
+    cluster, the job's promise, the ingress gate, the egress gates of its sources).
+    Returns the position of the first task for which they do not.
+    """
+    n = rows.size
+    pos = np.flatnonzero(chosen)
+    if pos.size == 0:
+        return n
+    i, col = rows[pos], cols[pos]
+    cluster = ev.cand[i, col]
+    first_bad = n
+    # Each resource: (task position, resource id, amount, capacity left).
+    lo, hi = ev.g_ptr[i], ev.g_ptr[i + 1]
+    g = concat_ranges(lo, hi)
+    g_owner = np.repeat(np.arange(pos.size), hi - lo)
+    out = ev.dout[g, col[g_owner]] if g.size else np.empty(0)
+    resources = [
+        (pos, cluster, np.ones(pos.size), st.free.astype(float)),
+        (pos, job_pos[i], np.ones(pos.size), st.budget.astype(float)),
+        (pos, cluster, ev.din[i, col], st.gate - st.res_in),
+        (pos[g_owner], ev.g_src[g], out, st.gate - st.res_out),
+    ]
+    for where, rid, amount, room in resources:
+        if where.size == 0:
+            continue
+        order = np.lexsort((where, rid))
+        rid_s, amount_s = rid[order], amount[order]
+        total = np.cumsum(amount_s)
+        start = np.maximum.accumulate(np.where(first_of_runs(rid_s), np.arange(rid_s.size), 0))
+        used = total - (total[start] - amount_s[start])
+        over = used > room[rid_s] + 1e-9 * np.maximum(room[rid_s], 1.0)
+        if over.any():
+            first_bad = min(first_bad, int(where[order][over].min()))
+    return first_bad
