@@ -7,6 +7,8 @@ copies PingAn launches in that first slot against the algorithm worked by hand.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -165,3 +167,18 @@ def test_efficient_first_versus_job_greedy_allocation(allocation, want):
 def test_bad_parameters_are_one_line_errors(params, message):
     with pytest.raises(GeosimError, match=message.replace("(", r"\(").replace(")", r"\)")):
         make_scheduler("pingan", params)
+
+
+def test_pingan_beats_the_locality_baselines_on_pingan_medium():
+    """003 §6.2 on the paper's world, reduced to 100 jobs (seed 1).
+
+    The typical job gains most: PingAn's median flowtime is below FIFO's, Fair's and
+    SRPT's. Its mean depends on the job mix, because the ε-admission makes the largest
+    jobs wait (see docs/results.md), so the median is the claim held here.
+    """
+    scenario = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" /
+                             "pingan-medium.toml", {"workload.n_jobs": 100})
+    median = {spec: GeoModel(scenario, scheduler=spec).run().jobs["flowtime"].median()
+              for spec in ("pingan[epsilon=0.6]", "fifo", "fair", "srpt")}
+    best_baseline = min(median["fifo"], median["fair"], median["srpt"])
+    assert median["pingan[epsilon=0.6]"] < 0.8 * best_baseline
