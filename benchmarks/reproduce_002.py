@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from summary_tables import markdown
 
 import geosim
 
@@ -50,25 +51,6 @@ def run_all(horizon: float, jobs_parallel: int, seed: int, out: Path) -> pd.Data
     return pd.concat(rows, ignore_index=True)
 
 
-def markdown(table: pd.DataFrame) -> str:
-    cols = ["lambda", "label", "mean_flowtime", "ci95", "p50_flowtime", "p99_flowtime",
-            "within_40", "within_200", "copies_per_task"]
-    t = table.loc[:, [c for c in cols if c in table.columns]].copy()
-    head = "| " + " | ".join(t.columns) + " |\n|" + "---|" * len(t.columns) + "\n"
-    lines = []
-    for _, row in t.iterrows():
-        cells = []
-        for col, value in row.items():
-            if col.startswith("within"):
-                cells.append(f"{100 * value:.1f}%")
-            elif isinstance(value, float):
-                cells.append(f"{value:.2f}")
-            else:
-                cells.append(str(value))
-        lines.append("| " + " | ".join(cells) + " |")
-    return head + "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--horizon", type=float, default=100_000.0)
@@ -78,7 +60,8 @@ def main() -> None:
     args = parser.parse_args()
     table = run_all(args.horizon, args.jobs_parallel, args.seed, args.out)
     table.to_csv(args.out / "tables.csv", index=False)
-    print(markdown(table))
+    print(markdown(table, ["lambda", "label", "mean_flowtime", "ci95", "p50_flowtime",
+                           "p99_flowtime", "within_40", "within_200", "copies_per_task"]))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from summary_tables import markdown
 
 import geosim
 
@@ -68,26 +69,6 @@ def run_all(which: list[str], n_jobs: int, jobs_parallel: int | None, seed: int,
     return pd.concat(rows, ignore_index=True)
 
 
-def markdown(table: pd.DataFrame) -> str:
-    """The summary rows as a Markdown table."""
-    cols = ["study", "lambda", "label", "mean_flowtime", "p50_flowtime", "p99_flowtime",
-            "within_100", "within_200", "within_800", "copies_per_task"]
-    t = table.loc[:, [c for c in cols if c in table.columns]]
-    head = "| " + " | ".join(t.columns) + " |\n|" + "---|" * len(t.columns) + "\n"
-    lines = []
-    for _, row in t.iterrows():
-        cells = []
-        for col, value in row.items():
-            if col.startswith("within"):
-                cells.append(f"{100 * value:.1f}%")
-            elif isinstance(value, float):
-                cells.append(f"{value:.2f}" if col != "lambda" else f"{value:g}")
-            else:
-                cells.append(str(value))
-        lines.append("| " + " | ".join(cells) + " |")
-    return head + "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2000, help="jobs per run (paper: 2000)")
@@ -100,7 +81,9 @@ def main() -> None:
     table = run_all(args.study, args.jobs, args.jobs_parallel, args.seed, args.out)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / f"tables-{'-'.join(args.study)}.csv", index=False)
-    print(markdown(table))
+    print(markdown(table, ["study", "lambda", "label", "mean_flowtime", "p50_flowtime",
+                           "p99_flowtime", "within_100", "within_200", "within_800",
+                           "copies_per_task"]))
 
 
 if __name__ == "__main__":
