@@ -137,7 +137,11 @@ class PingAn(Scheduler):
         self._gate = np.asarray(view.gate, dtype=float) * (1 + 1e-9)
         self._res_in = np.zeros(view.n_clusters)
         self._res_out = np.zeros(view.n_clusters)
-        self._held: dict[int, tuple[int, float, np.ndarray, np.ndarray]] = {}
+        # Reservations of live copies: (copy, cluster, ingress MB/s) and, per input
+        # group, (copy, source, egress MB/s).
+        empty_i, empty_f = np.empty(0, dtype=np.int64), np.empty(0)
+        self._held_in = (empty_i, empty_i, empty_f)
+        self._held_out = (empty_i, empty_i, empty_f)
         self._reachable = view.reachable.copy()
         #: Copies made by round 1, round 2 and rounds >= 3, over the run.
         self.copies_by_round = np.zeros(3, dtype=np.int64)
@@ -160,7 +164,7 @@ class PingAn(Scheduler):
         state = _State(free, budget.copy(), self._res_in, self._res_out, self._gate)
         if tasks.size:
             ev = self._evaluate(view, tasks)
-            plan: list[tuple[int, int]] = []     # (task index, candidate index) per copy
+            plan: list = []     # (task indices, candidate indices) per round
             if self.allocation.lower() == "efa":
                 self._insure(ev, np.arange(tasks.size), pos, state, plan)
             else:
@@ -183,8 +187,7 @@ class PingAn(Scheduler):
         cut = math.ceil(self.epsilon * n_alive - 1e-9)
         jobs, rest = jobs[:cut], jobs[cut:]
         promise = math.ceil(view.total_slots / (self.epsilon * n_alive) - 1e-9)
-        held = np.bincount(view.task_job[view.copy_info()["task"]],
-                           minlength=len(view.job_arrival))[jobs]
+        held = np.bincount(view.copy_info()["job"], minlength=len(view.job_arrival))[jobs]
         budget = promise - held
         return jobs[budget > 0], budget[budget > 0], rest
 
@@ -197,7 +200,7 @@ class PingAn(Scheduler):
             return
         ev = self._evaluate(view, tasks)
         st.budget = np.full(jobs.size, tasks.size)
-        plan: list[tuple[int, int]] = []
+        plan: list = []
         self._first_round(ev, np.arange(tasks.size), pos, st, plan)
         self._launch(actions, tasks, ev, plan)
 
@@ -270,28 +273,26 @@ class PingAn(Scheduler):
 
     # ------------------------------------------------------------------ the rounds
     def _first_round(self, ev: _Candidates, rows: np.ndarray, job_pos: np.ndarray,
-                     st: _State, plan: list[tuple[int, int]]) -> list[tuple[int, int]]:
+                     st: _State, plan: list) -> tuple[np.ndarray, np.ndarray]:
         """Round 1: at most one copy per task, by the first principle."""
         eff = ev.rate[rows]
         if self._first == "eff":
             score = eff
         else:
             score = self._pro(self.model.outage_probability[ev.cand[rows]], eff)
-        first = self._round(ev, rows, job_pos, np.argsort(-score, axis=1, kind="stable"),
-                            ev.opt / (1.0 + self.epsilon), st, plan)
-        self.copies_by_round[0] += len(first)
-        return first
+        pos, cols = self._round(ev, rows, job_pos, np.argsort(-score, axis=1, kind="stable"),
+                                ev.opt / (1.0 + self.epsilon), st, plan)
+        self.copies_by_round[0] += pos.size
+        return rows[pos], cols
 
     def _insure(self, ev: _Candidates, rows: np.ndarray,
-                job_pos: np.ndarray, st: _State, plan: list[tuple[int, int]]) -> None:
+                job_pos: np.ndarray, st: _State, plan: list) -> None:
         """Rounds 1, 2, 3… of Algorithm 1 for the waiting tasks ``rows`` (in job order)."""
-        first = self._first_round(ev, rows, job_pos, st, plan)
-        if not first:
+        rows1, col1 = self._first_round(ev, rows, job_pos, st, plan)
+        if rows1.size == 0:
             return
         p = self.model.outage_probability
         floor = ev.opt / (1.0 + self.epsilon)
-        rows1 = np.array([i for i, _ in first])
-        col1 = np.array([col for _, col in first])
         c1 = ev.cand[rows1, col1]
         pro1 = self._pro(p[c1], ev.rate[rows1, col1])
         order = np.lexsort((pro1, job_pos[rows1]))
@@ -308,30 +309,40 @@ class PingAn(Scheduler):
         else:
             score, gain = pro2, pro2 > pro1[:, None]
         score = np.where(gain, score, -np.inf)
-        second = self._round(ev, rows1, job_pos, np.argsort(-score, axis=1, kind="stable"),
-                             floor, st, plan, usable=gain)
-        self.copies_by_round[1] += len(second)
-        copies = {i: [col] for i, col in zip(rows1.tolist(), col1.tolist(), strict=True)}
-        speed: dict[int, float] = {}
-        where = {i: n for n, i in enumerate(rows1.tolist())}
-        for i, col in second:
-            copies[i].append(col)
-            speed[i] = float(r2[where[i], col])
-        last = [i for i, _ in second]
-        while last:
-            last = self._saving_round(ev, np.array(last), job_pos, copies, speed, floor, st,
-                                      plan)
-            self.copies_by_round[2] += len(last)
+        pos, col2 = self._round(ev, rows1, job_pos, np.argsort(-score, axis=1, kind="stable"),
+                                floor, st, plan, usable=gain)
+        self.copies_by_round[1] += pos.size
+        # Tasks copied in the last round, the candidates they hold, and E[r(c)].
+        rows_c = rows1[pos]
+        have = np.stack([col1[pos], col2], axis=1)
+        speed = r2[pos, col2]
+        while rows_c.size:
+            pos, col, speed = self._saving_round(ev, rows_c, have, speed, job_pos, floor, st,
+                                                 plan)
+            self.copies_by_round[2] += pos.size
+            rows_c, have = rows_c[pos], np.column_stack([have[pos], col])
 
-    def _saving_round(self, ev: _Candidates, rows: np.ndarray, job_pos: np.ndarray,
-                      copies: dict[int, list[int]], speed: dict[int, float],
-                      floor: np.ndarray, st: _State, plan: list[tuple[int, int]]) -> list[int]:
-        """One resource-saving round (003 §4.1): the c-th copy only if it saves time and slots."""
+    def _saving_round(self, ev: _Candidates, rows: np.ndarray, have: np.ndarray,
+                      before: np.ndarray, job_pos: np.ndarray, floor: np.ndarray,
+                      st: _State, plan: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One resource-saving round (003 §4.1): the c-th copy only if it saves time and slots.
+
+        Args:
+            ev: The step's candidates.
+            rows: Tasks copied in the previous round.
+            have: Candidate indices of each task's ``c - 1`` copies.
+            before: ``E[r(c-1)]`` of each task.
+            job_pos: Job position of every task.
+            floor: Rate floor of every task.
+            st: Resources left this step.
+            plan: Where the copies are appended.
+
+        Returns:
+            Positions in ``rows`` of the tasks copied, their new candidates and ``E[r(c)]``.
+        """
         m = ev.cand.shape[1]
-        have = np.array([copies[i] for i in rows.tolist()])          # (N, c-1)
         c = have.shape[1] + 1
         held = ev.atoms[rows[:, None], have]                          # (N, c-1, K)
-        before = np.array([speed[i] for i in rows.tolist()])
         need = (c + 1) / c * before
         # E[max(Y, V)] <= E[Y] + E[(V - y)^+] for any y below every value of Y: only the
         # candidates passing this bound need the exact expectation.
@@ -344,19 +355,14 @@ class PingAn(Scheduler):
             stacked = np.concatenate([held[ti], ev.atoms[rows[ti], ci][:, None, :]], axis=1)
             rc[ti, ci] = expected_max(stacked)
         gain = rc > need[:, None]
-        score = np.where(gain, rc, -np.inf)
-        placed = self._round(ev, rows, job_pos, np.argsort(-score, axis=1, kind="stable"),
-                             floor, st, plan, usable=gain)
-        where = {i: n for n, i in enumerate(rows.tolist())}
-        for i, col in placed:
-            copies[i].append(col)
-            speed[i] = float(rc[where[i], col])
-        return [i for i, _ in placed]
+        pos, cols = self._round(ev, rows, job_pos,
+                                np.argsort(-np.where(gain, rc, -np.inf), axis=1, kind="stable"),
+                                floor, st, plan, usable=gain)
+        return pos, cols, rc[pos, cols]
 
     def _round(self, ev: _Candidates, rows: np.ndarray, job_pos: np.ndarray,
-               order: np.ndarray, floor: np.ndarray, st: _State,
-               plan: list[tuple[int, int]], usable: np.ndarray | None = None
-               ) -> list[tuple[int, int]]:
+               order: np.ndarray, floor: np.ndarray, st: _State, plan: list,
+               usable: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Give each task of ``rows`` at most one copy, trying candidates in ``order``.
 
         Tasks are served one after another: a task takes its first candidate that is
@@ -365,30 +371,34 @@ class PingAn(Scheduler):
         promise. The result is that of this sequential rule, computed in one vectorised
         pass for the leading tasks that do not contend for a resource, then task by
         task from the first contention on.
+
+        Returns:
+            Positions in ``rows`` of the tasks that got a copy, and the candidate of each;
+            the copies are also appended to ``plan`` as (task indices, candidates).
         """
-        placed: list[tuple[int, int]] = []
         if rows.size == 0:
-            return placed
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         ok = self._feasible(ev, rows, order, floor, st, usable)
         cols = np.take_along_axis(order, np.argmax(ok, axis=1)[:, None], axis=1)[:, 0]
         chosen = ok.any(axis=1) & (st.budget[job_pos[rows]] > 0)
-        # The vectorised pass pays off on large batches only.
-        head = _uncontended(ev, rows, cols, chosen, job_pos, st) if rows.size >= 64 else 0
-        for i, col in zip(rows[:head][chosen[:head]].tolist(),
-                          cols[:head][chosen[:head]].tolist(), strict=True):
-            self._take(ev, i, col, job_pos[i], st)
-            placed.append((i, col))
+        head = _uncontended(ev, rows, cols, chosen, job_pos, st)
+        first = np.flatnonzero(chosen[:head])
+        _take(ev, rows[first], cols[first], job_pos[rows[first]], st)
+        more_pos, more_cols = [], []
         for n in range(head, rows.size):
             i = int(rows[n])
             if st.budget[job_pos[i]] <= 0 or not ok[n].any():
                 continue        # resources only shrink: what failed at the start still fails
             for col in order[n][ok[n]].tolist():
                 if self._fits(ev, i, col, st):
-                    self._take(ev, i, col, job_pos[i], st)
-                    placed.append((i, col))
+                    _take(ev, np.array([i]), np.array([col]), job_pos[[i]], st)
+                    more_pos.append(n)
+                    more_cols.append(col)
                     break
-        plan.extend(placed)
-        return placed
+        pos = np.concatenate([first, np.array(more_pos, dtype=np.int64)])
+        cols = np.concatenate([cols[first], np.array(more_cols, dtype=np.int64)])
+        plan.append((rows[pos], cols))
+        return pos, cols
 
     @staticmethod
     def _feasible(ev: _Candidates, rows: np.ndarray, order: np.ndarray, floor: np.ndarray,
@@ -422,42 +432,42 @@ class PingAn(Scheduler):
         srcs = ev.g_src[lo:hi]
         return not np.any(st.res_out[srcs] + ev.dout[lo:hi, col] > st.gate[srcs])
 
-    @staticmethod
-    def _take(ev: _Candidates, i: int, col: int, j: int, st: _State) -> None:
-        c = ev.cand[i, col]
-        st.free[c] -= 1
-        st.budget[j] -= 1
-        need = ev.din[i, col]
-        if need > 0:
-            lo, hi = ev.g_ptr[i], ev.g_ptr[i + 1]
-            st.res_in[c] += need
-            st.res_out[ev.g_src[lo:hi]] += ev.dout[lo:hi, col]
-
     # ------------------------------------------------------------------ bookkeeping
     def _launch(self, actions: Actions, tasks: np.ndarray, ev: _Candidates,
-                plan: list[tuple[int, int]]) -> None:
+                plan: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        """Launch the planned copies and record the gate bandwidth each reserves."""
         if not plan:
             return
-        rows = np.array([i for i, _ in plan])
-        cols = np.array([col for _, col in plan])
+        rows = np.concatenate([r for r, _ in plan])
+        cols = np.concatenate([c for _, c in plan])
+        if rows.size == 0:
+            return
         ids = actions.launch_many(tasks[rows], ev.cand[rows, cols])
-        for copy, i, col in zip(ids.tolist(), rows.tolist(), cols.tolist(), strict=True):
-            need = float(ev.din[i, col])
-            if need > 0:
-                lo, hi = ev.g_ptr[i], ev.g_ptr[i + 1]
-                self._held[copy] = (int(ev.cand[i, col]), need, ev.g_src[lo:hi],
-                                    ev.dout[lo:hi, col].copy())
+        remote = ev.din[rows, cols] > 0
+        rows, cols, ids = rows[remote], cols[remote], ids[remote]
+        count = ev.g_ptr[rows + 1] - ev.g_ptr[rows]
+        g = concat_ranges(ev.g_ptr[rows], ev.g_ptr[rows + 1])
+        self._held_in = tuple(np.concatenate([old, new]) for old, new in zip(
+            self._held_in, (ids, ev.cand[rows, cols], ev.din[rows, cols]), strict=True))
+        self._held_out = tuple(np.concatenate([old, new]) for old, new in zip(
+            self._held_out, (np.repeat(ids, count), ev.g_src[g],
+                             ev.dout[g, np.repeat(cols, count)]), strict=True))
 
     def _release(self, view: SchedulerView) -> None:
         """Return the gate bandwidth reserved by copies that have ended."""
-        if not self._held:
+        copy, dst, need = self._held_in
+        if copy.size == 0:
             return
-        ids = np.fromiter(self._held, dtype=np.int64, count=len(self._held))
-        for copy in ids[~np.isin(ids, view.live_copies)].tolist():
-            dst, need, srcs, out = self._held.pop(copy)
-            self._res_in[dst] -= need
-            self._res_out[srcs] -= out
-        if not self._held:
+        ended = ~np.isin(copy, view.live_copies)
+        if not ended.any():
+            return
+        np.subtract.at(self._res_in, dst[ended], need[ended])
+        self._held_in = tuple(a[~ended] for a in self._held_in)
+        out_copy, src, amount = self._held_out
+        gone = np.isin(out_copy, copy[ended])
+        np.subtract.at(self._res_out, src[gone], amount[gone])
+        self._held_out = tuple(a[~gone] for a in self._held_out)
+        if self._held_in[0].size == 0:      # clear rounding residue
             self._res_in[:] = 0.0
             self._res_out[:] = 0.0
 
@@ -476,6 +486,19 @@ class _State:
 def _top(score: np.ndarray, m: int) -> np.ndarray:
     """Columns of the ``m`` highest scores of each row (any order)."""
     return np.argpartition(-score, m - 1, axis=1)[:, :m]
+
+
+def _take(ev: _Candidates, rows: np.ndarray, cols: np.ndarray, jobs: np.ndarray,
+          st: _State) -> None:
+    """Consume the slots, promises and gate bandwidth of copies ``(rows[i], cols[i])``."""
+    cluster = ev.cand[rows, cols]
+    np.subtract.at(st.free, cluster, 1)
+    np.subtract.at(st.budget, jobs, 1)
+    np.add.at(st.res_in, cluster, ev.din[rows, cols])
+    g = concat_ranges(ev.g_ptr[rows], ev.g_ptr[rows + 1])
+    if g.size:
+        owner = np.repeat(np.arange(rows.size), ev.g_ptr[rows + 1] - ev.g_ptr[rows])
+        np.add.at(st.res_out, ev.g_src[g], ev.dout[g, cols[owner]])
 
 
 def _uncontended(ev: _Candidates, rows: np.ndarray, cols: np.ndarray, chosen: np.ndarray,
