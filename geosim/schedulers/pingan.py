@@ -163,7 +163,7 @@ class PingAn(Scheduler):
         tasks, pos = tasks[keep][: int(free.sum())], pos[keep][: int(free.sum())]
         state = _State(free, budget.copy(), self._res_in, self._res_out, self._gate)
         if tasks.size:
-            ev = self._evaluate(view, tasks)
+            ev = self._evaluate(view, tasks, free)
             plan: list = []     # (task indices, candidate indices) per round
             if self.allocation.lower() == "efa":
                 self._insure(ev, np.arange(tasks.size), pos, state, plan)
@@ -198,15 +198,16 @@ class PingAn(Scheduler):
         tasks, pos = tasks[: int(st.free.sum())], pos[: int(st.free.sum())]
         if tasks.size == 0:
             return
-        ev = self._evaluate(view, tasks)
+        ev = self._evaluate(view, tasks, st.free)
         st.budget = np.full(jobs.size, tasks.size)
         plan: list = []
         self._first_round(ev, np.arange(tasks.size), pos, st, plan)
         self._launch(actions, tasks, ev, plan)
 
     # ------------------------------------------------------------------ estimates
-    def _evaluate(self, view: SchedulerView, tasks: np.ndarray) -> _Candidates:
-        """Expected rates of one copy of each task on its candidate clusters."""
+    def _evaluate(self, view: SchedulerView, tasks: np.ndarray,
+                  free: np.ndarray) -> _Candidates:
+        """Expected rates of one copy of each task on its candidate clusters (``free``: slots)."""
         model, n = self.model, view.n_clusters
         owner, src, size = view.inputs_of(tasks)
         keep = size > 0
@@ -228,7 +229,7 @@ class PingAn(Scheduler):
         if 2 * m >= n:
             cand = np.broadcast_to(np.arange(n), (tasks.size, n)).copy()
         else:
-            fits = view.free_slots() > 0
+            fits = free > 0
             cand = _top(np.where(reach, bound, -np.inf), m)
             if not np.all(fits[cand] | ~reach[cand]):
                 cand = np.concatenate([cand, _top(np.where(fits, bound, -np.inf), m)], axis=1)
