@@ -1,4 +1,10 @@
-"""Command line: ``geosim run | compare | validate | schedulers``.
+"""Command line: ``geosim run | compare | validate | schedulers``, plus plugin commands.
+
+Other packages add subcommands through the ``geosim.commands`` entry-point group: each
+entry point names a callable ``add_parser(subparsers)`` that adds one subparser and sets
+its ``handler`` default to a function of the parsed arguments returning the exit status.
+This is how ``viz`` adds ``plot``, ``animate`` and ``dashboard`` without ``geosim``
+importing it.
 
 Bad input (a malformed scenario, an unknown scheduler, a value out of range, a bad
 topology file) prints one line ``geosim: error: ...`` naming the file, key and value,
@@ -36,7 +42,27 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("--set", dest="overrides", action="append", default=[],
                      metavar="KEY=VALUE")
     sub.add_parser("schedulers", help="list the registered schedulers")
+    _add_plugins(sub)
     return parser
+
+
+def _add_plugins(sub: argparse._SubParsersAction) -> None:
+    """Add the subcommands of the ``geosim.commands`` entry points, sorted by name."""
+    from importlib.metadata import entry_points
+    for ep in sorted(entry_points(group="geosim.commands"), key=lambda e: e.name):
+        try:
+            add_parser = ep.load()
+        except ImportError as exc:
+            reason = f"the {ep.name!r} command is unavailable: {exc}"
+
+            def unavailable(_args: argparse.Namespace, reason: str = reason) -> int:
+                raise GeosimError(reason)
+
+            stub = sub.add_parser(ep.name, help=f"(unavailable: {exc})", add_help=False)
+            stub.add_argument("rest", nargs=argparse.REMAINDER)
+            stub.set_defaults(handler=unavailable)
+            continue
+        add_parser(sub)
 
 
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
@@ -113,6 +139,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``geosim`` command; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "handler", None) is not None:
+            return args.handler(args)
         if args.command == "schedulers":
             from geosim.schedulers import registered
             reg = registered()
