@@ -5,20 +5,32 @@ copies and copy inputs (growing tables), slots and clusters. One call to
 :meth:`Engine.advance` moves every running copy through one time slot ``[t, t+dt]`` in a
 handful of NumPy operations:
 
-- a copy's rate (fraction of its task per second) is the bottleneck of processing and
-  input transfer (003 §3.2): ``min(share * speed / work, min_j bw_j / size_j)``, where
-  ``speed`` is the slot's VM power times its availability factor averaged exactly over
-  the slot, and ``bw_j`` the bandwidth of the transfer of remote input ``j``;
-- each transfer gets an equal share of every resource it crosses (each directed WAN link
-  of its route, the source's egress gate, the destination's ingress gate); its bandwidth
-  is the smallest of those shares, and 0 while the source cluster is unreachable;
+- each transfer of a remote input gets an equal share of every resource it crosses (each
+  directed WAN link of its route, the source's egress gate, the destination's ingress
+  gate); its bandwidth ``bw_j`` is the smallest of those shares, and 0 while the source
+  cluster is unreachable;
+- a copy's progress is the bottleneck of processing and input transfer (003 §3.2). How
+  the two combine over time is the scenario's ``links.transfer`` key:
+
+  - ``"fetch"`` (default): each remote input is fetched on its own at ``bw_j / size_j``
+    (fraction per second) until it has all arrived, and the copy processes at
+    ``share * speed / work`` but never beyond the smallest received fraction of its
+    inputs. A source that goes unreachable stalls only its own input; the others go on
+    arriving and are processed, as a shuffle read fetches blocks from many hosts.
+  - ``"stream"``: the copy advances at ``min(share * speed / work, min_j bw_j / size_j)``,
+    every input streaming in lockstep with processing: one unreachable source stops the
+    whole copy.
+
+  With constant rates both finish at ``max(work / speed, max_j size_j / bw_j)``; they
+  differ when rates vary during a copy's life. ``speed`` is the slot's VM power times its
+  availability factor averaged exactly over the slot;
 - a copy reaching progress 1 finishes at the interpolated time inside the slot; the first
   copy of a task to finish wins and its siblings are killed at that instant, so their
   slots are free at the next slot boundary and their work up to that instant is wasted.
 
-Work accounting: ``executed`` integrates every copy's rate; work a copy did that does not
-survive in its task (killed copies, losers of a checkpoint) is ``wasted``. For a finished
-run ``sum(executed) == sum(task work) + sum(wasted)``.
+Work accounting: ``executed`` integrates every copy's progress; work a copy did that does
+not survive in its task (killed copies, losers of a checkpoint) is ``wasted``. For a
+finished run ``sum(executed) == sum(task work) + sum(wasted)``.
 """
 
 from __future__ import annotations
@@ -35,6 +47,8 @@ ALIVE, WON, LOST, KILLED, FAILED = 0, 1, 2, 3, 4
 OUTCOMES = ("alive", "won", "lost", "killed", "failed")
 
 _EPS = 1e-9
+#: How a copy's inputs and its processing combine over time (see the module docstring).
+TRANSFER_MODES = ("fetch", "stream")
 
 
 class SchedulingError(RuntimeError):
@@ -100,7 +114,7 @@ _COPY_SPEC = {
 }
 _INPUT_SPEC = {
     "copy": (np.int64, -1), "src": (np.int64, -1), "size": (np.float64, 0.0),
-    "bw_time": (np.float64, 0.0),
+    "received": (np.float64, 0.0), "bw_time": (np.float64, 0.0), "fetch_time": (np.float64, 0.0),
 }
 
 
@@ -112,10 +126,15 @@ class Engine:
         workload: Every job of the run.
         dt: Length of a time slot (s).
         rng: Stream for choosing among equally good free slots.
+        transfer: ``"fetch"`` or ``"stream"``, see the module docstring.
     """
 
-    def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator):
+    def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator,
+                 transfer: str = "fetch"):
+        if transfer not in TRANSFER_MODES:
+            raise ValueError(f"transfer mode {transfer!r} not in {TRANSFER_MODES}")
         self.world, self.wl, self.dt, self.rng = world, workload, dt, rng
+        self.fetch = transfer == "fetch"
         self.time = 0.0
         n_tasks, n_jobs = workload.n_tasks, workload.n_jobs
         self.task_job = workload.job_of_task
@@ -308,7 +327,7 @@ class Engine:
         cols["share"][rows] = share
         cols["progress"][rows] = cols["base"][rows] = self.task_saved[tasks]
         cols["start"][rows] = self.time
-        self._add_inputs(ids, tasks)
+        self._add_inputs(ids, tasks, self.task_saved[tasks])
         ready = np.unique(tasks[state == READY])
         self.task_state[ready] = RUNNING
         self.n_ready -= ready.size
@@ -346,12 +365,16 @@ class Engine:
                 spare[pick] -= share
         return out
 
-    def _add_inputs(self, copies: np.ndarray, tasks: np.ndarray) -> None:
-        """Record each new copy's inputs: raw data, then its parents' outputs."""
+    def _add_inputs(self, copies: np.ndarray, tasks: np.ndarray, saved: np.ndarray) -> None:
+        """Record each new copy's inputs: raw data, then its parents' outputs.
+
+        The fraction its task saved at a checkpoint counts as received already.
+        """
         owner, src, size = self.inputs_of(tasks)
         rows = self.inputs.append(owner.size)
         icols = self.inputs.cols
         icols["copy"][rows], icols["src"][rows], icols["size"][rows] = copies[owner], src, size
+        icols["received"][rows] = saved[owner]
         count = np.bincount(owner, minlength=tasks.size)
         cols = self.copies.cols
         cols["in_hi"][copies] = rows.start + np.cumsum(count)
@@ -407,6 +430,12 @@ class Engine:
             (progress - cols["base"][copies]) * self.task_work[t])
         cols["progress"][copies] = level
         cols["base"][copies] = level
+        idx = concat_ranges(cols["in_lo"][copies], cols["in_hi"][copies])
+        if idx.size:
+            received = self.inputs.cols["received"]
+            reach = np.repeat(level, cols["in_hi"][copies] - cols["in_lo"][copies])
+            received[idx] = np.maximum(received[idx], reach)
+        self._flows = None
         gain = (best - self.task_saved[ut]) * self.task_work[ut]
         np.subtract.at(self.job_work_left, self.task_job[ut], gain)
         self.task_saved[ut] = best
@@ -467,7 +496,7 @@ class Engine:
         pos = np.repeat(np.arange(live.size), cols["in_hi"][live] - cols["in_lo"][live])
         src = icols["src"][idx]
         dst = cols["cluster"][live][pos]
-        keep = (src != dst) & (icols["size"][idx] > 0)
+        keep = (src != dst) & (icols["size"][idx] > 0) & (icols["received"][idx] < 1.0 - _EPS)
         idx, pos, src, dst = idx[keep], pos[keep], src[keep], dst[keep]
         if idx.size == 0:
             self._flows = (idx,)
@@ -504,21 +533,35 @@ class Engine:
         work = self.task_work[task]
         share = cols["share"][live]
         rate = share * speed / work
+        progress = cols["progress"][live]
         flows = self._flow_structure()
-        if flows[0].size:
+        has_flows = flows[0].size > 0
+        if has_flows:
             idx, pos, src, dst, res, starts, users, group = flows
             cap = world.resource_capacity()
             bw = np.minimum.reduceat(cap[res] / users[res], starts)
             bw[~self.reachable[src]] = 0.0
             size = icols["size"][idx]
-            limit = np.minimum.reduceat(bw / size, group)
-            rate[pos[group]] = np.minimum(rate[pos[group]], limit)
-        progress = cols["progress"][live]
+            fetch_rate = bw / size
+            if self.fetch:
+                got = icols["received"][idx]
+                with np.errstate(divide="ignore"):
+                    fetch_left = np.where(fetch_rate > 0, (1.0 - got) / fetch_rate, np.inf)
+                # Processing never overtakes the least received input; the copy is done
+                # when both its processing and its slowest input are.
+                inputs_left = np.maximum.reduceat(fetch_left, group)
+            else:
+                rate[pos[group]] = np.minimum(rate[pos[group]],
+                                              np.minimum.reduceat(fetch_rate, group))
+        with np.errstate(divide="ignore"):
+            left = np.where(rate > 0, (1.0 - progress) / rate, np.inf)
+        if has_flows and self.fetch:
+            left[pos[group]] = np.maximum(left[pos[group]], inputs_left)
         elapsed = np.full(live.size, dt)
-        fin = progress + rate * dt >= 1.0 - _EPS
+        fin = left <= dt * (1.0 + _EPS)
         winners = np.empty(0, dtype=np.int64)
         if fin.any():
-            fin_time = t + (1.0 - progress[fin]) / rate[fin]
+            fin_time = t + left[fin]
             fin_copies, fin_tasks = live[fin], task[fin]
             order = np.lexsort((fin_copies, fin_time, fin_tasks))
             first = first_of_runs(fin_tasks[order])
@@ -530,18 +573,38 @@ class Engine:
             self._task_scratch[done_tasks] = np.nan
             ending = ~np.isnan(ending_at)
             elapsed[ending] = np.clip(ending_at[ending] - t, 0.0, dt)
-        step = rate * elapsed
-        cols["progress"][live] = np.minimum(progress + step, 1.0)
+        reached = np.minimum(progress + rate * elapsed, 1.0)
+        if has_flows and self.fetch:
+            el = elapsed[pos]
+            # Exact for the slot: the least received fraction is concave in time, so the
+            # copy's progress is min(processing alone, inputs) at every instant.
+            arrived_el = np.minimum.reduceat(np.minimum(got + fetch_rate * el, 1.0), group)
+            reached[pos[group]] = np.minimum(reached[pos[group]],
+                                             np.maximum(arrived_el, progress[pos[group]]))
+            new_got = np.minimum(got + fetch_rate * el, 1.0)
+            new_got[fetch_left <= el * (1.0 + _EPS)] = 1.0
+            moved = (new_got - got) * size
+            icols["received"][idx] = new_got
+            busy = np.minimum(el, fetch_left)
+            icols["bw_time"][idx] += bw * busy
+            icols["fetch_time"][idx] += busy
+            if np.any(new_got >= 1.0):
+                self._flows = None
+        if winners.size:
+            reached[np.flatnonzero(fin)[win_pos]] = 1.0
+        step = reached - progress
+        cols["progress"][live] = reached
         cols["executed"][live] += step * work
         cols["share_time"][live] += share * elapsed
         cols["speed_time"][live] += speed * elapsed
-        if flows[0].size:
-            el = elapsed[pos]
-            icols["bw_time"][idx] += bw * el
-            usage = rate[pos] * size
-            self.gate_out[:] = np.bincount(src, weights=usage, minlength=world.n_clusters)
-            self.gate_in[:] = np.bincount(dst, weights=usage, minlength=world.n_clusters)
-            moved = usage * el
+        if has_flows:
+            if not self.fetch:
+                el = elapsed[pos]
+                moved = rate[pos] * size * el
+                icols["bw_time"][idx] += bw * el
+                icols["fetch_time"][idx] += el
+            self.gate_out[:] = np.bincount(src, weights=moved, minlength=world.n_clusters) / dt
+            self.gate_in[:] = np.bincount(dst, weights=moved, minlength=world.n_clusters) / dt
             self.egress_mb += np.bincount(src, weights=moved, minlength=world.n_clusters)
             self.ingress_mb += np.bincount(dst, weights=moved, minlength=world.n_clusters)
             self.wan_mb += float(moved.sum())

@@ -109,7 +109,8 @@ class GeoModel(mesa.Model):
         self.workload = workload if workload is not None else build_workload(
             scenario, self.world, streams["workload"])
         self.workload.validate(self.world.n_clusters, source=scenario.source)
-        self.engine = Engine(self.world, self.workload, self.dt, streams["placement"])
+        self.engine = Engine(self.world, self.workload, self.dt, streams["placement"],
+                             transfer=scenario["links"]["transfer"])
         self.monitor = Monitor(self.world.n_clusters, len(self.workload.type_names),
                                priors=nominal_priors(scenario, self.world))
         self.view = SchedulerView(self.engine, self.monitor)
@@ -243,9 +244,10 @@ class GeoModel(mesa.Model):
             owner = np.repeat(np.arange(winners.size), hi - lo)
             dst = cols["cluster"][winners][owner]
             src = icols["src"][idx]
-            remote = (src != dst) & (icols["size"][idx] > 0)
+            fetching = icols["fetch_time"][idx]
+            remote = (src != dst) & (icols["size"][idx] > 0) & (fetching > 0)
             self.monitor.record_transfers(src[remote], dst[remote],
-                                          icols["bw_time"][idx][remote] / duration[owner][remote])
+                                          icols["bw_time"][idx][remote] / fetching[remote])
 
     def _record(self) -> None:
         """Sample the cluster time series (averages over the elapsed interval)."""

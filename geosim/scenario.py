@@ -127,6 +127,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                  doc="link bandwidth is redrawn every this many s; 0 = never"),
         "routing": Field("distance", "str", choices=("distance", "hops"),
                          doc="shortest paths by geographic length or by hop count"),
+        "transfer": Field("fetch", "str", choices=("fetch", "stream"),
+                          doc="fetch: each remote input arrives on its own and is processed "
+                          "as it arrives; stream: a copy moves at its slowest input's "
+                          "current rate"),
     },
     "workload": {
         "kind": Field("montage", "str", choices=("montage", "single", "wfformat"),

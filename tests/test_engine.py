@@ -97,6 +97,36 @@ def test_remote_input_rate_is_the_transfer_bottleneck():
     assert result.summary["wan_mb"] == 0.0
 
 
+def with_transfer(scenario, mode):
+    return scenario.with_overrides({"links.transfer": mode})
+
+
+@pytest.mark.parametrize(("mode", "completion"), [("fetch", 35.0), ("stream", 50.0)])
+def test_fetched_inputs_free_the_link_when_they_have_arrived(mode, completion):
+    # One task (10 s of processing) reads 20 MB and 50 MB from cluster 1 over a 2 MB/s link,
+    # 1 MB/s each. Fetch: the 20 MB input has arrived at 20 s; the other then gets the whole
+    # link for its last 30 MB: 35 s. Stream: both inputs advance in lockstep with the copy
+    # at the slower one's 1/50 per second: 50 s.
+    wl = make_workload([0.0], [100.0], raw=[[(1, 20.0), (1, 50.0)]])
+    result = GeoModel(with_transfer(two_cluster_scenario(), mode), PinTo(0), workload=wl).run()
+    assert result.jobs["completion"][0] == pytest.approx(completion)
+    assert result.summary["wan_mb"] == pytest.approx(70.0)
+
+
+@pytest.mark.parametrize(("mode", "completion"), [("fetch", 18.0), ("stream", 20.0)])
+def test_an_unreachable_source_stalls_only_what_has_not_arrived(mode, completion):
+    # 10 s of processing, 10 MB from cluster 1 at 2 MB/s; cluster 1 is unreachable over
+    # [2, 12). Fetch: 4 MB have arrived by 2 s, so processing goes on to 40% (at 4 s) and
+    # waits; from 12 s the rest arrives by 15 s, ahead of processing, which ends at 18 s.
+    # Stream: 20% done at 2 s, stalled until 12 s, 8 s more: 20 s.
+    wl = make_workload([0.0], [100.0], raw=[[(1, 10.0)]])
+    model = GeoModel(with_transfer(two_cluster_scenario(), mode), PinTo(0), workload=wl)
+    while not model.done:
+        model.engine.reachable[1] = not 2.0 <= model.engine.time < 12.0
+        model.step()
+    assert model.engine.job_done[0] == pytest.approx(completion)
+
+
 def test_concurrent_transfers_share_the_link_and_the_gates():
     # Two transfers over one 2 MB/s link: 1 MB/s each, 50 s.
     wl = make_workload([0.0, 0.0], [100.0, 100.0], raw=[[(1, 50.0)], [(1, 50.0)]])

@@ -172,13 +172,14 @@ def test_bad_parameters_are_one_line_errors(params, message):
 def test_pingan_beats_the_locality_baselines_on_pingan_medium():
     """003 §6.2 on the paper's world, reduced to 100 jobs (seed 1).
 
-    The typical job gains most: PingAn's median flowtime is below FIFO's, Fair's and
-    SRPT's. Its mean depends on the job mix, because the ε-admission makes the largest
-    jobs wait (see docs/results.md), so the median is the claim held here.
+    PingAn's mean flowtime is below FIFO's, Fair's and SRPT's, and the typical job gains
+    most: its median is below 0.8 times theirs. (Seeds 1–4 all hold the mean; seed 4 by
+    1.4%, see docs/results.md.)
     """
     scenario = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" /
                              "pingan-medium.toml", {"workload.n_jobs": 100})
-    median = {spec: GeoModel(scenario, scheduler=spec).run().jobs["flowtime"].median()
-              for spec in ("pingan[epsilon=0.6]", "fifo", "fair", "srpt")}
-    best_baseline = min(median["fifo"], median["fair"], median["srpt"])
-    assert median["pingan[epsilon=0.6]"] < 0.8 * best_baseline
+    flowtime = {spec: GeoModel(scenario, scheduler=spec).run().jobs["flowtime"]
+                for spec in ("pingan[epsilon=0.6]", "fifo", "fair", "srpt")}
+    pingan = flowtime.pop("pingan[epsilon=0.6]")
+    assert pingan.mean() < min(f.mean() for f in flowtime.values())
+    assert pingan.median() < 0.8 * min(f.median() for f in flowtime.values())
