@@ -173,7 +173,7 @@ class Engine:
         self.reachable = np.ones(world.n_clusters, dtype=bool)
         self.copies = _Table(_COPY_SPEC)
         self.inputs = _Table(_INPUT_SPEC, capacity=4096)
-        self.live = np.empty(0, dtype=np.int64)
+        self.live = np.empty(0, dtype=np.int64)     # ids of live copies, ascending
         self._flows: tuple | None = None
         self.egress_mb = np.zeros(world.n_clusters)
         self.ingress_mb = np.zeros(world.n_clusters)

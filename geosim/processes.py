@@ -36,7 +36,9 @@ class _BlockSequence:
     def take(self, entities: np.ndarray, counters: np.ndarray) -> np.ndarray:
         """Return item ``counters[i]`` of entity ``entities[i]`` for every i."""
         block = counters // self._k
-        first, last = int(block.min(initial=0)), int(block.max(initial=-1))
+        if block.size == 0:
+            return np.empty(0)
+        first, last = int(block.min()), int(block.max())
         while self._next_block <= last:
             self._blocks[self._next_block] = self._draw(self._rng, self._n, self._k)
             self._next_block += 1
@@ -110,16 +112,16 @@ class AlternatingRenewal:
         if t_start is not None:
             acc = np.zeros(self.n)
             seg = np.full(self.n, t_start)
-        while True:
-            idx = np.flatnonzero(self.next_change <= t_end)
-            if idx.size == 0:
-                break
+        idx = np.flatnonzero(self.next_change <= t_end)
+        while idx.size:
             at = self.next_change[idx]
             if acc is not None:
                 acc[idx] += self.level[idx] * (at - seg[idx])
                 seg[idx] = at
             self.on[idx] = ~self.on[idx]
             self._start_phase(idx, at)
+            # Only an entity that just changed phase can change again before t_end.
+            idx = idx[self.next_change[idx] <= t_end]
         self._calls += 1
         if self._calls % 64 == 0:
             for kind in (0, 1):

@@ -181,7 +181,7 @@ class SchedulerView:
 
     @property
     def live_copies(self) -> np.ndarray:
-        """Ids of the copies running now."""
+        """Ids of the copies running now, in ascending order."""
         return _ro(self._e.live)
 
     def copy_info(self, copies: np.ndarray | None = None) -> dict[str, np.ndarray]:

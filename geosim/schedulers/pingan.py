@@ -356,6 +356,9 @@ class PingAn(Scheduler):
             stacked = np.concatenate([held[ti], ev.atoms[rows[ti], ci][:, None, :]], axis=1)
             rc[ti, ci] = expected_max(stacked)
         gain = rc > need[:, None]
+        if not gain.any():
+            empty = np.empty(0, dtype=np.int64)
+            return empty, empty, np.empty(0)
         pos, cols = self._round(ev, rows, job_pos,
                                 np.argsort(-np.where(gain, rc, -np.inf), axis=1, kind="stable"),
                                 floor, st, plan, usable=gain)
@@ -459,7 +462,9 @@ class PingAn(Scheduler):
         copy, dst, need = self._held_in
         if copy.size == 0:
             return
-        ended = ~np.isin(copy, view.live_copies)
+        live = view.live_copies        # ascending: ids grow and removal keeps order
+        at = np.minimum(np.searchsorted(live, copy), max(live.size - 1, 0))
+        ended = (live[at] != copy) if live.size else np.ones(copy.size, dtype=bool)
         if not ended.any():
             return
         np.subtract.at(self._res_in, dst[ended], need[ended])
