@@ -361,7 +361,7 @@ def flowtime_cdf(sources: Run | Compared | Sequence[Run | Compared],
     """
     items = _sources(sources)
     runs = [s for s in items if isinstance(s, RunData)]
-    comps = [s for s in items if isinstance(s, ComparisonData)]
+    comps = _ordered([s for s in items if isinstance(s, ComparisonData)])
     run_names = _unique_names(runs)
     colors = scheduler_colors([n.split(" (")[0] for n in run_names] +
                               [label for c in comps for label in c.labels])

@@ -143,17 +143,14 @@ def state_cmap() -> tuple[Colormap, BoundaryNorm]:
 
 def utilisation_cmap() -> Colormap:
     """Colour map of utilisation; masked cells (unreachable clusters) take the outage colour."""
-    cmap = mpl.colormaps[UTILISATION_CMAP].copy()
-    cmap.set_bad(STATE_COLORS["unreachable"])
-    return cmap
+    return mpl.colormaps[UTILISATION_CMAP].with_extremes(bad=STATE_COLORS["unreachable"])
 
 
 def traffic_cmap() -> Colormap:
     """Colour map of link traffic; values under the norm's minimum are idle links."""
     base = mpl.colormaps[TRAFFIC_CMAP]
     cmap = ListedColormap(base(np.linspace(0.5, 1.0, 256)), name="link-traffic")
-    cmap.set_under(IDLE_LINK_COLOR)
-    return cmap
+    return cmap.with_extremes(under=IDLE_LINK_COLOR)
 
 
 __all__ = [
