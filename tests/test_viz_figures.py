@@ -130,12 +130,18 @@ def test_wan_traffic_totals_and_per_gate_means(saved):
     result = load_result(saved["run"])
     fig = figures.wan_traffic(saved["run"])
     _close(fig)
-    top, bottom = fig.axes[:2]
+    top, middle, bottom = fig.axes[:3]
     assert top.get_ylabel() == "WAN throughput (MB/s)" and top.get_xlabel() == "time (s)"
     total = result.clusters.groupby("time")["egress_mbps"].sum()
     stack_top = max(p.get_paths()[0].vertices[:, 1].max() for p in top.collections)
     assert stack_top == pytest.approx(total.max())
     n = result.clusters["cluster"].nunique()
+    (mesh,) = [c for c in middle.collections if isinstance(c, QuadMesh)]
+    gate = np.ma.filled(mesh.get_array(), 0.0)
+    assert gate.shape == (n, len(total))
+    c = result.clusters
+    both = (c["egress_mbps"] + c["ingress_mbps"]).groupby(c["time"]).sum()
+    assert gate.sum(axis=0) == pytest.approx(both.to_numpy())
     bars = bottom.patches
     assert len(bars) == 2 * n
     heights = np.array([b.get_height() for b in bars])
@@ -228,7 +234,7 @@ def test_reduction_cdf_against_the_baseline(saved):
     per_job = pd.read_parquet(saved["low"] / "per_job.parquet")
     ratio = per_job.loc[per_job["label"] == "pingan", "reduction"].dropna().sort_values()
     assert line.get_xdata()[1:] == pytest.approx(ratio.to_numpy())
-    assert ax.get_xlabel() == "flowtime reduction against fifo"
+    assert ax.get_xlabel() == "flowtime reduction against fifo: (F_fifo − F) / F_fifo"
     # another baseline: recomputed from the replication-averaged flowtimes
     fig = figures.reduction_cdf(saved["low"], baseline="pingan")
     fifo = per_job[per_job["label"] == "fifo"].set_index("job")["flowtime"]

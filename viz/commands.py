@@ -176,7 +176,8 @@ def plot_command(args: argparse.Namespace) -> int:
         files = []
         for name, draw in jobs:
             fig = draw()
-            fig.savefig(tmp / f"{name}.{fmt}", dpi=args.dpi)   # type: ignore[attr-defined]
+            fig.savefig(tmp / f"{name}.{fmt}", dpi=args.dpi,   # type: ignore[attr-defined]
+                        bbox_inches="tight", pad_inches=0.08)
             files.append(f"{name}.{fmt}")
         out.mkdir(parents=True, exist_ok=True)
         for name in files:

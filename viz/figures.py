@@ -17,10 +17,16 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import Normalize
+from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import PercentFormatter
+from matplotlib.ticker import (
+    FuncFormatter,
+    LogLocator,
+    NullFormatter,
+    PercentFormatter,
+)
 
 from geosim.errors import GeosimError
 from geosim.experiment import Comparison, t_halfwidth
@@ -33,6 +39,7 @@ from viz.palette import (
     scheduler_colors,
     state_cmap,
     styled,
+    traffic_cmap,
     utilisation_cmap,
 )
 from viz.topomap import MAP_RECT, TopologyMap
@@ -108,7 +115,7 @@ def cluster_states(run: Run) -> Figure:
     y = np.arange(n + 1)
     cmap, norm = state_cmap()
     mesh = axes[0].pcolormesh(x, y, states, cmap=cmap, norm=norm, rasterized=True)
-    bar = fig.colorbar(mesh, ax=axes[0], ticks=[0, 1, 2], pad=0.01, aspect=12)
+    bar = fig.colorbar(mesh, ax=axes[0], ticks=[0, 1, 2], pad=0.01, aspect=12, shrink=0.7)
     bar.ax.set_yticklabels(list(CLUSTER_STATES))
     bar.ax.tick_params(length=0)
     shown = (states == CLUSTER_STATES.index("unreachable")).mean()
@@ -169,21 +176,24 @@ def wan_traffic(run: Run) -> Figure:
 
     Returns:
         (a) total WAN throughput (MB/s, every byte counted once, at its sender's egress
-        gate), stacked by tier; (b) each cluster's mean egress (up) and ingress (down)
-        over the run, with its peak.
+        gate), stacked by tier; (b) each cluster's gate traffic (egress plus ingress)
+        over time, rows as in :func:`cluster_states`; (c) each cluster's mean egress (up)
+        and ingress (down) over the run.
     """
     run = as_run(run)
     egress, ingress = run.matrix("egress_mbps"), run.matrix("ingress_mbps")
     tiers = run.cluster_info.loc[run.order, "tier"].astype(str).to_numpy()
     times = run.times
-    fig = new_figure(8.0, 6.0)
-    top, bottom = fig.subplots(2, 1, height_ratios=[1, 1.1])
+    n = len(tiers)
+    panel = min(max(0.03 * n + 0.8, 1.5), 3.2)
+    fig = new_figure(8.0, 2.3 + panel + 2.2 + 0.8)
+    top, middle, bottom = fig.subplots(3, 1, height_ratios=[2.3, panel, 2.2])
     present = [t for t in TIERS if (tiers == t).any()]
     stacks = [egress[tiers == t].sum(axis=0) for t in present]
     top.stackplot(times, *stacks, labels=[f"from {t} clusters" for t in present],
                   colors=[TIER_COLORS[t] for t in present], step="pre", linewidth=0)
     top.set_xlim(times[0], times[-1])
-    top.set_ylim(bottom=0)
+    top.set_ylim(0, max(float(np.sum(stacks, axis=0).max()), 1e-9) * 1.3)
     top.set_xlabel("time (s)")
     top.set_ylabel("WAN throughput (MB/s)")
     top.legend(loc="upper right", ncols=len(present))
@@ -191,16 +201,28 @@ def wan_traffic(run: Run) -> Figure:
                   "in all", loc="left")
     top.grid(axis="y")
 
+    gate = egress + ingress
+    peak = max(float(gate.max()), 1e-9)
+    norm = LogNorm(vmin=peak * 1e-3, vmax=peak)
+    cmap = traffic_cmap().with_extremes(under="white", bad="white")
+    mesh = middle.pcolormesh(_time_edges(times, run.end_time), np.arange(n + 1),
+                             np.where(gate > 0, gate, np.nan), cmap=cmap, norm=norm,
+                             rasterized=True)
+    bar = fig.colorbar(mesh, ax=middle, pad=0.01, aspect=12, extend="min")
+    bar.set_label("MB/s")
+    middle.set_ylim(n, 0)
+    _tier_bands(middle, run)
+    middle.set_xlim(times[0], times[-1])
+    middle.set_xlabel("time (s)")
+    middle.set_ylabel("cluster")
+    middle.set_title("(b) gate traffic per cluster (egress + ingress), white: none", loc="left")
+
     span = _spans(times)
     total = max(times[-1] - times[0], 1e-12)
     mean_out, mean_in = egress @ span / total, ingress @ span / total
-    x = np.arange(len(tiers))
-    bottom.bar(x, mean_out, width=0.8, color="#0072B2", label="egress (mean)")
-    bottom.bar(x, -mean_in, width=0.8, color="#E69F00", label="ingress (mean)")
-    bottom.scatter(x, egress.max(axis=1), marker="_", color="black", s=18, linewidths=1,
-                   label="peak", zorder=3)
-    bottom.scatter(x, -ingress.max(axis=1), marker="_", color="black", s=18, linewidths=1,
-                   zorder=3)
+    x = np.arange(n)
+    bottom.bar(x, mean_out, width=0.8, color="#0072B2", label="egress")
+    bottom.bar(x, -mean_in, width=0.8, color="#E69F00", label="ingress")
     bottom.axhline(0, color="black", linewidth=0.6)
     start = 0
     for tier in present:
@@ -210,16 +232,18 @@ def wan_traffic(run: Run) -> Figure:
         bottom.text(start + count / 2 - 0.5, 1.0, tier, transform=bottom.get_xaxis_transform(),
                     ha="center", va="bottom", fontsize=8, color="#444444")
         start += count
-    bottom.set_xlim(-0.8, len(tiers) - 0.2)
+    bottom.set_xlim(-0.8, n - 0.2)
+    reach = max(float(mean_out.max()), float(mean_in.max()), 1e-9) * 1.15
+    bottom.set_ylim(-reach, reach)
     bottom.yaxis.set_major_formatter(_absolute)
     bottom.set_xlabel("cluster (by tier, then slots)")
-    bottom.set_ylabel("gate traffic (MB/s)\n← ingress · egress →")
-    if len(tiers) <= 40:
+    bottom.set_ylabel("mean MB/s\n← ingress · egress →")
+    if n <= 40:
         bottom.set_xticks(x, [str(c) for c in run.order], fontsize=6)
     else:
         bottom.set_xticks([])
-    bottom.legend(loc="lower right", ncols=3)
-    bottom.set_title("(b) per cluster gate", loc="left", pad=14)
+    bottom.legend(loc="lower right", ncols=2)
+    bottom.set_title("(c) mean gate traffic over the run", loc="left", pad=14)
     fig.suptitle(f"{run.name}: WAN traffic", x=0.01, ha="left", fontweight="bold")
     return fig
 
@@ -262,12 +286,15 @@ def gantt(run: Run, job: int | None = None) -> Figure:
     ax = fig.add_subplot()
     y = np.arange(rows)
     colors = [OUTCOME_COLORS.get(o, "#000000") for o in copies["outcome"]]
-    ax.barh(y, copies["stop"] - copies["start"], left=copies["start"], height=0.8,
-            color=colors, linewidth=0, label="_copies", gid="copies")
+    few = rows <= 150   # more rows are a density picture: no gaps, ticks for winners
+    ax.barh(y, copies["stop"] - copies["start"], left=copies["start"],
+            height=0.8 if few else 1.0, color=colors, linewidth=0, label="_copies",
+            gid="copies")
     won = copies["outcome"] == "won"
-    few = rows <= 150
-    ax.plot(copies.loc[won, "stop"], y[won.to_numpy()], linestyle="", marker="*" if few else ".",
-            markersize=7 if few else 2.5, color="black", label="winning copy", gid="winners")
+    ax.plot(copies.loc[won, "stop"], y[won.to_numpy()], linestyle="",
+            marker="*" if few else "|", markersize=7 if few else 2.0,
+            markeredgewidth=None if few else 0.6, color="black", label="winning copy",
+            gid="winners")
     arrival = float(info["arrival"])
     ax.axvline(arrival, color="#444444", linestyle="--", linewidth=0.8, label="job arrival")
     if bool(info["finished"]):
@@ -300,6 +327,8 @@ def gantt(run: Run, job: int | None = None) -> Figure:
     handles = [Patch(color=OUTCOME_COLORS[o], label=f"{o} ({int((copies['outcome'] == o).sum())})")
                for o in present]
     handles += [h for h in ax.get_legend_handles_labels()[0]]
+    if rows <= 60:
+        handles.append(Line2D([], [], linestyle="", label="c7: ran on cluster 7"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
               title="copy outcome", borderaxespad=0.0)
     flow = f"flowtime {float(info['flowtime']):.0f} s" if info["finished"] else "unfinished"
@@ -392,6 +421,9 @@ def flowtime_cdf(sources: Run | Compared | Sequence[Run | Compared],
                     label=f"{label} (mean {values.mean():.0f} s)")
         if log_x:
             ax.set_xscale("log")
+            ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(0, 1.01)
         ax.grid(True, which="major")
         ax.legend(loc="lower right")
@@ -499,11 +531,11 @@ def reduction_cdf(comparisons: Compared | Sequence[Compared],
             x, y = _cdf(ratio)
             lowest = min(lowest, float(x.min()))
             ax.plot(x, y, drawstyle="steps-post", color=colors[label], linewidth=1.5,
-                    label=f"{label} (median {100 * np.median(ratio):.0f}%)")
+                    label=f"{label} (median {_signed_percent(float(np.median(ratio)))})")
         ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
         ax.set_xlim(max(lowest, -1.0) - 0.02, 1.0)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0))
-        ax.set_xlabel(f"flowtime reduction against {base}")
+        ax.set_xlabel(f"flowtime reduction against {base}: (F_{base} − F) / F_{base}")
         ax.set_title(comp.name, loc="left")
         ax.grid(True)
         ax.legend(loc="upper left")
@@ -547,6 +579,11 @@ def copies_and_waste(comparisons: Compared | Sequence[Compared]) -> Figure:
     right.legend(title="scheduler", loc="upper left", bbox_to_anchor=(1.01, 1.0),
                  borderaxespad=0.0)
     return fig
+
+
+def _signed_percent(ratio: float) -> str:
+    value = int(round(100 * ratio))
+    return f"{value:+d}%" if value else "0%"
 
 
 def _thousands(value: float, _pos: int) -> str:

@@ -75,8 +75,6 @@ STYLE: dict[str, object] = {
     "axes.grid": False,
     "grid.color": "#E5E5E5",
     "grid.linewidth": 0.6,
-    "savefig.bbox": "tight",
-    "savefig.dpi": 150,
     "figure.dpi": 100,
     "image.interpolation": "nearest",
 }
