@@ -32,7 +32,7 @@ from geosim.errors import GeosimError
 from geosim.experiment import Comparison, t_halfwidth
 from geosim.results import CLUSTER_STATES, Result
 from geosim.topology import TIERS
-from viz.data import ComparisonData, RunData, as_comparison, as_run
+from viz.data import ComparisonData, RunData, as_comparison, as_run, open_results
 from viz.palette import (
     OUTCOME_COLORS,
     TIER_COLORS,
@@ -347,7 +347,6 @@ def _sources(sources: object) -> list[RunData | ComparisonData]:
         elif isinstance(item, ComparisonData | Comparison):
             out.append(as_comparison(item))
         else:
-            from viz.data import open_results
             out.append(open_results(item))   # type: ignore[arg-type]
     if not out:
         raise GeosimError("nothing to draw: no run or comparison given")

@@ -17,7 +17,6 @@ import numpy as np
 from matplotlib.colors import BoundaryNorm, Colormap, ListedColormap, to_rgb
 
 from geosim.results import CLUSTER_STATES
-from geosim.topology import TIERS
 
 #: Cluster states (see :data:`geosim.results.CLUSTER_STATES`).
 STATE_COLORS: dict[str, str] = {
@@ -152,7 +151,7 @@ def traffic_cmap() -> Colormap:
 
 
 __all__ = [
-    "IDLE_LINK_COLOR", "OUTCOME_COLORS", "STATE_COLORS", "STYLE", "TIERS", "TIER_COLORS",
+    "IDLE_LINK_COLOR", "OUTCOME_COLORS", "STATE_COLORS", "STYLE", "TIER_COLORS",
     "TIER_MARKERS", "base_name", "scheduler_colors", "state_cmap", "styled", "traffic_cmap",
     "utilisation_cmap",
 ]
