@@ -12,7 +12,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import geo_world
+from conftest import closed_world, geo_world
 from matplotlib.collections import LineCollection, PathCollection, QuadMesh
 from matplotlib.colors import to_rgba
 from PIL import Image
@@ -276,6 +276,19 @@ def test_results_without_link_table_estimate_links_from_gates(saved, tmp_path):
     _close(fig)
     bars = fig.axes[0].child_axes
     assert any("estimated" in bar.get_ylabel() for bar in bars)
+
+
+def test_a_one_cluster_world_without_wan_draws_every_run_figure(tmp_path):
+    run = geosim.run(closed_world(n_jobs=8, slots=2)).save(tmp_path / "one")
+    fig = figures.topology_map(run, color_by="utilisation")
+    _close(fig)
+    (links,) = [c for c in fig.axes[0].collections if isinstance(c, LineCollection)]
+    assert len(links.get_segments()) == 0
+    assert not any("traffic" in bar.get_ylabel() for bar in fig.axes[0].child_axes)
+    for draw in (figures.cluster_states, figures.wan_traffic, figures.gantt):
+        _close(draw(run))
+    assert main(["animate", str(run), "--out", str(tmp_path / "one.gif"), "--frames", "2",
+                 "--dpi", "30"]) == 0
 
 
 def test_a_changed_topology_is_refused(saved, tmp_path):

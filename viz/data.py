@@ -181,6 +181,8 @@ class RunData:
             estimated as the smaller of its two end clusters' gate traffic (False).
         """
         layout, links = self.layout, self.result.links
+        if not len(layout.link_u):
+            return np.zeros((0, len(self.times))), True
         if links is not None and not links.empty:
             total = links["forward_mbps"].to_numpy() + links["backward_mbps"].to_numpy()
             wide = pd.DataFrame({"time": links["time"], "link": links["link"], "v": total}) \
@@ -191,8 +193,6 @@ class RunData:
         pos = {c: i for i, c in enumerate(self.order)}
         u = np.array([pos[c] for c in layout.link_u], dtype=np.int64)
         v = np.array([pos[c] for c in layout.link_v], dtype=np.int64)
-        if not len(u):
-            return np.zeros((0, len(self.times))), False
         return np.minimum(gate[u], gate[v]), False
 
     def gate_traffic(self) -> np.ndarray:

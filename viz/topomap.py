@@ -65,7 +65,8 @@ class TopologyMap:
                                      where=slots > 0)
         self.traffic, self.per_link = run.link_traffic
         peak = float(self.traffic.max()) if self.traffic.size else 0.0
-        self.traffic_norm = Normalize(vmin=max(peak, 1.0) * 1e-3, vmax=max(peak, 1e-9))
+        peak = peak if peak > 0 else 1.0   # no traffic at all: every link idle
+        self.traffic_norm = Normalize(vmin=peak * 1e-3, vmax=peak)
         self.traffic_cmap = traffic_cmap()
         self.util_cmap = utilisation_cmap()
         self.util_norm = Normalize(0.0, 1.0)
@@ -150,19 +151,25 @@ class TopologyMap:
             area = MIN_AREA + (MAX_AREA - MIN_AREA) * n / biggest
             handles.append(Line2D([], [], marker="o", linestyle="", color="#BBBBBB",
                                   markeredgecolor="black", markeredgewidth=0.4,
-                                  markersize=float(np.sqrt(area)), label=f"{n} slots"))
-        handles.append(Line2D([], [], color=IDLE_LINK_COLOR, linewidth=0.8, label="idle link"))
+                                  markersize=float(np.sqrt(area)),
+                                  label=f"{n} slot{'s' if n > 1 else ''}"))
+        has_links = len(layout.link_u) > 0
+        if has_links:
+            handles.append(Line2D([], [], color=IDLE_LINK_COLOR, linewidth=0.8,
+                                  label="idle link"))
         ax.legend(handles=handles, title=title, loc=loc, bbox_to_anchor=(1.02, 1.0),
                   borderaxespad=0.0, labelspacing=0.9, handletextpad=0.8)
-        what = "link traffic (MB/s)" if self.per_link else \
-            "link traffic (MB/s), estimated\nas its ends' smaller gate traffic"
-        bar = fig.colorbar(self.links, cax=ax.inset_axes([1.05, 0.0, 0.03, 0.36]),
-                           extend="min")
-        bar.set_label(what)
+        if has_links:
+            what = "link traffic (MB/s)" if self.per_link else \
+                "link traffic (MB/s), estimated\nas its ends' smaller gate traffic"
+            bar = fig.colorbar(self.links, cax=ax.inset_axes([1.05, 0.0, 0.03, 0.36]),
+                               extend="min")
+            bar.set_label(what)
         if self.color_by == "utilisation":
             from matplotlib.cm import ScalarMappable
             bar = fig.colorbar(ScalarMappable(self.util_norm, self.util_cmap),
-                               cax=ax.inset_axes([1.24, 0.0, 0.03, 0.36]),
+                               cax=ax.inset_axes([1.24 if has_links else 1.05, 0.0, 0.03,
+                                                  0.36]),
                                format=PercentFormatter(1.0))
             bar.set_label("slot utilisation (busy / slots)")
 
