@@ -177,6 +177,7 @@ class Engine:
         self._flows: tuple | None = None
         self.egress_mb = np.zeros(world.n_clusters)
         self.ingress_mb = np.zeros(world.n_clusters)
+        self.link_mb = np.zeros(2 * world.n_links)     # per direction: 2e is u→v, 2e+1 v→u
         self.gate_out = np.zeros(world.n_clusters)     # MB/s used in the last slot
         self.gate_in = np.zeros(world.n_clusters)
         self.wan_mb = 0.0
@@ -608,6 +609,10 @@ class Engine:
             self.egress_mb += np.bincount(src, weights=moved, minlength=world.n_clusters)
             self.ingress_mb += np.bincount(dst, weights=moved, minlength=world.n_clusters)
             self.wan_mb += float(moved.sum())
+            hops = np.diff(starts, append=res.size)
+            n_dir = self.link_mb.size
+            self.link_mb += np.bincount(res, weights=np.repeat(moved, hops),
+                                        minlength=n_dir)[:n_dir]
         if winners.size:
             self._complete(live[ending], ending_at[ending], winners, done_tasks, done_time)
         self.time = t_end

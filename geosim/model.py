@@ -125,6 +125,7 @@ class GeoModel(mesa.Model):
         self._next_record = 0.0
         self._last_record = 0.0
         self._records: list[dict[str, np.ndarray]] = []
+        self._link_records: list[dict[str, np.ndarray]] = []
         self._last_progress = 0.0
         self.steps_run = 0
         self.jobs_done = 0
@@ -250,7 +251,7 @@ class GeoModel(mesa.Model):
                                           icols["bw_time"][idx][remote] / fetching[remote])
 
     def _record(self) -> None:
-        """Sample the cluster time series (averages over the elapsed interval)."""
+        """Sample the cluster and link time series (traffic averaged since the last sample)."""
         e, world = self.engine, self.world
         span = max(e.time - self._last_record, 1e-12)
         ptr = world.slot_ptr[:-1]
@@ -271,8 +272,19 @@ class GeoModel(mesa.Model):
             "egress_mbps": e.egress_mb / span,
             "ingress_mbps": e.ingress_mb / span,
         })
+        if world.n_links:
+            self._link_records.append({
+                "time": np.full(world.n_links, e.time),
+                "link": np.arange(world.n_links),
+                "u": world.link_u,
+                "v": world.link_v,
+                "bandwidth": world.link_bw.level.copy(),
+                "forward_mbps": e.link_mb[0::2] / span,
+                "backward_mbps": e.link_mb[1::2] / span,
+            })
         e.egress_mb[:] = 0.0
         e.ingress_mb[:] = 0.0
+        e.link_mb[:] = 0.0
         self._last_record = e.time
         while self._next_record <= e.time + 1e-9:
             self._next_record += self.record_interval
@@ -281,6 +293,11 @@ class GeoModel(mesa.Model):
     def cluster_records(self) -> list[dict[str, np.ndarray]]:
         """The sampled cluster time series, one dict of arrays per sample."""
         return self._records
+
+    @property
+    def link_records(self) -> list[dict[str, np.ndarray]]:
+        """The sampled WAN link time series, one dict of arrays per sample."""
+        return self._link_records
 
 
 def run(scenario: Scenario | str | Mapping[str, Any], scheduler: Scheduler | str | None = None,

@@ -27,7 +27,11 @@ from geosim.topology import TIERS
 if TYPE_CHECKING:
     from geosim.model import GeoModel
 
-TABLES = ("jobs", "tasks", "copies", "clusters")
+TABLES = ("jobs", "tasks", "copies", "clusters", "links")
+#: Columns of the link time series and their types.
+LINK_COLUMNS = {"time": np.float64, "link": np.int64, "u": np.int64, "v": np.int64,
+                "bandwidth": np.float64, "forward_mbps": np.float64,
+                "backward_mbps": np.float64}
 #: Cluster states in the time series: unreachable (an outage), degraded (fewer than half
 #: of its slots in an available period), available.
 CLUSTER_STATES = ("available", "degraded", "unreachable")
@@ -52,6 +56,10 @@ class Result:
         summary: Headline figures (see :func:`summarise`).
         meta: Scenario name, scheduler, its parameters, seed, versions.
         scenario_toml: The complete scenario the run used.
+        links: WAN link time series, sampled with ``clusters``: per sample and link, its
+            end clusters ``u < v``, bandwidth in each direction (MB/s, at the sample) and
+            traffic ``u→v`` and ``v→u`` (MB/s, averaged since the last sample). Empty
+            for results saved without it.
     """
 
     jobs: pd.DataFrame
@@ -61,6 +69,7 @@ class Result:
     summary: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
     scenario_toml: str = ""
+    links: pd.DataFrame = field(default_factory=lambda: _link_table([]))
 
     def save(self, directory: str | os.PathLike, fmt: str = "parquet") -> Path:
         """Write every table, the summary, the scenario and metadata to ``directory``.
@@ -121,6 +130,8 @@ def load_result(directory: str | os.PathLike) -> Result:
     tables = {}
     for name in TABLES:
         parquet, csv = src / f"{name}.parquet", src / f"{name}.csv"
+        if name == "links" and not (parquet.exists() or csv.exists()):
+            continue   # saved before links were recorded
         tables[name] = pd.read_parquet(parquet) if parquet.exists() else pd.read_csv(csv)
     meta_path = src / "meta.json"
     return Result(**tables, summary=json.loads((src / "summary.json").read_text()),
@@ -205,12 +216,19 @@ def build_result(model: GeoModel) -> Result:
         clusters.insert(2, "tier", pd.Categorical(
             np.asarray(TIERS, dtype=object)[world.tier[clusters["cluster"].to_numpy()]],
             categories=list(TIERS)))
+    links = _link_table(model.link_records)
     meta = {"scenario": model.scenario["run"]["name"], "source": model.scenario.source,
             "scheduler": model.policy.name, "params": model.policy.get_params(),
             "seed": model.seed, "geosim": __version__}
-    result = Result(jobs, tasks, copies, clusters, {}, meta, model.scenario.to_toml())
+    result = Result(jobs, tasks, copies, clusters, {}, meta, model.scenario.to_toml(), links)
     result.summary = summarise(result, model)
     return result
+
+
+def _link_table(records: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """The link time series from per-sample records (typed and empty without records)."""
+    return pd.DataFrame({k: np.concatenate([r[k] for r in records]).astype(t) if records
+                         else np.empty(0, dtype=t) for k, t in LINK_COLUMNS.items()})
 
 
 def summarise(result: Result, model: GeoModel) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import geosim
 from geosim import GeosimError, load_result, load_scenario
 from geosim import experiment as ex
 from geosim.cli import main
+from geosim.results import TABLES
 
 SCHEDULERS = ["fifo", "srpt", "fair[multitasking=true]"]
 
@@ -242,7 +243,7 @@ def test_resume_recomputes_only_missing_runs(tmp_path, reference, monkeypatch):
     shutil.copytree(ref_dir, out)
     shutil.rmtree(out / "runs" / "srpt" / "seed-2")
     stamps = {p: p.stat().st_mtime_ns for p in out.glob("runs/*/seed-*/*")}
-    assert len(stamps) == 8 * 7
+    assert len(stamps) == 8 * (len(TABLES) + 3)   # the tables, summary, meta, scenario
     calls = _count_runs(monkeypatch)
     again = geosim.compare(small(), SCHEDULERS, reps=3, jobs_parallel=1, out=out,
                            baseline="fifo")

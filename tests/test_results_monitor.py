@@ -62,3 +62,36 @@ def test_monitor_learns_the_true_speed_from_completed_copies():
     assert seen.size == 64
     assert seen.mean() == pytest.approx(50.0, rel=0.1)
     assert set(np.round(seen, 9)) <= set(np.round(model.world.power.level, 9))
+
+
+def test_link_traffic_is_recorded_per_direction():
+    # two clusters joined by one link: every remote byte crosses it, u→v from u's egress
+    two = geo_world(n_clusters=2, n_jobs=6, seed=5)
+    two["topology"]["m"] = 1
+    result = geosim.run(two)
+    links, clusters = result.links, result.clusters
+    assert list(links.columns) == ["time", "link", "u", "v", "bandwidth", "forward_mbps",
+                                   "backward_mbps"]
+    assert len(links) == clusters["time"].nunique() and (links["u"] == 0).all()
+    gate = clusters.pivot(index="time", columns="cluster", values="egress_mbps")
+    np.testing.assert_allclose(links["forward_mbps"], gate[0].to_numpy(), atol=1e-9)
+    np.testing.assert_allclose(links["backward_mbps"], gate[1].to_numpy(), atol=1e-9)
+    assert links[["forward_mbps", "backward_mbps"]].to_numpy().sum() > 0
+    assert (links["bandwidth"] > 0).all()
+
+
+def test_link_traffic_covers_every_route_and_survives_saving(tmp_path):
+    result = geosim.run(geo_world(n_jobs=6, scheduler="fair"))
+    links, clusters = result.links, result.clusters
+    per_sample = links.groupby("time")[["forward_mbps", "backward_mbps"]].sum().sum(axis=1)
+    wan = clusters.groupby("time")["egress_mbps"].sum()
+    hops = len(result.clusters["cluster"].unique()) - 1
+    assert (per_sample >= wan - 1e-9).all() and (per_sample <= hops * wan + 1e-9).all()
+    assert per_sample.sum() > 0
+    for fmt in ("parquet", "csv"):
+        back = geosim.load_result(result.save(tmp_path / fmt, fmt=fmt))
+        pd.testing.assert_frame_equal(back.links, links, check_dtype=False)
+    (tmp_path / "parquet" / "links.parquet").unlink()   # a result saved before links existed
+    assert geosim.load_result(tmp_path / "parquet").links.empty
+    single = geosim.run(closed_world(n_jobs=3))
+    assert single.links.empty and "forward_mbps" in single.links
