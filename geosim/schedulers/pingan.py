@@ -37,6 +37,7 @@ class _Candidates:
     g_ptr: np.ndarray     # input groups (distinct source clusters) of task i: g_ptr[i]:g_ptr[i+1]
     g_src: np.ndarray     # (G,) source cluster of each group
     dout: np.ndarray      # (G, M) expected egress throughput reserved at the source
+    has: np.ndarray       # tasks with at least one input group, ascending
 
 
 @register
@@ -212,18 +213,21 @@ class PingAn(Scheduler):
         owner, src, size = view.inputs_of(tasks)
         keep = size > 0
         key = owner[keep] * n + src[keep]
-        uniq, inv = np.unique(key, return_inverse=True)
-        g_size = np.zeros(uniq.size)
-        np.maximum.at(g_size, inv, size[keep])
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        starts = np.flatnonzero(first_of_runs(key))
+        uniq = key[starts]
+        g_size = np.maximum.reduceat(size[keep][order], starts) if starts.size else np.empty(0)
         g_task, g_src = uniq // n, uniq % n
         g_ptr = np.searchsorted(g_task, np.arange(tasks.size + 1))
+        has = np.flatnonzero(np.diff(g_ptr) > 0)        # tasks with remote-capable inputs
         types, work = view.task_type[tasks], view.task_work[tasks]
 
         bound = model.speed_mean[:, types].T / work[:, None]
         if uniq.size:
             trans = model.bandwidth_mean[g_src] / g_size[:, None]
             trans[np.arange(uniq.size), g_src] = np.inf
-            np.minimum.at(bound, g_task, trans)
+            bound[has] = np.minimum(bound[has], np.minimum.reduceat(trans, g_ptr[has]))
         reach = view.reachable
         m = self.candidates
         if 2 * m >= n:
@@ -262,9 +266,10 @@ class PingAn(Scheduler):
         gate = np.asarray(view.gate, dtype=float)
         dout = np.minimum(flow, gate[g_src][:, None])
         din = np.zeros(cand.shape)
-        np.add.at(din, g_task, flow)
+        if has.size:
+            din[has] = np.add.reduceat(flow, g_ptr[has])
         din = np.minimum(din, gate[cand])
-        return _Candidates(cand, rate, atoms, opt, din, g_ptr, g_src, dout)
+        return _Candidates(cand, rate, atoms, opt, din, g_ptr, g_src, dout, has)
 
     def _pro(self, fail: np.ndarray, rate: np.ndarray) -> np.ndarray:
         """Trouble-exemption probability ``(1 - fail)^(1 / (rate dt))`` (003 §3.2)."""
@@ -417,8 +422,7 @@ class PingAn(Scheduler):
         if ev.g_src.size:
             fits = st.res_out[ev.g_src][:, None] + ev.dout <= st.gate[ev.g_src][:, None]
             bad = np.zeros(ev.cand.shape, dtype=bool)
-            np.logical_or.at(bad, np.repeat(np.arange(ev.g_ptr.size - 1), np.diff(ev.g_ptr)),
-                             ~fits)
+            bad[ev.has] = np.logical_or.reduceat(~fits, ev.g_ptr[ev.has])
             ok &= ~np.take_along_axis(bad[rows], order, axis=1)
         return ok
 
