@@ -244,19 +244,27 @@ class PingAn(Scheduler):
         n_groups = np.diff(g_ptr)
         for r in np.unique(n_groups):
             rows = np.flatnonzero(n_groups == r)
-            cb = cand[rows]
+            gi = g_ptr[rows][:, None] + np.arange(r)
+            # Tasks of one stage often pose the same problem (type, work, input sources
+            # and sizes, hence candidates): solve each distinct one once.
+            problem = np.column_stack([cand[rows], types[rows], work[rows], g_src[gi],
+                                       g_size[gi]]).astype(float)
+            _, first, inv = np.unique(problem, axis=0, return_index=True, return_inverse=True)
+            rep = rows[first]
+            cb = cand[rep]
             a = np.full(cb.shape + (1 + r, k), np.inf)
-            a[:, :, 0, :] = model.speed[cb, types[rows][:, None]] / work[rows][:, None, None]
+            a[:, :, 0, :] = model.speed[cb, types[rep][:, None]] / work[rep][:, None, None]
             if r:
-                gi = g_ptr[rows][:, None] + np.arange(r)
-                s = g_src[gi]
-                bw = model.bandwidth[s[:, None, :] * n + cb[:, :, None]]
-                bw = bw / g_size[gi][:, None, :, None]
-                a[:, :, 1:, :] = np.where((s[:, None, :] == cb[:, :, None])[..., None],
+                gr = gi[first]
+                src = g_src[gr]
+                bw = model.bandwidth[src[:, None, :] * n + cb[:, :, None]]
+                bw = bw / g_size[gr][:, None, :, None]
+                a[:, :, 1:, :] = np.where((src[:, None, :] == cb[:, :, None])[..., None],
                                           np.inf, bw)
             mean, q = expected_min(a.reshape(-1, 1 + r, k), quantiles=True)
-            rate[rows] = mean.reshape(cb.shape)
-            atoms[rows] = q.reshape(cb.shape + (k,))
+            inv = inv.ravel()
+            rate[rows] = mean.reshape(cb.shape)[inv]
+            atoms[rows] = q.reshape(cb.shape + (k,))[inv]
         rate = np.where(reach[cand], rate, -np.inf)
         opt = rate.max(axis=1)
 
@@ -400,7 +408,7 @@ class PingAn(Scheduler):
                 continue        # resources only shrink: what failed at the start still fails
             for col in order[n][ok[n]].tolist():
                 if self._fits(ev, i, col, st):
-                    _take(ev, np.array([i]), np.array([col]), job_pos[[i]], st)
+                    _take_one(ev, i, col, int(job_pos[i]), st)
                     more_pos.append(n)
                     more_cols.append(col)
                     break
@@ -509,6 +517,17 @@ def _take(ev: _Candidates, rows: np.ndarray, cols: np.ndarray, jobs: np.ndarray,
     if g.size:
         owner = np.repeat(np.arange(rows.size), ev.g_ptr[rows + 1] - ev.g_ptr[rows])
         np.add.at(st.res_out, ev.g_src[g], ev.dout[g, cols[owner]])
+
+
+def _take_one(ev: _Candidates, i: int, col: int, job: int, st: _State) -> None:
+    """:func:`_take` for one copy (the sources of a task's groups are distinct)."""
+    c = ev.cand[i, col]
+    st.free[c] -= 1
+    st.budget[job] -= 1
+    st.res_in[c] += ev.din[i, col]
+    lo, hi = ev.g_ptr[i], ev.g_ptr[i + 1]
+    if hi > lo:
+        st.res_out[ev.g_src[lo:hi]] += ev.dout[lo:hi, col]
 
 
 def _uncontended(ev: _Candidates, rows: np.ndarray, cols: np.ndarray, chosen: np.ndarray,
