@@ -244,27 +244,19 @@ class PingAn(Scheduler):
         n_groups = np.diff(g_ptr)
         for r in np.unique(n_groups):
             rows = np.flatnonzero(n_groups == r)
-            gi = g_ptr[rows][:, None] + np.arange(r)
-            # Tasks of one stage often pose the same problem (type, work, input sources
-            # and sizes, hence candidates): solve each distinct one once.
-            problem = np.column_stack([cand[rows], types[rows], work[rows], g_src[gi],
-                                       g_size[gi]]).astype(float)
-            _, first, inv = np.unique(problem, axis=0, return_index=True, return_inverse=True)
-            rep = rows[first]
-            cb = cand[rep]
+            cb = cand[rows]
             a = np.full(cb.shape + (1 + r, k), np.inf)
-            a[:, :, 0, :] = model.speed[cb, types[rep][:, None]] / work[rep][:, None, None]
+            a[:, :, 0, :] = model.speed[cb, types[rows][:, None]] / work[rows][:, None, None]
             if r:
-                gr = gi[first]
-                src = g_src[gr]
-                bw = model.bandwidth[src[:, None, :] * n + cb[:, :, None]]
-                bw = bw / g_size[gr][:, None, :, None]
-                a[:, :, 1:, :] = np.where((src[:, None, :] == cb[:, :, None])[..., None],
+                gi = g_ptr[rows][:, None] + np.arange(r)
+                s = g_src[gi]
+                bw = model.bandwidth[s[:, None, :] * n + cb[:, :, None]]
+                bw = bw / g_size[gi][:, None, :, None]
+                a[:, :, 1:, :] = np.where((s[:, None, :] == cb[:, :, None])[..., None],
                                           np.inf, bw)
             mean, q = expected_min(a.reshape(-1, 1 + r, k), quantiles=True)
-            inv = inv.ravel()
-            rate[rows] = mean.reshape(cb.shape)[inv]
-            atoms[rows] = q.reshape(cb.shape + (k,))[inv]
+            rate[rows] = mean.reshape(cb.shape)
+            atoms[rows] = q.reshape(cb.shape + (k,))
         rate = np.where(reach[cand], rate, -np.inf)
         opt = rate.max(axis=1)
 
