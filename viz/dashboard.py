@@ -90,8 +90,14 @@ class DashboardConfig:
                 "load": self.load, "overrides": tuple(map(tuple, self.overrides))}
 
 
+def display_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it, else as given."""
+    rel = os.path.relpath(Path(path).resolve())
+    return path if rel.startswith("..") else rel
+
+
 def sibling_scenarios(path: str) -> list[str]:
-    """``path`` and the other ``*.toml`` files of its directory, sorted, as given."""
+    """``path`` and the other ``*.toml`` files of its directory, sorted."""
     p = Path(path)
     names = sorted({q.name for q in p.parent.glob("*.toml")} | {p.name})
     return [str(p.with_name(n)) for n in names]
@@ -136,7 +142,8 @@ def build_config(scenario: str, scheduler: str | None = None, seed: int | None =
         make_scheduler(name, params, source=loaded.source)
     eps = params.get("epsilon", scheduler_defaults("pingan").get("epsilon", 0.6))
     beta = params.get("beta", scheduler_defaults("laps+r").get("beta", 0.8))
-    return DashboardConfig(scenario=str(scenario), scenarios=sibling_scenarios(scenario),
+    shown = display_path(str(scenario))
+    return DashboardConfig(scenario=shown, scenarios=sibling_scenarios(shown),
                            scheduler=name, seed=seed, epsilon=float(eps), beta=float(beta),
                            overrides=[[k, v] for k, v in pairs.items()])
 

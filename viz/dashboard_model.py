@@ -14,6 +14,7 @@ frame is drawn (:meth:`DashboardModel.cluster_snapshot`).
 from __future__ import annotations
 
 import inspect
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,6 +86,15 @@ def load_dashboard_scenario(path: str, overrides: Sequence[tuple[str, Any]] = ()
     return scenario
 
 
+def parse_seed(seed: int | str) -> int | None:
+    """A seed from a control (an int, or the text of a field); ``None`` if it is not one."""
+    try:
+        value = int(str(seed).strip())
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
 class History:
     """Per-step time series of a run, in growable NumPy arrays.
 
@@ -139,7 +149,7 @@ class DashboardModel(mesa.Model):
     Args:
         scenario_file: Scenario TOML file.
         scheduler: Registered scheduler name.
-        seed: Seed of every random draw of the run.
+        seed: Seed of every random draw of the run (an int, or its text).
         epsilon: ε of the schedulers that take it (PingAn).
         beta: β of the schedulers that take it (LAPS, LAPS+R).
         load: Factor applied to the scenario's arrival rate.
@@ -153,26 +163,33 @@ class DashboardModel(mesa.Model):
         total_step_seconds: Wall time of all steps.
         frame_seconds: Wall time of the last frame of each view, by view name (filled
             in by the dashboard's views).
+        lock: Held while the run steps. SolaraViz steps the model in a thread of its own
+            while a click (pause, reset) may render the views in another, so the views
+            hold it while they read the run.
     """
 
     def __init__(self, scenario_file: str = "scenarios/pingan-medium.toml",
-                 scheduler: str = "fair", seed: int = 1, epsilon: float = 0.6,
+                 scheduler: str = "fair", seed: int | str = 1, epsilon: float = 0.6,
                  beta: float = 0.8, load: float = 1.0,
                  overrides: Sequence[tuple[str, Any]] = ()):
-        super().__init__(rng=int(seed))
+        seed_value = parse_seed(seed)
+        super().__init__(rng=seed_value if seed_value is not None else 0)
         self.scenario_file, self.scheduler_name = str(scenario_file), str(scheduler)
-        self.seed_value = int(seed)
+        self.seed_value = seed_value
         self.sim: GeoModel | None = None
         self.error: str | None = None
         self.history = History()
         self.step_seconds = 0.0
         self.total_step_seconds = 0.0
         self.frame_seconds: dict[str, float] = {}
+        self.lock = threading.RLock()
         try:
+            if seed_value is None:
+                raise GeosimError(f"seed must be a whole number >= 0 (got {seed!r})")
             scenario = load_dashboard_scenario(self.scenario_file, overrides, load)
             params = scheduler_params(scenario, self.scheduler_name, epsilon, beta)
             policy = make_scheduler(self.scheduler_name, params, source=scenario.source)
-            self.sim = GeoModel(scenario, policy, self.seed_value)
+            self.sim = GeoModel(scenario, policy, seed_value)
         except GeosimError as exc:
             self.error = str(exc)
             self.running = False
@@ -193,13 +210,14 @@ class DashboardModel(mesa.Model):
             self.running = False
             return
         start = time.perf_counter()
-        try:
-            sim.step()
-        except GeosimError as exc:
-            self.error = str(exc)
-            self.running = False
-            return
-        self._record()
+        with self.lock:
+            try:
+                sim.step()
+            except GeosimError as exc:
+                self.error = str(exc)
+                self.running = False
+                return
+            self._record()
         self.step_seconds = time.perf_counter() - start
         self.total_step_seconds += self.step_seconds
         self.running = not sim.done
@@ -264,6 +282,7 @@ class DashboardModel(mesa.Model):
             "mean_flowtime": float(h["mean_flowtime"][-1]) if h.n else float("nan"),
             "utilisation": float(h["busy"][-1]) / self.total_slots if h.n else 0.0,
             "usable": float(h["usable"][-1]) / self.total_slots if h.n else 0.0,
+            "clusters": self.cluster_snapshot().counts,
             "finished": sim.done,
         }
 

@@ -42,11 +42,24 @@ from viz.dashboard_model import (
 
 #: Play interval (ms) between frames while playing; the Render Interval slider of
 #: SolaraViz sets how many steps each frame advances.
-PLAY_INTERVAL = 20
+PLAY_INTERVAL = 100
+
+
+#: Values offered by the ε and β controls, and by the load control.
+FRACTIONS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+LOADS = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0]
+
+
+def _choices(values: list[float], current: float) -> list[float]:
+    return sorted(set(values) | {float(current)})
 
 
 def model_params(config: DashboardConfig) -> dict[str, Any]:
-    """SolaraViz's ``model_params``: one control per keyword of the dashboard model."""
+    """SolaraViz's ``model_params``: one control per keyword of the dashboard model.
+
+    Numbers are offered in drop-down lists (and the seed in a text field) rather than
+    sliders, because SolaraViz's sliders do not show their value.
+    """
     eps_users = ", ".join(slider_schedulers("epsilon")) or "none"
     beta_users = ", ".join(slider_schedulers("beta")) or "none"
     return {
@@ -54,52 +67,54 @@ def model_params(config: DashboardConfig) -> dict[str, Any]:
                           "values": config.scenarios or [config.scenario]},
         "scheduler": {"type": "Select", "label": "scheduler", "value": config.scheduler,
                       "values": list(registered())},
-        "seed": {"type": "SliderInt", "label": "seed", "value": config.seed, "min": 0,
-                 "max": max(100, config.seed), "step": 1},
-        "epsilon": {"type": "SliderFloat", "label": f"ε ({eps_users})",
-                    "value": config.epsilon, "min": 0.05, "max": 0.95, "step": 0.05},
-        "beta": {"type": "SliderFloat", "label": f"β ({beta_users})", "value": config.beta,
-                 "min": 0.05, "max": 0.95, "step": 0.05},
-        "load": {"type": "SliderFloat", "label": "load (× the scenario's arrival rate)",
-                 "value": config.load, "min": 0.25, "max": 3.0, "step": 0.05},
+        "seed": {"type": "InputText", "label": "seed", "value": str(config.seed)},
+        "epsilon": {"type": "Select", "label": f"ε ({eps_users})", "value": config.epsilon,
+                    "values": _choices(FRACTIONS, config.epsilon)},
+        "beta": {"type": "Select", "label": f"β ({beta_users})", "value": config.beta,
+                 "values": _choices(FRACTIONS, config.beta)},
+        "load": {"type": "Select", "label": "load (× the scenario's arrival rate)",
+                 "value": config.load, "values": _choices(LOADS, config.load)},
         "overrides": tuple(map(tuple, config.overrides)),
     }
 
 
-def _frame_key(model: DashboardModel) -> tuple:
-    return (model, model.history.n, model.time_now)
+def _frame_key(model: DashboardModel) -> list:
+    return [model, model.history.n, model.time_now]
 
 
 @solara.component
-def ClusterView(model: DashboardModel):
-    """The clusters on the topology, coloured by state, with their busy slots."""
-    update_counter.get()
+def ClusterView(model: DashboardModel, tick: int = 0):
+    """The clusters on the topology, coloured by state, with their busy slots.
+
+    Args:
+        model: The dashboard model.
+        tick: Mesa's update counter; a new value re-renders the view.
+    """
     drawer = solara.use_memo(lambda: ClusterMap(model) if model.sim else None, [model])
     png = solara.use_memo(lambda: drawer.frame(model) if drawer else None,
-                          list(_frame_key(model)))
+                          _frame_key(model))
     if png is None:
         with solara.Column(classes=["geosim-cluster-view"]):
             solara.Error(f"cannot run this choice: {model.error}")
         return
     model.frame_seconds["map"] = drawer.frame_seconds
     with solara.Column(classes=["geosim-cluster-view"], style={"padding": "4px"}):
-        solara.Image(png, width="100%", classes=["geosim-cluster-map"])
+        solara.Image(png, width="100%", format="jpeg", classes=["geosim-cluster-map"])
 
 
 @solara.component
-def PlotsView(model: DashboardModel):
-    """Alive jobs, busy slots and flowtimes over simulated time."""
-    update_counter.get()
+def PlotsView(model: DashboardModel, tick: int = 0):
+    """Alive jobs, busy slots and flowtimes over simulated time (``tick`` as above)."""
     drawer = solara.use_memo(lambda: TimeSeries(model) if model.sim else None, [model])
     png = solara.use_memo(lambda: drawer.frame(model) if drawer else None,
-                          list(_frame_key(model)))
+                          _frame_key(model))
     if png is None:
         with solara.Column(classes=["geosim-plots"]):
             solara.Warning("no run")
         return
     model.frame_seconds["plots"] = drawer.frame_seconds
     with solara.Column(classes=["geosim-plots"], style={"padding": "4px"}):
-        solara.Image(png, width="100%", classes=["geosim-plots-image"])
+        solara.Image(png, width="100%", format="jpeg", classes=["geosim-plots-image"])
 
 
 def status_lines(model: DashboardModel) -> list[str]:
@@ -114,36 +129,45 @@ def status_lines(model: DashboardModel) -> list[str]:
     flow = s["mean_flowtime"]
     frame = " + ".join(f"{k} {1e3 * v:.0f} ms" for k, v in model.frame_seconds.items())
     state = "finished" if s["finished"] else "running"
+    c = s["clusters"]
     return [
         f"{label} · seed {model.seed_value} · λ = {s['arrival_rate']:.3g}/s · "
         f"{Path(model.scenario_file).name} · {state}",
         f"t = {s['time']:,.0f} s · jobs arrived {s['arrived']} / {s['jobs']} · "
         f"alive {s['alive']} · done {s['done']} · mean flowtime "
         + ("–" if math.isnan(flow) else f"{flow:,.1f} s"),
-        f"busy slots {100 * s['utilisation']:.1f}% · usable slots {100 * s['usable']:.0f}% · "
+        f"clusters {c['available']} available, {c['degraded']} degraded, "
+        f"{c['unreachable']} unreachable · busy slots {100 * s['utilisation']:.1f}% · "
+        f"usable slots {100 * s['usable']:.0f}%",
         f"last step {1e3 * model.step_seconds:.1f} ms · last frame {frame or '–'}",
     ]
 
 
 @solara.component
-def StatusView(model: DashboardModel):
+def StatusView(model: DashboardModel, tick: int = 0):
     """The run's headline numbers and timings (plain text: no Markdown renderer needed)."""
-    update_counter.get()
-    lines = status_lines(model)
+    with model.lock:
+        lines = status_lines(model)
     with solara.Column(classes=["geosim-status"], gap="2px",
                        style={"padding": "8px 12px", "font-size": "14px"}):
         for i, line in enumerate(lines):
-            solara.Text(line, style={"font-weight": "bold"} if i == 0 else None)
+            solara.Text(line, style={"font-weight": "bold"} if i == 0 else None,
+                        classes=["geosim-status-line"])
 
 
 @solara.component
 def DashboardViews(model: DashboardModel):
-    """The main area: the status line above the cluster map and the plots, side by side."""
+    """The main area: the status lines above the cluster map and the plots, side by side.
+
+    Only this component subscribes to Mesa's update counter (which SolaraViz bumps after
+    every step) and hands it down, so a step costs one render pass, not one per view.
+    """
+    tick = update_counter.get()
     with solara.Column(classes=["geosim-dashboard"], gap="0px"):
-        StatusView(model)
+        StatusView(model, tick)
         with solara.Columns([1, 1], gutters_dense=True):
-            ClusterView(model)
-            PlotsView(model)
+            ClusterView(model, tick)
+            PlotsView(model, tick)
 
 
 def make_page(config: DashboardConfig):
