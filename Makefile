@@ -17,7 +17,7 @@ run: $(BIN)/geosim
 	$(BIN)/geosim run $(SCENARIO) $(RUN_ARGS) --out results/
 
 test: $(BIN)/geosim
-	$(BIN)/ruff check geosim tests benchmarks topologies
+	$(BIN)/ruff check geosim tests benchmarks topologies viz
 	$(BIN)/pytest
 
 bench: $(BIN)/geosim

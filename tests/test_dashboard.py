@@ -24,7 +24,7 @@ import solara  # noqa: E402
 from geosim.cli import main  # noqa: E402
 from geosim.results import CLUSTER_STATES  # noqa: E402
 from viz.dashboard import DashboardConfig, build_config  # noqa: E402
-from viz.dashboard_draw import ClusterMap, TimeSeries  # noqa: E402
+from viz.dashboard_draw import ClusterMap, TimeSeries, log_ceil, log_floor, nice_ceil  # noqa: E402
 from viz.dashboard_model import DashboardModel  # noqa: E402
 from viz.dashboard_ui import make_page  # noqa: E402
 
@@ -115,6 +115,13 @@ def test_figures_keep_a_fixed_set_of_artists_and_change_with_the_run():
     assert sizes.max() > 0 and np.all(sizes <= cmap.area + 1e-9)
 
 
+def test_axis_limits_grow_to_round_values():
+    assert [nice_ceil(x) for x in (0.4, 1, 1.2, 1.6, 2.5, 4, 6, 8, 2400)] == [
+        0.5, 1, 1.5, 2, 3, 5, 7.5, 10, 3000]
+    assert [log_ceil(x) for x in (2, 3, 4, 1500, 3001)] == [3, 3, 10, 3000, 10_000]
+    assert [log_floor(x) for x in (2, 3, 4, 1500)] == [1, 3, 3, 1000]
+
+
 # ---------------------------------------------------------------------------- the CLI
 def test_cli_rejects_bad_input_with_one_line(capsys):
     cases = [
@@ -186,6 +193,20 @@ def test_page_shows_the_views_and_they_follow_the_model():
     assert _status(rc)[1].startswith("t = 0 s")
     step.click()
     assert not _status(rc)[1].startswith("t = 0 s")
+
+    # a choice that cannot run shows why, and the next good choice runs again
+    seed = rc.find(v.TextField, label="seed").widget
+    seed.v_model = "two"
+    seed.fire_event("keyup.enter", {})   # a text field reports its value on Enter
+    rc.find(v.Btn, children=["Reset"]).widget.click()
+    assert _status(rc) == ["no run: change the controls and press Reset"]
+    assert not rc.find(ipywidgets.Image).widgets
+    alert = rc.find(v.Alert).widget
+    assert "seed must be a whole number >= 0 (got 'two')" in str(alert.children)
+    seed.v_model = "3"
+    seed.fire_event("keyup.enter", {})
+    rc.find(v.Btn, children=["Reset"]).widget.click()
+    assert " · seed 3 · " in _status(rc)[0] and len(_images(rc)) == 2
 
 
 # ---------------------------------------------------------------------------- the page, in Chromium

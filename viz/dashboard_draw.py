@@ -62,6 +62,21 @@ def nice_ceil(value: float) -> float:
     return 10.0 * base  # pragma: no cover - the loop ends at 10
 
 
+def log_ceil(value: float) -> float:
+    """The smallest of 1, 3 × 10^k that is ≥ ``value`` (> 0): a round log-axis top."""
+    k = math.floor(math.log10(value))
+    for top in (10.0 ** k, 3 * 10.0 ** k, 10.0 ** (k + 1)):
+        if top >= value * (1 - 1e-12):
+            return top
+    return 10.0 ** (k + 1)  # pragma: no cover - the loop ends at 10^(k+1)
+
+
+def log_floor(value: float) -> float:
+    """The largest of 1, 3 × 10^k that is ≤ ``value`` (> 0): a round log-axis bottom."""
+    k = math.floor(math.log10(value))
+    return 3 * 10.0 ** k if 3 * 10.0 ** k <= value * (1 + 1e-12) else 10.0 ** k
+
+
 class BlitFigure:
     """A figure whose frames redraw only its changing artists.
 
@@ -286,9 +301,9 @@ class TimeSeries(BlitFigure):
         if flow.size:
             lo, hi = float(flow.min()), float(flow.max())
             if lo < flow_lo:
-                flow_lo = 10.0 ** math.floor(math.log10(max(lo, 1e-3)))
+                flow_lo = log_floor(max(lo, 1e-3))
             if hi > flow_hi:
-                flow_hi = 10.0 ** math.ceil(math.log10(hi))
+                flow_hi = log_ceil(hi)
         limits = (t_max, alive_max, util_max, flow_lo, flow_hi)
         if limits != self._limits:
             self._limits = limits

@@ -95,7 +95,7 @@ def ClusterView(model: DashboardModel, tick: int = 0):
                           _frame_key(model))
     if png is None:
         with solara.Column(classes=["geosim-cluster-view"]):
-            solara.Error(f"cannot run this choice: {model.error}")
+            solara.Error(f"cannot run this choice: {model.error}", classes=["geosim-error"])
         return
     model.frame_seconds["map"] = drawer.frame_seconds
     with solara.Column(classes=["geosim-cluster-view"], style={"padding": "4px"}):
@@ -109,8 +109,7 @@ def PlotsView(model: DashboardModel, tick: int = 0):
     png = solara.use_memo(lambda: drawer.frame(model) if drawer else None,
                           _frame_key(model))
     if png is None:
-        with solara.Column(classes=["geosim-plots"]):
-            solara.Warning("no run")
+        solara.Column(classes=["geosim-plots"])
         return
     model.frame_seconds["plots"] = drawer.frame_seconds
     with solara.Column(classes=["geosim-plots"], style={"padding": "4px"}):
@@ -121,7 +120,7 @@ def status_lines(model: DashboardModel) -> list[str]:
     """The status card's lines: the run, the jobs, the slots, the timings."""
     s = model.status()
     if "error" in s:
-        return [f"Error: {s['error']}"]
+        return ["no run: change the controls and press Reset"]
     defaults = scheduler_defaults(s["scheduler"])
     shown = {k: v for k, v in s["params"].items()
              if k in SLIDER_PARAMS or k not in defaults or v != defaults[k]}
