@@ -77,7 +77,7 @@ def test_model_runs_to_the_end_and_stops():
     assert model.history["mean_flowtime"][-1] == pytest.approx(flow.mean())
 
 
-def test_sliders_reach_the_schedulers_that_take_them():
+def test_epsilon_and_beta_reach_the_schedulers_that_take_them():
     assert small_model(scheduler="pingan", epsilon=0.3).sim.policy.epsilon == 0.3
     assert small_model(scheduler="laps+r", beta=0.35).sim.policy.beta == 0.35
     assert small_model(scheduler="fair", epsilon=0.3).sim.policy.get_params() == {
@@ -242,7 +242,13 @@ def _wait_until_served(proc: subprocess.Popen, url: str, timeout: float = 90.0) 
 
 
 @pytest.fixture
-def dashboard_server(tmp_path):
+def playwright_chromium():
+    """Playwright's ``sync_playwright``, or a skip (a failure with GEOSIM_REQUIRE_BROWSER=1)."""
+    return _browser_or_skip()
+
+
+@pytest.fixture
+def dashboard_server(playwright_chromium, tmp_path):
     """``geosim dashboard`` on the small scenario, on a free port; always stopped."""
     port = free_port()
     log = (tmp_path / "server.log").open("w")
@@ -293,8 +299,8 @@ def _toggle(page, label: str, then: str) -> None:
     expect(page.get_by_role("button", name=then)).to_be_visible()
 
 
-def test_dashboard_in_chromium_steps_and_plays(dashboard_server, tmp_path):
-    sync_playwright = _browser_or_skip()
+def test_dashboard_in_chromium_steps_and_plays(playwright_chromium, dashboard_server, tmp_path):
+    sync_playwright = playwright_chromium
 
     shots = Path(os.environ.get("GEOSIM_SCREENSHOTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)

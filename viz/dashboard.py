@@ -52,8 +52,8 @@ class DashboardConfig:
         scenarios: Scenario files offered by the scenario control.
         scheduler: Registered scheduler name.
         seed: Seed of the first run.
-        epsilon: Initial value of the ε slider.
-        beta: Initial value of the β slider.
+        epsilon: Initial value of the ε control.
+        beta: Initial value of the β control.
         load: Initial load factor (× the scenario's arrival rate).
         overrides: Dotted-key scenario overrides applied to every scenario, as
             ``[key, value]`` pairs (``scheduler.*`` ones come from ``--scheduler``).
@@ -111,7 +111,7 @@ def build_config(scenario: str, scheduler: str | None = None, seed: int | None =
         scenario: Scenario TOML file.
         scheduler: Scheduler spec (``NAME`` or ``NAME[KEY=VALUE,...]``); its name is the
             scheduler control's first value, its parameters apply whenever that scheduler
-            is chosen (``epsilon``/``beta`` set the sliders); default: the scenario's.
+            is chosen (``epsilon``/``beta`` set those controls); default: the scenario's.
         seed: First seed; default: the scenario's ``run.seed``.
         overrides: ``KEY=VALUE`` scenario overrides.
         check: Also build the run (world and workload), as ``geosim validate`` does.

@@ -8,12 +8,9 @@ directory).
 
 import warnings
 
-# Two warnings the server would print, neither about this app: plain http on 127.0.0.1
-# (Solara prefers https cookies), and Mesa 3.3's own hook order in ComponentsView
-# (reported when Mesa's visualisation is imported; fixed in Mesa 3.5).
+# Solara warns at every page load that plain http on 127.0.0.1 cannot use its preferred
+# cookie settings; that is expected for a local dashboard.
 warnings.filterwarnings("ignore", message="Cookies with samesite=none", category=UserWarning)
-warnings.filterwarnings("ignore", message=r".*ComponentsView: `use_state` found despite",
-                        category=UserWarning)
 
 from viz.dashboard import DashboardConfig  # noqa: E402
 from viz.dashboard_ui import make_page  # noqa: E402

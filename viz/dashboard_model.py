@@ -29,8 +29,8 @@ from geosim.results import CLUSTER_STATES
 from geosim.scenario import Scenario, load_scenario
 from geosim.schedulers import make_scheduler, registered
 
-#: Scheduler parameters the dashboard has sliders for.
-SLIDER_PARAMS = ("epsilon", "beta")
+#: Scheduler parameters the dashboard has controls for.
+CONTROL_PARAMS = ("epsilon", "beta")
 
 
 def scheduler_defaults(name: str) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def scheduler_defaults(name: str) -> dict[str, Any]:
             if p.default is not inspect.Parameter.empty}
 
 
-def slider_schedulers(param: str) -> list[str]:
+def schedulers_taking(param: str) -> list[str]:
     """Registered schedulers that take ``param`` (e.g. ``"epsilon"``)."""
     return [name for name in registered() if param in scheduler_defaults(name)]
 
@@ -52,7 +52,7 @@ def scheduler_params(scenario: Scenario, name: str, epsilon: float | None,
     """Parameters of scheduler ``name`` in the dashboard.
 
     The scenario's ``scheduler.params`` apply when it names the same scheduler (as in
-    :class:`~geosim.model.GeoModel`); the ε and β sliders then set ``epsilon`` and
+    :class:`~geosim.model.GeoModel`); the ε and β controls then set ``epsilon`` and
     ``beta`` for the schedulers that take them.
     """
     params = dict(scenario["scheduler"]["params"]) if scenario["scheduler"]["name"] == name \

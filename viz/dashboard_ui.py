@@ -22,22 +22,29 @@ wraps :class:`~geosim.model.GeoModel`).
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
 import solara
-from mesa.visualization import SolaraViz
-from mesa.visualization.utils import update_counter
+
+with warnings.catch_warnings():
+    # Importing Mesa 3.3's SolaraViz makes Solara warn about a hook after an early return
+    # in Mesa's own ComponentsView (fixed in Mesa 3.5); nothing to act on here.
+    warnings.filterwarnings("ignore", message=r".*ComponentsView: `use_state` found despite",
+                            category=UserWarning)
+    from mesa.visualization import SolaraViz
+    from mesa.visualization.utils import update_counter
 
 from geosim.schedulers import registered
 from geosim.schedulers.spec import Spec
 from viz.dashboard import DashboardConfig
 from viz.dashboard_draw import ClusterMap, TimeSeries
 from viz.dashboard_model import (
-    SLIDER_PARAMS,
+    CONTROL_PARAMS,
     DashboardModel,
     scheduler_defaults,
-    slider_schedulers,
+    schedulers_taking,
 )
 
 #: Play interval (ms) between frames while playing; the Render Interval slider of
@@ -60,8 +67,8 @@ def model_params(config: DashboardConfig) -> dict[str, Any]:
     Numbers are offered in drop-down lists (and the seed in a text field) rather than
     sliders, because SolaraViz's sliders do not show their value.
     """
-    eps_users = ", ".join(slider_schedulers("epsilon")) or "none"
-    beta_users = ", ".join(slider_schedulers("beta")) or "none"
+    eps_users = ", ".join(schedulers_taking("epsilon")) or "none"
+    beta_users = ", ".join(schedulers_taking("beta")) or "none"
     return {
         "scenario_file": {"type": "Select", "label": "scenario", "value": config.scenario,
                           "values": config.scenarios or [config.scenario]},
@@ -123,7 +130,7 @@ def status_lines(model: DashboardModel) -> list[str]:
         return ["no run: change the controls and press Reset"]
     defaults = scheduler_defaults(s["scheduler"])
     shown = {k: v for k, v in s["params"].items()
-             if k in SLIDER_PARAMS or k not in defaults or v != defaults[k]}
+             if k in CONTROL_PARAMS or k not in defaults or v != defaults[k]}
     label = Spec(s["scheduler"], shown).label
     flow = s["mean_flowtime"]
     frame = " + ".join(f"{k} {1e3 * v:.0f} ms" for k, v in model.frame_seconds.items())
