@@ -1,7 +1,8 @@
-"""Figures and animations of geosim results.
+"""Figures, animations and a live dashboard of geosim runs.
 
 ``viz`` reads what ``geosim run`` and ``geosim compare`` saved and never simulates again:
 :mod:`viz.figures` draws one figure per function, :mod:`viz.animation` renders the
 topology map over time, and :mod:`viz.commands` adds ``geosim plot`` and ``geosim
-animate``. ``viz`` imports ``geosim``; ``geosim`` never imports ``viz``.
+animate``. :mod:`viz.dashboard` adds ``geosim dashboard``, a live Mesa SolaraViz page of
+a running model. ``viz`` imports ``geosim``; ``geosim`` never imports ``viz``.
 """

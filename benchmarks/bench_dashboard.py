@@ -1,0 +1,92 @@
+"""Live dashboard timings on ``pingan-medium`` (100 clusters), printed as JSON.
+
+For each scheduler, over the first STEPS steps of the run with a frame after every step
+(the dashboard's default of one step per frame):
+
+- ``step_ms``: one dashboard step (the geosim slot plus the per-step record);
+- ``map_ms`` / ``plots_ms``: one frame of the cluster map / of the plots (update the
+  artists, blit, encode);
+- ``ui_step_ms``: a click on SolaraViz's Step button until the page is rendered again,
+  in-process without a browser (step, both frames, the status lines, Solara's render).
+
+Usage:
+
+    python benchmarks/bench_dashboard.py [STEPS]      # default: 1500
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = str(ROOT / "scenarios" / "pingan-medium.toml")
+SCHEDULERS = ("fair", "pingan[epsilon=0.6]")
+
+
+def _stats(seconds: list[float]) -> dict[str, float]:
+    ms = 1e3 * np.asarray(seconds)
+    return {"mean": round(float(ms.mean()), 2), "p50": round(float(np.median(ms)), 2),
+            "p95": round(float(np.percentile(ms, 95)), 2), "max": round(float(ms.max()), 1)}
+
+
+def bench_frames(scheduler: str, steps: int) -> dict:
+    from viz.dashboard import build_config
+    from viz.dashboard_draw import ClusterMap, TimeSeries
+    from viz.dashboard_model import DashboardModel
+
+    config = build_config(SCENARIO, scheduler)
+    start = time.perf_counter()
+    model = DashboardModel(**config.model_kwargs())
+    cmap, plots = ClusterMap(model), TimeSeries(model)
+    setup = time.perf_counter() - start
+    step_s, map_s, plot_s = [], [], []
+    for _ in range(steps):
+        model.step()
+        step_s.append(model.step_seconds)
+        cmap.frame(model)
+        map_s.append(cmap.frame_seconds)
+        plots.frame(model)
+        plot_s.append(plots.frame_seconds)
+    return {"scheduler": scheduler, "steps": steps, "setup_seconds": round(setup, 2),
+            "simulated_seconds": model.time_now, "clusters": int(model.sim.world.n_clusters),
+            "step_ms": _stats(step_s), "map_ms": _stats(map_s), "plots_ms": _stats(plot_s),
+            "plot_backgrounds": plots.backgrounds}
+
+
+def bench_ui(scheduler: str, steps: int) -> dict:
+    import ipyvuetify as v
+    import solara
+
+    from viz.dashboard import build_config
+    from viz.dashboard_ui import make_page
+
+    page = make_page(build_config(SCENARIO, scheduler))
+    _box, rc = solara.render(solara.AppLayout(children=[page()]), handle_error=False)
+    step = rc.find(v.Btn, children=["Step"]).widget
+    clicks = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step.click()
+        clicks.append(time.perf_counter() - start)
+    rc.close()
+    return {"scheduler": scheduler, "ui_step_ms": _stats(clicks)}
+
+
+def main() -> None:
+    """Print the timings of every scheduler as JSON lines."""
+    warnings.filterwarnings("ignore", category=UserWarning)
+    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 1500
+    for scheduler in SCHEDULERS:
+        out = bench_frames(scheduler, steps)
+        out.update(bench_ui(scheduler, min(steps, 300)))
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,368 @@
+"""The live dashboard: its model, its views without a browser, and the page in Chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("solara", reason="the dashboard needs the viz extra")
+
+import ipyvuetify as v  # noqa: E402
+import ipywidgets  # noqa: E402
+import solara  # noqa: E402
+
+from geosim.cli import main  # noqa: E402
+from geosim.results import CLUSTER_STATES  # noqa: E402
+from viz.dashboard import DashboardConfig, build_config  # noqa: E402
+from viz.dashboard_draw import ClusterMap, TimeSeries, log_ceil, log_floor, nice_ceil  # noqa: E402
+from viz.dashboard_model import DashboardModel  # noqa: E402
+from viz.dashboard_ui import make_page  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = str(ROOT / "scenarios" / "quickstart.toml")
+SMALL = ["workload.n_jobs=40"]
+JPEG = b"\xff\xd8\xff"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def small_model(**kw) -> DashboardModel:
+    return DashboardModel(scenario_file=QUICK, overrides=(("workload.n_jobs", 40),), **kw)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------------------- the model
+def test_model_records_each_step_and_reads_cluster_states():
+    model = small_model(scheduler="fair", seed=2)
+    world = model.sim.world
+    for _ in range(60):
+        model.step()
+    h = model.history
+    assert h.n == 61 and np.all(np.diff(h["time"]) > 0)
+    assert h["alive"].max() > 0 and h["busy"].max() > 0
+    assert np.all(h["usable"] <= world.n_slots)
+    snap = model.cluster_snapshot()
+    assert snap.state.shape == (world.n_clusters,)
+    assert sum(snap.counts.values()) == world.n_clusters and set(snap.counts) == set(
+        CLUSTER_STATES)
+    unreachable = CLUSTER_STATES.index("unreachable")
+    assert np.array_equal(snap.state == unreachable, ~model.sim.engine.reachable)
+    assert np.all(snap.busy <= snap.slots + 1e-9)
+
+
+def test_model_runs_to_the_end_and_stops():
+    model = small_model(scheduler="srpt", seed=1, load=2.0)
+    assert model.sim.scenario["workload"]["arrival_rate"] == pytest.approx(0.1)
+    while model.running:
+        model.step()
+    done_at, flow = model.completed_flowtimes()
+    assert len(flow) == 40 and np.all(flow > 0)
+    assert model.history["mean_flowtime"][-1] == pytest.approx(flow.mean())
+
+
+def test_epsilon_and_beta_reach_the_schedulers_that_take_them():
+    assert small_model(scheduler="pingan", epsilon=0.3).sim.policy.epsilon == 0.3
+    assert small_model(scheduler="laps+r", beta=0.35).sim.policy.beta == 0.35
+    assert small_model(scheduler="fair", epsilon=0.3).sim.policy.get_params() == {
+        "multitasking": False}
+
+
+def test_a_bad_choice_gives_a_stopped_model_with_the_message():
+    model = DashboardModel(scenario_file="missing.toml")
+    assert model.sim is None and not model.running
+    assert model.error == "missing.toml: scenario file not found"
+    model.step()   # a no-op, no exception
+    bad = small_model(scheduler="pingan", epsilon=1.5)
+    assert "epsilon" in bad.error and bad.sim is None
+    assert small_model(seed=" 12 ").sim.seed == 12
+    assert small_model(seed="x").error == "seed must be a whole number >= 0 (got 'x')"
+
+
+# ---------------------------------------------------------------------------- the figures
+def test_figures_keep_a_fixed_set_of_artists_and_change_with_the_run():
+    model = small_model(scheduler="fair", seed=2)
+    cmap, plots = ClusterMap(model), TimeSeries(model)
+    first = cmap.frame(model), plots.frame(model)
+    artists = (len(cmap.axes.collections), len(cmap.axes.lines),
+               [len(ax.lines) + len(ax.collections) for ax in plots.axes])
+    for _ in range(80):
+        model.step()
+        later = cmap.frame(model), plots.frame(model)
+    assert artists == (3, 0, [1, 1, 2])   # links + clusters + busy; one series per panel
+    assert (len(cmap.axes.collections), len(cmap.axes.lines),
+            [len(ax.lines) + len(ax.collections) for ax in plots.axes]) == artists
+    assert later[0] != first[0] and later[1] != first[1]
+    assert later[0][:3] == JPEG
+    assert plots.backgrounds < plots.frames   # most frames are blitted
+    sizes = cmap.busy.get_sizes()
+    assert sizes.max() > 0 and np.all(sizes <= cmap.area + 1e-9)
+
+
+def test_axis_limits_grow_to_round_values():
+    assert [nice_ceil(x) for x in (0.4, 1, 1.2, 1.6, 2.5, 4, 6, 8, 2400)] == [
+        0.5, 1, 1.5, 2, 3, 5, 7.5, 10, 3000]
+    assert [log_ceil(x) for x in (2, 3, 4, 1500, 3001)] == [3, 3, 10, 3000, 10_000]
+    assert [log_floor(x) for x in (2, 3, 4, 1500)] == [1, 3, 3, 1000]
+
+
+# ---------------------------------------------------------------------------- the CLI
+def test_cli_rejects_bad_input_with_one_line(capsys):
+    cases = [
+        (["dashboard", "missing.toml"], "missing.toml: scenario file not found"),
+        (["dashboard", QUICK, "--scheduler", "nope"], "unknown scheduler 'nope'"),
+        (["dashboard", QUICK, "--scheduler", "pingan[epsilon=2]"], "epsilon"),
+        (["dashboard", QUICK, "--set", "workload.arrival_rate=-1"], "arrival_rate"),
+        (["dashboard", QUICK, "--port", "70000"], "--port must be in 1..65535"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("geosim: error:") and message in err
+        assert len(err.splitlines()) == 1
+
+
+def test_cli_rejects_a_port_in_use(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        assert main(["dashboard", QUICK, "--port", str(port), "--set", SMALL[0]]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"geosim: error: port {port} on 127.0.0.1 is in use; choose another with --port"
+
+
+def test_config_carries_the_command_line_to_the_server():
+    config = build_config(QUICK, "pingan[epsilon=0.25,candidates=4]", 7, SMALL)
+    again = DashboardConfig.from_json(config.to_json())
+    assert again == config
+    assert (again.scheduler, again.seed, again.epsilon) == ("pingan", 7, 0.25)
+    assert again.scenario in again.scenarios and len(again.scenarios) >= 5
+    assert Path(again.scenario).resolve() == Path(QUICK)
+    model = DashboardModel(**again.model_kwargs())
+    assert model.sim.policy.get_params()["candidates"] == 4
+    assert model.sim.policy.epsilon == 0.25 and model.sim.workload.n_jobs == 40
+
+
+# ---------------------------------------------------------------------------- the page, no browser
+def _images(rc) -> dict[str, bytes]:
+    return {w._dom_classes[-1]: bytes(w.value) for w in rc.find(ipywidgets.Image).widgets}
+
+
+def _status(rc) -> list[str]:
+    return [w.children[0] for w in rc.find(v.Html, class_="geosim-status-line").widgets]
+
+
+def test_page_shows_the_views_and_they_follow_the_model():
+    page = make_page(build_config(QUICK, "fair", 2, SMALL))
+    _box, rc = solara.render(solara.AppLayout(children=[page()]), handle_error=False)
+    before = _images(rc)
+    assert set(before) == {"geosim-cluster-map", "geosim-plots-image"}
+    assert all(image[:3] == JPEG for image in before.values())
+    assert _status(rc)[1].startswith("t = 0 s")
+    step = rc.find(v.Btn, children=["Step"]).widget
+    for _ in range(20):
+        step.click()
+    after = _images(rc)
+    assert all(after[k] != before[k] for k in before)
+    assert not _status(rc)[1].startswith("t = 0 s")
+    assert _status(rc)[2].startswith("clusters ") and "last frame map" in _status(rc)[3]
+
+    # a changed control applies at Reset: a new run with the chosen scheduler and ε
+    rc.find(v.Select, label="scheduler").widget.v_model = "pingan"
+    (eps,) = [w for w in rc.find(v.Select).widgets if w.label.startswith("ε")]
+    eps.v_model = 0.3
+    rc.find(v.Btn, children=["Reset"]).widget.click()
+    assert _status(rc)[0].startswith("pingan[epsilon=0.3] · seed 2")
+    assert _status(rc)[1].startswith("t = 0 s")
+    step.click()
+    assert not _status(rc)[1].startswith("t = 0 s")
+
+    # a choice that cannot run shows why, and the next good choice runs again
+    seed = rc.find(v.TextField, label="seed").widget
+    seed.v_model = "two"
+    seed.fire_event("keyup.enter", {})   # a text field reports its value on Enter
+    rc.find(v.Btn, children=["Reset"]).widget.click()
+    assert _status(rc) == ["no run: change the controls and press Reset"]
+    assert not rc.find(ipywidgets.Image).widgets
+    alert = rc.find(v.Alert).widget
+    assert "seed must be a whole number >= 0 (got 'two')" in str(alert.children)
+    seed.v_model = "3"
+    seed.fire_event("keyup.enter", {})
+    rc.find(v.Btn, children=["Reset"]).widget.click()
+    assert " · seed 3 · " in _status(rc)[0] and len(_images(rc)) == 2
+
+
+# ---------------------------------------------------------------------------- the page, in Chromium
+def _browser_or_skip():
+    required = os.environ.get("GEOSIM_REQUIRE_BROWSER") == "1"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if required:
+            pytest.fail("GEOSIM_REQUIRE_BROWSER=1 but playwright is not installed")
+        pytest.skip("playwright is not installed")
+    if not os.access(CHROMIUM, os.X_OK):
+        if required:
+            pytest.fail(f"GEOSIM_REQUIRE_BROWSER=1 but {CHROMIUM} is missing "
+                        "(apt-get install chromium)")
+        pytest.skip(f"no browser: {CHROMIUM} is missing (apt-get install chromium; set "
+                    "GEOSIM_REQUIRE_BROWSER=1 to make this a failure)")
+    return sync_playwright
+
+
+def _wait_until_served(proc: subprocess.Popen, url: str, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"the dashboard exited with status {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail(f"the dashboard did not answer at {url} within {timeout:.0f} s")
+
+
+@pytest.fixture
+def playwright_chromium():
+    """Playwright's ``sync_playwright``, or a skip (a failure with GEOSIM_REQUIRE_BROWSER=1)."""
+    return _browser_or_skip()
+
+
+@pytest.fixture
+def dashboard_server(playwright_chromium, tmp_path):
+    """``geosim dashboard`` on the small scenario, on a free port; always stopped."""
+    port = free_port()
+    log = (tmp_path / "server.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "geosim.cli", "dashboard", QUICK, "--port", str(port),
+         "--scheduler", "fair", "--seed", "2", "--set", SMALL[0]],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        _wait_until_served(proc, url)
+        yield url
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)   # what a service manager would send
+            proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        left = _group_alive(proc.pid)
+        if left or proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        log.close()
+        # the command stopped its server on SIGTERM: nothing of it was left running
+        assert not left and proc.returncode == 0
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _toggle(page, label: str, then: str) -> None:
+    """Click the button ``label`` until it turns into ``then`` (a click can land while the
+    button is being re-rendered)."""
+    from playwright.sync_api import expect
+
+    for _ in range(3):
+        page.get_by_role("button", name=label).click()
+        try:
+            expect(page.get_by_role("button", name=then)).to_be_visible(timeout=3000)
+            return
+        except AssertionError:
+            continue
+    expect(page.get_by_role("button", name=then)).to_be_visible()
+
+
+def test_dashboard_in_chromium_steps_and_plays(playwright_chromium, dashboard_server, tmp_path):
+    sync_playwright = playwright_chromium
+
+    shots = Path(os.environ.get("GEOSIM_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            # the page must need nothing beyond the server on this machine
+            outside: list[str] = []
+
+            def local_only(route):
+                url = route.request.url
+                if url.startswith(("http://127.0.0.1", "ws://127.0.0.1", "data:", "blob:")):
+                    route.continue_()
+                else:
+                    outside.append(url)
+                    route.abort()
+
+            page.route("**/*", local_only)
+            console: list[str] = []
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+            try:
+                _drive(page, shots, dashboard_server)
+            except Exception:
+                page.screenshot(path=shots / "dashboard-failure.png")
+                (shots / "console.log").write_text("\n".join(console))
+                raise
+            assert outside == []
+        finally:
+            browser.close()
+
+
+def _drive(page, shots: Path, url: str) -> None:
+    """Load the page, step it, play it; check that the views change."""
+    from playwright.sync_api import expect
+
+    page.goto(url)
+    cmap = page.locator("img.geosim-cluster-map")
+    plots = page.locator("img.geosim-plots-image")
+    status = page.locator(".geosim-status-line").nth(1)
+    expect(cmap).to_be_visible(timeout=60_000)
+    expect(plots).to_be_visible()
+    expect(status).to_have_text("t = 0 s · jobs arrived 0 / 40 · alive 0 · done 0 · "
+                                "mean flowtime –")
+    page.screenshot(path=shots / "dashboard-start.png")
+    map_before, plots_before = cmap.screenshot(), plots.screenshot()
+
+    step = page.get_by_role("button", name="Step")
+    for _ in range(4):
+        shown = status.inner_text()
+        step.click()
+        expect(status).not_to_have_text(shown)
+    page.wait_for_timeout(500)   # let the images of the last step arrive
+    map_after, plots_after = cmap.screenshot(), plots.screenshot()
+    assert map_after != map_before and plots_after != plots_before
+    page.screenshot(path=shots / "dashboard-stepped.png")
+
+    shown = status.inner_text()
+    _toggle(page, "▶", "❚❚")   # play
+    expect(status).not_to_have_text(shown, timeout=15_000)
+    page.wait_for_timeout(1000)
+    _toggle(page, "❚❚", "▶")   # pause
+    page.wait_for_timeout(500)
+    assert cmap.screenshot() != map_after
+    page.screenshot(path=shots / "dashboard-played.png")

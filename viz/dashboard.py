@@ -1,0 +1,296 @@
+"""``geosim dashboard``: a live view of a run in the browser, on Mesa's SolaraViz.
+
+The command checks its input (scenario, scheduler, seed, overrides, port) in the calling
+process, then serves the Solara app :mod:`viz.dashboard_app` with ``solara run`` in a
+child process, passing the choices in the ``GEOSIM_DASHBOARD`` environment variable
+(JSON of a :class:`DashboardConfig`). Ctrl-C (or SIGTERM) stops the server and the
+command. The page itself is built by :mod:`viz.dashboard_ui`.
+
+This module is imported whenever the ``geosim`` command starts (it is an entry point
+of the ``geosim.commands`` group), so it imports neither Solara nor Mesa's
+visualisation at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from geosim.errors import GeosimError
+
+#: Environment variable that carries the dashboard's configuration to the server.
+CONFIG_ENV = "GEOSIM_DASHBOARD"
+DEFAULT_SCENARIO = "scenarios/pingan-medium.toml"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+#: The Solara app module that ``solara run`` serves.
+APP_MODULE = "viz.dashboard_app"
+#: Packages the server needs (the ``viz`` extra).
+REQUIRED = ("solara", "altair", "mesa.visualization")
+#: Seconds the server gets to stop after Ctrl-C before it is terminated, then killed.
+STOP_TIMEOUT = 10.0
+
+
+@dataclass
+class DashboardConfig:
+    """The dashboard's starting choices (the initial values of its controls).
+
+    Attributes:
+        scenario: Scenario file the first run uses.
+        scenarios: Scenario files offered by the scenario control.
+        scheduler: Registered scheduler name.
+        seed: Seed of the first run.
+        epsilon: Initial value of the ε control.
+        beta: Initial value of the β control.
+        load: Initial load factor (× the scenario's arrival rate).
+        overrides: Dotted-key scenario overrides applied to every scenario, as
+            ``[key, value]`` pairs (``scheduler.*`` ones come from ``--scheduler``).
+    """
+
+    scenario: str = DEFAULT_SCENARIO
+    scenarios: list[str] = field(default_factory=list)
+    scheduler: str = "fair"
+    seed: int = 1
+    epsilon: float = 0.6
+    beta: float = 0.8
+    load: float = 1.0
+    overrides: list[list[Any]] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        """Serialise for :data:`CONFIG_ENV`."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> DashboardConfig:
+        """Read what :meth:`to_json` wrote."""
+        return cls(**json.loads(text))
+
+    @classmethod
+    def from_env(cls) -> DashboardConfig:
+        """The configuration in :data:`CONFIG_ENV`, or the default scenario's."""
+        text = os.environ.get(CONFIG_ENV)
+        return cls.from_json(text) if text else build_config(DEFAULT_SCENARIO)
+
+    def model_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of :class:`~viz.dashboard_model.DashboardModel`."""
+        return {"scenario_file": self.scenario, "scheduler": self.scheduler,
+                "seed": self.seed, "epsilon": self.epsilon, "beta": self.beta,
+                "load": self.load, "overrides": tuple(map(tuple, self.overrides))}
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it, else as given."""
+    rel = os.path.relpath(Path(path).resolve())
+    return path if rel.startswith("..") else rel
+
+
+def sibling_scenarios(path: str) -> list[str]:
+    """``path`` and the other ``*.toml`` files of its directory, sorted."""
+    p = Path(path)
+    names = sorted({q.name for q in p.parent.glob("*.toml")} | {p.name})
+    return [str(p.with_name(n)) for n in names]
+
+
+def build_config(scenario: str, scheduler: str | None = None, seed: int | None = None,
+                 overrides: Sequence[str] = (), check: bool = False) -> DashboardConfig:
+    """Check the command's input and turn it into the dashboard's configuration.
+
+    Args:
+        scenario: Scenario TOML file.
+        scheduler: Scheduler spec (``NAME`` or ``NAME[KEY=VALUE,...]``); its name is the
+            scheduler control's first value, its parameters apply whenever that scheduler
+            is chosen (``epsilon``/``beta`` set those controls); default: the scenario's.
+        seed: First seed; default: the scenario's ``run.seed``.
+        overrides: ``KEY=VALUE`` scenario overrides.
+        check: Also build the run (world and workload), as ``geosim validate`` does.
+
+    Raises:
+        GeosimError: A bad scenario, override, scheduler or parameter.
+    """
+    from geosim.model import GeoModel
+    from geosim.scenario import load_scenario, parse_override
+    from geosim.schedulers.spec import parse_spec
+    from viz.dashboard_model import scheduler_defaults
+
+    pairs = dict(parse_override(o) for o in overrides)
+    if scheduler:
+        spec = parse_spec(scheduler)
+        pairs["scheduler.name"] = spec.name
+        if spec.params:
+            pairs["scheduler.params"] = spec.params
+    loaded = load_scenario(scenario, pairs)
+    name, params = loaded["scheduler"]["name"], loaded["scheduler"]["params"]
+    seed = loaded["run"]["seed"] if seed is None else int(seed)
+    if seed < 0:
+        raise GeosimError(f"--seed must be >= 0 (got {seed})")
+    if check:
+        GeoModel(loaded, None, seed)
+    else:
+        from geosim.schedulers import make_scheduler
+        make_scheduler(name, params, source=loaded.source)
+    eps = params.get("epsilon", scheduler_defaults("pingan").get("epsilon", 0.6))
+    beta = params.get("beta", scheduler_defaults("laps+r").get("beta", 0.8))
+    shown = display_path(str(scenario))
+    return DashboardConfig(scenario=shown, scenarios=sibling_scenarios(shown),
+                           scheduler=name, seed=seed, epsilon=float(eps), beta=float(beta),
+                           overrides=[[k, v] for k, v in pairs.items()])
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``dashboard`` subcommand (entry point of ``geosim.commands``)."""
+    p = subparsers.add_parser(
+        "dashboard", help="watch a run live in the browser (cluster map, jobs, flowtimes)",
+        description="Serve a live dashboard of a run on Mesa's SolaraViz: the clusters on "
+        "the topology coloured by state with their busy slots, alive jobs, slot "
+        "utilisation and flowtimes, with controls for the scenario, scheduler, seed, ε, β "
+        "and load, and step / play / reset. Needs the viz extra (pip install 'geosim[viz]').")
+    p.add_argument("scenario", nargs="?", default=DEFAULT_SCENARIO,
+                   help=f"scenario TOML file (default: {DEFAULT_SCENARIO})")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=f"port to serve on (default: {DEFAULT_PORT})")
+    p.add_argument("--host", default=DEFAULT_HOST,
+                   help=f"address to listen on (default: {DEFAULT_HOST})")
+    p.add_argument("--scheduler", help="first scheduler, NAME or NAME[KEY=VALUE,...] "
+                   "(default: the scenario's)")
+    p.add_argument("--seed", type=int, help="first seed (default: the scenario's run.seed)")
+    p.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="KEY=VALUE", help="override a scenario key, applied to every "
+                   "scenario the dashboard offers (repeatable)")
+    p.set_defaults(handler=run_dashboard)
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    """Handler of ``geosim dashboard``: check the input, then serve until stopped."""
+    check_requirements()
+    if not 1 <= args.port <= 65535:
+        raise GeosimError(f"--port must be in 1..65535 (got {args.port})")
+    config = build_config(args.scenario, args.scheduler, args.seed, args.overrides,
+                          check=True)
+    check_port(args.host, args.port)
+    return serve(config, args.host, args.port)
+
+
+def check_requirements() -> None:
+    """Raise a one-line error unless the ``viz`` extra is installed."""
+    missing = [m for m in REQUIRED if _find_spec(m) is None]
+    if missing:
+        raise GeosimError(f"the dashboard needs {', '.join(missing)}: "
+                          "pip install 'geosim[viz]'")
+
+
+def _find_spec(name: str) -> object | None:
+    try:
+        return importlib.util.find_spec(name)
+    except ImportError:
+        return None
+
+
+def check_port(host: str, port: int) -> None:
+    """Raise a one-line error if nothing can listen on ``host:port`` (e.g. it is taken)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise GeosimError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+            sock.listen(1)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise GeosimError(f"port {port} on {host} is in use; choose another "
+                                  "with --port") from None
+            raise GeosimError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
+def server_command(host: str, port: int) -> list[str]:
+    """The ``solara run`` command line of the dashboard server."""
+    return [sys.executable, "-m", "solara", "run", APP_MODULE, "--host", host,
+            "--port", str(port), "--production", "--no-open"]
+
+
+def server_env(config: DashboardConfig) -> dict[str, str]:
+    """The server's environment: ours, the configuration, and no outbound telemetry."""
+    env = dict(os.environ)
+    env[CONFIG_ENV] = config.to_json()
+    env.setdefault("SOLARA_TELEMETRY_MIXPANEL_ENABLE", "False")
+    return env
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C while serving, so the server is stopped either way."""
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:   # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def serve(config: DashboardConfig, host: str, port: int) -> int:
+    """Run the dashboard server until it exits or the user stops it.
+
+    Returns:
+        0 when stopped by Ctrl-C or SIGTERM.
+
+    Raises:
+        GeosimError: The server exited on its own with a failure status.
+    """
+    url_host = f"[{host}]" if ":" in host else host
+    print(f"geosim dashboard: http://{url_host}:{port}/  ({Path(config.scenario).name}, "
+          f"{config.scheduler}; Ctrl-C to stop)", flush=True)
+    with _sigterm_as_interrupt():
+        proc = subprocess.Popen(server_command(host, port), env=server_env(config))
+        try:
+            status = proc.wait()
+        except KeyboardInterrupt:
+            stop(proc)
+            print("geosim dashboard: stopped", file=sys.stderr)
+            return 0
+        finally:
+            if proc.poll() is None:
+                stop(proc)
+    if status != 0:
+        raise GeosimError(f"the dashboard server exited with status {status}")
+    return 0
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop the server, more firmly each time it does not exit.
+
+    It first gets a moment to finish on its own (a Ctrl-C in the terminal reaches it
+    too), then SIGINT, then SIGTERM, then SIGKILL.
+    """
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=1.0)
+    for action in (lambda: proc.send_signal(signal.SIGINT), proc.terminate, proc.kill):
+        if proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            action()
+        try:
+            proc.wait(timeout=STOP_TIMEOUT / 2)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()

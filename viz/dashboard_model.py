@@ -1,0 +1,288 @@
+"""The model behind the live dashboard: one geosim run and a cheap record of it.
+
+:class:`DashboardModel` is the Mesa model the dashboard steps and re-creates. Its
+keyword arguments are the dashboard's controls (scenario file, scheduler, seed, ε, β,
+load), so Mesa's ``SolaraViz`` can rebuild it from its ``model_params``. It wraps a
+:class:`geosim.model.GeoModel` instead of subclassing it: Mesa 3.5's ``SolaraViz`` reads
+``model.scenario`` as a Mesa scenario object, which ``GeoModel.scenario`` is not.
+
+Every step appends a handful of numbers to :class:`History` (vectorised sums over the
+slot arrays, no per-cluster Python loop); the cluster states are computed only when a
+frame is drawn (:meth:`DashboardModel.cluster_snapshot`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import mesa
+import numpy as np
+
+from geosim.errors import GeosimError
+from geosim.model import GeoModel
+from geosim.results import CLUSTER_STATES
+from geosim.scenario import Scenario, load_scenario
+from geosim.schedulers import make_scheduler, registered
+
+#: Scheduler parameters the dashboard has controls for.
+CONTROL_PARAMS = ("epsilon", "beta")
+
+
+def scheduler_defaults(name: str) -> dict[str, Any]:
+    """Keyword defaults of a registered scheduler's ``__init__`` (empty if unknown)."""
+    cls = registered().get(name)
+    if cls is None or cls.__init__ is object.__init__:
+        return {}
+    return {p.name: p.default for p in inspect.signature(cls.__init__).parameters.values()
+            if p.default is not inspect.Parameter.empty}
+
+
+def schedulers_taking(param: str) -> list[str]:
+    """Registered schedulers that take ``param`` (e.g. ``"epsilon"``)."""
+    return [name for name in registered() if param in scheduler_defaults(name)]
+
+
+def scheduler_params(scenario: Scenario, name: str, epsilon: float | None,
+                     beta: float | None) -> dict[str, Any]:
+    """Parameters of scheduler ``name`` in the dashboard.
+
+    The scenario's ``scheduler.params`` apply when it names the same scheduler (as in
+    :class:`~geosim.model.GeoModel`); the ε and β controls then set ``epsilon`` and
+    ``beta`` for the schedulers that take them.
+    """
+    params = dict(scenario["scheduler"]["params"]) if scenario["scheduler"]["name"] == name \
+        else {}
+    defaults = scheduler_defaults(name)
+    for key, value in (("epsilon", epsilon), ("beta", beta)):
+        if value is not None and key in defaults:
+            params[key] = round(float(value), 6)
+    return params
+
+
+def load_dashboard_scenario(path: str, overrides: Sequence[tuple[str, Any]] = (),
+                            load: float = 1.0) -> Scenario:
+    """Load a scenario with the dashboard's overrides and load factor applied.
+
+    Args:
+        path: Scenario TOML file.
+        overrides: Dotted-key overrides, as ``(key, value)`` pairs.
+        load: Factor applied to the scenario's ``workload.arrival_rate`` (after the
+            overrides).
+
+    Raises:
+        GeosimError: A missing or malformed scenario, a bad override or load.
+    """
+    scenario = load_scenario(path, dict(overrides))
+    if load != 1.0:
+        if not load > 0:
+            raise GeosimError(f"load must be > 0 (got {load})", source=scenario.source)
+        rate = scenario["workload"]["arrival_rate"] * float(load)
+        scenario = scenario.with_overrides({"workload.arrival_rate": rate})
+    return scenario
+
+
+def parse_seed(seed: int | str) -> int | None:
+    """A seed from a control (an int, or the text of a field); ``None`` if it is not one."""
+    try:
+        value = int(str(seed).strip())
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+class History:
+    """Per-step time series of a run, in growable NumPy arrays.
+
+    Attributes:
+        n: Number of recorded steps.
+    """
+
+    FIELDS = ("time", "alive", "busy", "usable", "mean_flowtime")
+
+    def __init__(self, capacity: int = 1024):
+        self.n = 0
+        self._data = {k: np.zeros(capacity) for k in self.FIELDS}
+
+    def append(self, **values: float) -> None:
+        """Record one step (every field of :attr:`FIELDS`)."""
+        if self.n == len(self._data["time"]):
+            for k, arr in self._data.items():
+                self._data[k] = np.concatenate([arr, np.zeros(len(arr))])
+        for k in self.FIELDS:
+            self._data[k][self.n] = values[k]
+        self.n += 1
+
+    def __getitem__(self, field: str) -> np.ndarray:
+        """The recorded values of ``field`` (a view, oldest first)."""
+        return self._data[field][:self.n]
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """The clusters at the current slot boundary.
+
+    Attributes:
+        state: Index into :data:`geosim.results.CLUSTER_STATES` per cluster.
+        busy: Busy slot shares per cluster.
+        slots: Slots per cluster.
+        counts: Number of clusters in each state.
+    """
+
+    state: np.ndarray
+    busy: np.ndarray
+    slots: np.ndarray
+    counts: dict[str, int]
+
+
+class DashboardModel(mesa.Model):
+    """One geosim run as the dashboard steps it.
+
+    A bad choice of controls (a scenario that fails to load, an override that does not
+    fit it) does not raise: the model is created stopped, with the one-line message in
+    :attr:`error`, so the dashboard can show it and the user can pick again.
+
+    Args:
+        scenario_file: Scenario TOML file.
+        scheduler: Registered scheduler name.
+        seed: Seed of every random draw of the run (an int, or its text).
+        epsilon: ε of the schedulers that take it (PingAn).
+        beta: β of the schedulers that take it (LAPS, LAPS+R).
+        load: Factor applied to the scenario's arrival rate.
+        overrides: Dotted-key scenario overrides, as ``(key, value)`` pairs.
+
+    Attributes:
+        sim: The geosim model (``None`` when :attr:`error` is set).
+        error: Why the run could not be built, or ``None``.
+        history: Per-step time series.
+        step_seconds: Wall time of the last step.
+        total_step_seconds: Wall time of all steps.
+        frame_seconds: Wall time of the last frame of each view, by view name (filled
+            in by the dashboard's views).
+        lock: Held while the run steps. SolaraViz steps the model in a thread of its own
+            while a click (pause, reset) may render the views in another, so the views
+            hold it while they read the run.
+    """
+
+    def __init__(self, scenario_file: str = "scenarios/pingan-medium.toml",
+                 scheduler: str = "fair", seed: int | str = 1, epsilon: float = 0.6,
+                 beta: float = 0.8, load: float = 1.0,
+                 overrides: Sequence[tuple[str, Any]] = ()):
+        seed_value = parse_seed(seed)
+        super().__init__(rng=seed_value if seed_value is not None else 0)
+        self.scenario_file, self.scheduler_name = str(scenario_file), str(scheduler)
+        self.seed_value = seed_value
+        self.sim: GeoModel | None = None
+        self.error: str | None = None
+        self.history = History()
+        self.step_seconds = 0.0
+        self.total_step_seconds = 0.0
+        self.frame_seconds: dict[str, float] = {}
+        self.lock = threading.RLock()
+        try:
+            if seed_value is None:
+                raise GeosimError(f"seed must be a whole number >= 0 (got {seed!r})")
+            scenario = load_dashboard_scenario(self.scenario_file, overrides, load)
+            params = scheduler_params(scenario, self.scheduler_name, epsilon, beta)
+            policy = make_scheduler(self.scheduler_name, params, source=scenario.source)
+            self.sim = GeoModel(scenario, policy, seed_value)
+        except GeosimError as exc:
+            self.error = str(exc)
+            self.running = False
+            return
+        world = self.sim.world
+        self.slots = world.slots.astype(float)
+        self.total_slots = float(world.n_slots)
+        self._slot_start = world.slot_ptr[:-1]
+        self._flow_sum = 0.0
+        self._flow_seen = 0
+        self._record()
+
+    # ------------------------------------------------------------------ stepping
+    def step(self) -> None:
+        """Advance the run by one time slot (or one idle jump) and record it."""
+        sim = self.sim
+        if sim is None or sim.done:
+            self.running = False
+            return
+        start = time.perf_counter()
+        with self.lock:
+            try:
+                sim.step()
+            except GeosimError as exc:
+                self.error = str(exc)
+                self.running = False
+                return
+            self._record()
+        self.step_seconds = time.perf_counter() - start
+        self.total_step_seconds += self.step_seconds
+        self.running = not sim.done
+
+    def _record(self) -> None:
+        sim = self.sim
+        e, world = sim.engine, sim.world
+        if sim.jobs_done != self._flow_seen:
+            done = ~np.isnan(e.job_done)
+            self._flow_sum = float(np.sum(e.job_done[done] - sim.workload.arrival[done]))
+            self._flow_seen = sim.jobs_done
+        up = e.reachable[world.slot_cluster]
+        if world.availability is not None:
+            up = up & world.availability.on
+        usable = np.count_nonzero(up)
+        self.history.append(
+            time=e.time, alive=len(sim.jobs), busy=float(e.slot_used.sum()),
+            usable=float(usable),
+            mean_flowtime=self._flow_sum / self._flow_seen if self._flow_seen else np.nan)
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def time_now(self) -> float:
+        """Simulated time (s) of the run."""
+        return self.sim.engine.time if self.sim is not None else 0.0
+
+    def cluster_snapshot(self) -> ClusterSnapshot:
+        """State, busy slot shares and slots of every cluster, now (vectorised)."""
+        e, world = self.sim.engine, self.sim.world
+        ptr = self._slot_start
+        busy = np.add.reduceat(e.slot_used, ptr)
+        if world.availability is not None:
+            available = np.add.reduceat(world.availability.on.astype(np.int64), ptr)
+        else:
+            available = world.slots
+        state = np.where(~e.reachable, 2, np.where(2 * available < world.slots, 1, 0))
+        counts = np.bincount(state, minlength=len(CLUSTER_STATES))
+        return ClusterSnapshot(state, busy, world.slots,
+                               dict(zip(CLUSTER_STATES, counts.tolist(), strict=True)))
+
+    def completed_flowtimes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Completion times and flowtimes (s) of the jobs finished so far."""
+        e = self.sim.engine
+        done = ~np.isnan(e.job_done)
+        return e.job_done[done], e.job_done[done] - self.sim.workload.arrival[done]
+
+    def status(self) -> dict[str, Any]:
+        """Headline numbers of the run now, for the status card."""
+        sim = self.sim
+        if sim is None:
+            return {"error": self.error}
+        h = self.history
+        return {
+            "scheduler": sim.policy.name,
+            "params": sim.policy.get_params(),
+            "time": sim.engine.time,
+            "arrival_rate": sim.scenario["workload"]["arrival_rate"],
+            "jobs": sim.workload.n_jobs,
+            "arrived": int(sim.engine.next_job),
+            "alive": len(sim.jobs),
+            "done": sim.jobs_done,
+            "mean_flowtime": float(h["mean_flowtime"][-1]) if h.n else float("nan"),
+            "utilisation": float(h["busy"][-1]) / self.total_slots if h.n else 0.0,
+            "usable": float(h["usable"][-1]) / self.total_slots if h.n else 0.0,
+            "clusters": self.cluster_snapshot().counts,
+            "finished": sim.done,
+        }
+
