@@ -26,34 +26,43 @@ class _BlockSequence:
 
     Block ``b`` holds items ``b*K .. b*K+K-1`` of every entity and is always the ``b``-th
     draw from the stream, so an entity's ``k``-th item is fixed by the seed alone.
+    Several sequences read with the same counters (a phase's length and its level) share
+    one instance: their blocks are drawn one sequence after the other, and one lookup
+    serves them all.
     """
 
-    def __init__(self, rng: np.random.Generator, n: int, draw: BlockDraw, block_len: int = 64):
-        self._rng, self._n, self._draw, self._k = rng, n, draw, block_len
-        self._blocks: dict[int, np.ndarray] = {}
+    def __init__(self, rng: np.random.Generator, n: int, draws: tuple[BlockDraw, ...],
+                 block_len: int = 64):
+        self._rng, self._n, self._draws, self._k = rng, n, draws, block_len
+        self._blocks: list[dict[int, np.ndarray]] = [{} for _ in draws]
         self._next_block = 0
 
-    def take(self, entities: np.ndarray, counters: np.ndarray) -> np.ndarray:
-        """Return item ``counters[i]`` of entity ``entities[i]`` for every i."""
+    def take(self, entities: np.ndarray, counters: np.ndarray) -> list[np.ndarray]:
+        """Return item ``counters[i]`` of entity ``entities[i]`` of every sequence."""
+        if counters.size == 0:
+            return [np.empty(0) for _ in self._draws]
         block = counters // self._k
-        if block.size == 0:
-            return np.empty(0)
         first, last = int(block.min()), int(block.max())
-        while self._next_block <= last:
-            self._blocks[self._next_block] = self._draw(self._rng, self._n, self._k)
-            self._next_block += 1
+        if self._next_block <= last:
+            for draw, blocks in zip(self._draws, self._blocks, strict=True):
+                for b in range(self._next_block, last + 1):
+                    blocks[b] = draw(self._rng, self._n, self._k)
+            self._next_block = last + 1
         if first == last:
-            return self._blocks[first][entities, counters - first * self._k]
-        out = np.empty(len(entities))
+            col = counters - first * self._k
+            return [blocks[first][entities, col] for blocks in self._blocks]
+        out = [np.empty(len(entities)) for _ in self._draws]
         for b in range(first, last + 1):
             sel = block == b
-            out[sel] = self._blocks[b][entities[sel], counters[sel] - b * self._k]
+            for o, blocks in zip(out, self._blocks, strict=True):
+                o[sel] = blocks[b][entities[sel], counters[sel] - b * self._k]
         return out
 
     def forget_before(self, min_counter: int) -> None:
         """Free blocks that no entity will read again."""
-        for b in [b for b in self._blocks if (b + 1) * self._k <= min_counter]:
-            del self._blocks[b]
+        for blocks in self._blocks:
+            for b in [b for b in blocks if (b + 1) * self._k <= min_counter]:
+                del blocks[b]
 
 
 class AlternatingRenewal:
@@ -76,8 +85,9 @@ class AlternatingRenewal:
     def __init__(self, n: int, on_length: BlockDraw, off_length: BlockDraw,
                  on_level: BlockDraw, off_level: BlockDraw, rng: np.random.Generator):
         self.n = n
-        self._len = (_BlockSequence(rng, n, on_length), _BlockSequence(rng, n, off_length))
-        self._lvl = (_BlockSequence(rng, n, on_level), _BlockSequence(rng, n, off_level))
+        # Per kind, lengths and levels; a length block is drawn just before its level block.
+        self._seq = (_BlockSequence(rng, n, (on_length, on_level)),
+                     _BlockSequence(rng, n, (off_length, off_level)))
         self.count = np.zeros((2, n), dtype=np.int64)   # phases started, per kind
         self.on = np.ones(n, dtype=bool)
         self._calls = 0
@@ -92,8 +102,9 @@ class AlternatingRenewal:
                 continue
             sel = idx[mask]
             c = self.count[kind, sel]
-            self.next_change[sel] = at[mask] + self._len[kind].take(sel, c)
-            self.level[sel] = self._lvl[kind].take(sel, c)
+            length, level = self._seq[kind].take(sel, c)
+            self.next_change[sel] = at[mask] + length
+            self.level[sel] = level
             self.count[kind, sel] = c + 1
 
     def advance(self, t_end: float, t_start: float | None = None) -> np.ndarray | None:
@@ -126,8 +137,7 @@ class AlternatingRenewal:
         if self._calls % 64 == 0:
             for kind in (0, 1):
                 lo = int(self.count[kind].min(initial=0))
-                self._len[kind].forget_before(lo)
-                self._lvl[kind].forget_before(lo)
+                self._seq[kind].forget_before(lo)
         if acc is None:
             return None
         acc += self.level * (t_end - seg)
