@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -369,6 +370,19 @@ def test_bad_input_is_one_line_and_writes_nothing(saved, tmp_path, capsys, argv,
     assert err.startswith("geosim: error: ") and len(err.splitlines()) == 1
     assert message.format(**fill) in err
     assert not (tmp_path / "figs").exists() and list(empty.iterdir()) == []
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None or shutil.which("ffprobe") is None,
+                    reason="ffmpeg is not installed (apt-get install ffmpeg)")
+def test_animate_command_writes_an_mp4_with_ffmpeg(saved, tmp_path):
+    out = tmp_path / "run.mp4"
+    assert main(["animate", str(saved["run"]), "--out", str(out), "--frames", "5",
+                 "--fps", "5", "--dpi", "40"]) == 0
+    probe = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0",
+                            "-show_entries", "stream=codec_name,nb_read_frames",
+                            "-of", "default=noprint_wrappers=1", str(out)],
+                           capture_output=True, text=True, check=True).stdout
+    assert "codec_name=h264" in probe and "nb_read_frames=5" in probe
 
 
 def test_mp4_without_ffmpeg_is_a_clear_error(saved, tmp_path, capsys, monkeypatch):
