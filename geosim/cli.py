@@ -58,9 +58,10 @@ def _add_plugins(sub: argparse._SubParsersAction) -> None:
             def unavailable(_args: argparse.Namespace, reason: str = reason) -> int:
                 raise GeosimError(reason)
 
-            stub = sub.add_parser(ep.name, help=f"(unavailable: {exc})", add_help=False)
-            stub.add_argument("rest", nargs=argparse.REMAINDER)
-            stub.set_defaults(handler=unavailable)
+            # Still a command, so using it says why it cannot run instead of "invalid choice".
+            missing = sub.add_parser(ep.name, help=f"(unavailable: {exc})", add_help=False)
+            missing.add_argument("rest", nargs=argparse.REMAINDER)
+            missing.set_defaults(handler=unavailable)
             continue
         add_parser(sub)
 

@@ -579,10 +579,11 @@ class Engine:
             el = elapsed[pos]
             # Exact for the slot: the least received fraction is concave in time, so the
             # copy's progress is min(processing alone, inputs) at every instant.
-            arrived_el = np.minimum.reduceat(np.minimum(got + fetch_rate * el, 1.0), group)
-            reached[pos[group]] = np.minimum(reached[pos[group]],
-                                             np.maximum(arrived_el, progress[pos[group]]))
-            new_got = np.minimum(got + fetch_rate * el, 1.0)
+            arrived = np.minimum(got + fetch_rate * el, 1.0)
+            reached[pos[group]] = np.minimum(
+                reached[pos[group]],
+                np.maximum(np.minimum.reduceat(arrived, group), progress[pos[group]]))
+            new_got = arrived
             new_got[fetch_left <= el * (1.0 + _EPS)] = 1.0
             moved = (new_got - got) * size
             icols["received"][idx] = new_got

@@ -119,3 +119,21 @@ def test_refuses_to_overwrite_a_foreign_directory(tmp_path, capsys):
     assert code == 2
     assert "not a geosim results directory" in capsys.readouterr().err
     assert (foreign / "notes.txt").read_text() == "keep me"
+
+
+def test_a_plugin_command_that_cannot_load_says_why(monkeypatch, capsys):
+    import importlib.metadata
+
+    class Broken:
+        name = "broken"
+
+        def load(self):
+            raise ImportError("No module named 'missing_extra'")
+
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: (
+        [Broken()] if group == "geosim.commands" else real(group=group)))
+    assert main(["broken", "anything", "--flag"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("geosim: error: the 'broken' command is unavailable: "
+                   "No module named 'missing_extra'")
