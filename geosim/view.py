@@ -187,8 +187,9 @@ class SchedulerView:
     def copy_info(self, copies: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Task, job, cluster, slot, share, start time and progress of copies.
 
-        Live copies by default. Progress is what a progress-monitoring policy (Mantri,
-        LATE) sees.
+        Live copies by default. Progress (the fraction of its task done) is what a
+        progress-monitoring policy (Mantri, LATE) sees; ``base`` is the progress the copy
+        started from (its task's checkpoint).
         """
         e = self._e
         ids = e.live if copies is None else np.asarray(copies, dtype=np.int64)
@@ -197,7 +198,7 @@ class SchedulerView:
         return {"copy": ids.copy(), "task": task, "job": e.task_job[task],
                 "cluster": cols["cluster"][ids], "slot": cols["slot"][ids],
                 "share": cols["share"][ids], "start": cols["start"][ids],
-                "progress": cols["progress"][ids]}
+                "progress": cols["progress"][ids], "base": cols["base"][ids]}
 
 
 class Actions:

@@ -4,7 +4,16 @@ Importing this package registers every built-in scheduler; ``registered()`` list
 and ``make_scheduler(name, params)`` builds one.
 """
 
-from geosim.schedulers import fair, fair_r, fifo, laps, pingan, srpt, srpt_r  # noqa: F401
+from geosim.schedulers import (  # noqa: F401
+    compositions,
+    fair,
+    fair_r,
+    fifo,
+    laps,
+    pingan,
+    srpt,
+    srpt_r,
+)
 from geosim.schedulers.base import Scheduler, make_scheduler, register, registered
 
 __all__ = ["Scheduler", "make_scheduler", "register", "registered"]

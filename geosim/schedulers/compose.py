@@ -1,0 +1,251 @@
+"""Composite schedulers: a job order, a placement rule and a redundancy rule.
+
+DESIGN.md builds the baselines of 003 §6.1 from parts: ``flutter+mantri`` is Flutter's
+placement with Mantri's speculation, ``dolly`` is Dolly's cloning on locality placement.
+A part is a small class like a scheduler: parameters as keyword arguments of
+``__init__`` (validated there, raising ``ValueError``), per-run state in :meth:`Part.reset`.
+
+- A :class:`Placement` says where ready tasks run (:meth:`Placement.place`).
+- A :class:`Redundancy` says how many copies a ready task starts with
+  (:meth:`Redundancy.clones`, Dolly) and, once the primary copies are placed, which
+  running tasks get more copies or are restarted (:meth:`Redundancy.act`, Mantri, LATE,
+  Spark speculation).
+
+:func:`composite` builds a registered scheduler from a placement, a redundancy rule and
+a job order; its parameters are the union of the parts' parameters plus ``order``.
+At every slot boundary a :class:`Composite`:
+
+1. refreshes the performance model (observed distributions, :mod:`geosim.modeler`)
+   that every part may read;
+2. orders the alive jobs (``fifo``: by arrival, Spark's and Hadoop's default;
+   ``fair``: jobs furthest below their max-min fair share of the slots first, each
+   capped at its deficit, as :class:`~geosim.schedulers.fair.Fair` does);
+3. takes their ready tasks in that order, repeats each as often as
+   :meth:`Redundancy.clones` says, cuts the list at the number of free slots and asks the
+   placement for a cluster for each (``-1``: the copy waits);
+4. lets the redundancy rule act on the running copies with the slots left over, placing
+   any new copy through the same placement rule.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from geosim.modeler import PerformanceModel
+from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.fair import waterfill
+from geosim.schedulers.placement import locality_cluster
+from geosim.view import Actions, SchedulerView, rank_in_runs
+
+#: Job orders of a composite scheduler.
+ORDERS = ("fifo", "fair")
+
+#: ``place(tasks) -> clusters``: the placement rule bound to the current free slots.
+PlaceFn = Callable[[np.ndarray], np.ndarray]
+
+
+class Part:
+    """A placement or redundancy rule: parameters in ``__init__``, state in :meth:`reset`."""
+
+    name: ClassVar[str] = ""
+
+    def reset(self, view: SchedulerView, rng: np.random.Generator,
+              model: PerformanceModel) -> None:
+        """Prepare for a new run.
+
+        Args:
+            view: The run's view.
+            rng: The scheduler's random stream (shared by the parts, drawn in a fixed order).
+            model: Observed distributions of speed, bandwidth and outages, refreshed by
+                the composite before every decision.
+        """
+        self.rng, self.model = rng, model
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the parameters as given."""
+        if type(self).__init__ is object.__init__:
+            return {}
+        sig = inspect.signature(type(self).__init__)
+        return {p: getattr(self, p) for p in sig.parameters if p != "self"}
+
+
+class Placement(Part):
+    """Where ready tasks run."""
+
+    def place(self, view: SchedulerView, tasks: np.ndarray, free: np.ndarray) -> np.ndarray:
+        """Choose a cluster for one new copy of each task.
+
+        Args:
+            view: The scheduler's view.
+            tasks: Ready or running tasks in priority order; a task may appear several
+                times (clones), and each occurrence is one copy.
+            free: Free slots per cluster; decrement it for every copy placed.
+
+        Returns:
+            A cluster per entry of ``tasks``, ``-1`` for a copy that waits.
+        """
+        raise NotImplementedError
+
+
+class Redundancy(Part):
+    """When a task gets more than one copy. The default makes none."""
+
+    def clones(self, view: SchedulerView, tasks: np.ndarray, pos: np.ndarray,
+               jobs: np.ndarray) -> np.ndarray:
+        """Copies each ready task starts with (1 = no clone).
+
+        Args:
+            view: The scheduler's view.
+            tasks: Ready tasks without a live copy, grouped by job in priority order.
+            pos: For each task, the position of its job in ``jobs``.
+            jobs: The jobs, in priority order.
+        """
+        return np.ones(tasks.size, dtype=np.int64)
+
+    def act(self, view: SchedulerView, actions: Actions, place: PlaceFn) -> None:
+        """Speculate, restart or kill running copies after the primary placement.
+
+        Args:
+            view: The scheduler's view (it already shows this boundary's launches).
+            actions: Where kills and launches go.
+            place: The placement rule on the free slots left: ``place(tasks)`` returns a
+                cluster (or -1) per task and reserves the slots it hands out.
+        """
+
+
+class NoRedundancy(Redundancy):
+    """One copy per task, never speculated."""
+
+    name = "none"
+
+
+class Locality(Placement):
+    """Locality-first placement (:func:`~geosim.schedulers.placement.locality_cluster`)."""
+
+    name = "locality"
+
+    def place(self, view: SchedulerView, tasks: np.ndarray, free: np.ndarray) -> np.ndarray:
+        """Each copy at its data if a slot is free there, else the nearest free slot."""
+        out = np.full(tasks.size, -1, dtype=np.int64)
+        for i, task in enumerate(tasks):
+            if not free.any():
+                break
+            out[i] = locality_cluster(view, int(task), free)
+            free[out[i]] -= 1
+        return out
+
+
+class Composite(Scheduler):
+    """A job order, a :class:`Placement` and a :class:`Redundancy`.
+
+    Subclasses are made by :func:`composite`; see the module documentation for the step.
+
+    Args:
+        order: ``fifo`` or ``fair`` (see :data:`ORDERS`).
+        **params: Parameters of the placement and of the redundancy rule.
+    """
+
+    placement_cls: ClassVar[type[Placement]] = Locality
+    redundancy_cls: ClassVar[type[Redundancy]] = NoRedundancy
+    default_order: ClassVar[str] = "fifo"
+    #: Performance-model settings of the observed distributions the parts read.
+    model_refresh: ClassVar[float] = 30.0
+
+    def __init__(self, **params: Any):
+        order = params.pop("order", self.default_order)
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+        self.order = order
+        self.placement = self.placement_cls(**_pick(self.placement_cls, params))
+        self.redundancy = self.redundancy_cls(**_pick(self.redundancy_cls, params))
+        if params:
+            known = sorted({"order"} | set(_names(self.placement_cls))
+                           | set(_names(self.redundancy_cls)))
+            raise ValueError(f"unknown parameter {sorted(params)[0]!r} "
+                             f"(known: {', '.join(known)})")
+
+    def get_params(self) -> dict[str, Any]:
+        """Return ``order`` and the parts' parameters."""
+        return {"order": self.order, **self.placement.get_params(),
+                **self.redundancy.get_params()}
+
+    def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
+        """Start a fresh performance model and reset the parts."""
+        super().reset(view, rng)
+        self.model = PerformanceModel(view.monitor, np.asarray(view.gate), view.dt,
+                                      refresh=self.model_refresh)
+        self.placement.reset(view, rng, self.model)
+        self.redundancy.reset(view, rng, self.model)
+
+    def decide(self, view: SchedulerView, actions: Actions) -> None:
+        """Order jobs, place their ready tasks (with clones), then let redundancy act."""
+        if view.alive_jobs.size == 0:
+            return
+        self.model.refresh(view.time)
+        free = view.free_slots()
+        if view.n_ready and free.any():
+            jobs, limits = self.job_order(view)
+            tasks, pos = view.ready_in_order(jobs)
+            if limits is not None and tasks.size:
+                keep = rank_in_runs(pos) < limits[pos]
+                tasks, pos = tasks[keep], pos[keep]
+            copies = self.redundancy.clones(view, tasks, pos, jobs)
+            tasks = np.repeat(tasks, copies)[: int(free.sum())]
+            if tasks.size:
+                clusters = self.placement.place(view, tasks, free)
+                ok = clusters >= 0
+                actions.launch_many(tasks[ok], clusters[ok])
+        self.redundancy.act(view, actions, lambda t: self.placement.place(view, t, free))
+
+    def job_order(self, view: SchedulerView) -> tuple[np.ndarray, np.ndarray | None]:
+        """Alive jobs in priority order and, for ``fair``, the tasks each may start now."""
+        jobs = view.alive_jobs
+        if self.order == "fifo":
+            return jobs[np.lexsort((jobs, view.job_arrival[jobs]))], None
+        running = np.bincount(view.copy_info()["job"], minlength=len(view.job_arrival))[jobs]
+        target = waterfill(view.total_slots, view.runnable_counts(jobs))
+        deficit = target - running
+        order = np.lexsort((jobs, running / np.maximum(target, 1)))
+        order = order[deficit[order] > 0]
+        return jobs[order], deficit[order]
+
+
+def composite(name: str, placement: type[Placement], redundancy: type[Redundancy],
+              description: str, order: str = "fifo") -> type[Composite]:
+    """Make and register a composite scheduler.
+
+    Args:
+        name: Registered name, e.g. ``"flutter+mantri"``.
+        placement: The placement rule.
+        redundancy: The redundancy rule.
+        description: One line for ``geosim schedulers``.
+        order: Default job order.
+    """
+    doc = (f"{description}.\n\n    Placement: {placement.__name__} "
+           f"(``{placement.name}``); redundancy: {redundancy.__name__} "
+           f"(``{redundancy.name}``); job order ``{order}`` by default. See "
+           ":mod:`geosim.schedulers.compose`.\n")
+    cls = type(_class_name(name), (Composite,), {
+        "name": name, "description": description, "__doc__": doc,
+        "placement_cls": placement, "redundancy_cls": redundancy, "default_order": order,
+        "__module__": __name__})
+    return register(cls)
+
+
+def _names(cls: type[Part]) -> list[str]:
+    if cls.__init__ is object.__init__:
+        return []
+    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+
+def _pick(cls: type[Part], params: dict[str, Any]) -> dict[str, Any]:
+    """Remove and return the entries of ``params`` that ``cls`` takes."""
+    return {k: params.pop(k) for k in _names(cls) if k in params}
+
+
+def _class_name(name: str) -> str:
+    return "".join(p.capitalize() for p in name.replace("+", " ").split()) or "Composite"
