@@ -106,14 +106,18 @@ class Redundancy(Part):
         """
         return np.ones(tasks.size, dtype=np.int64)
 
-    def act(self, view: SchedulerView, actions: Actions, place: PlaceFn) -> None:
+    def act(self, view: SchedulerView, actions: Actions, place: PlaceFn,
+            free: np.ndarray) -> None:
         """Speculate, restart or kill running copies after the primary placement.
 
         Args:
             view: The scheduler's view (it already shows this boundary's launches).
             actions: Where kills and launches go.
             place: The placement rule on the free slots left: ``place(tasks)`` returns a
-                cluster (or -1) per task and reserves the slots it hands out.
+                cluster (or -1) per task and takes the slots it hands out from ``free``.
+            free: Free slots per cluster left after the primary placement. A rule that
+                places copies itself (Mantri's network-aware placement) must decrement
+                it; slots freed by kills appear in ``view.free_slots()``.
         """
 
 
@@ -199,7 +203,7 @@ class Composite(Scheduler):
                 clusters = self.placement.place(view, tasks, free)
                 ok = clusters >= 0
                 actions.launch_many(tasks[ok], clusters[ok])
-        self.redundancy.act(view, actions, lambda t: self.placement.place(view, t, free))
+        self.redundancy.act(view, actions, lambda t: self.placement.place(view, t, free), free)
 
     def job_order(self, view: SchedulerView) -> tuple[np.ndarray, np.ndarray | None]:
         """Alive jobs in priority order and, for ``fair``, the tasks each may start now."""
