@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from numba import njit
 
 #: Draws for one block: (rng, n_entities, block_len) -> array of shape (n_entities, block_len).
 BlockDraw = Callable[[np.random.Generator, int, int], np.ndarray]
@@ -28,41 +29,106 @@ class _BlockSequence:
     draw from the stream, so an entity's ``k``-th item is fixed by the seed alone.
     Several sequences read with the same counters (a phase's length and its level) share
     one instance: their blocks are drawn one sequence after the other, and one lookup
-    serves them all.
+    serves them all. Blocks live in a ring, ``ring[sequence, b % width, entity, item]``,
+    which widens when entities' counters drift further apart than it holds.
     """
 
     def __init__(self, rng: np.random.Generator, n: int, draws: tuple[BlockDraw, ...],
                  block_len: int = 64):
-        self._rng, self._n, self._draws, self._k = rng, n, draws, block_len
-        self._blocks: list[dict[int, np.ndarray]] = [{} for _ in draws]
-        self._next_block = 0
+        self._rng, self._n, self._draws, self.k = rng, n, draws, block_len
+        self.width = 2
+        self.ring = np.empty((len(draws), self.width, n, block_len))
+        self.next_block = 0
 
-    def take(self, entities: np.ndarray, counters: np.ndarray) -> list[np.ndarray]:
-        """Return item ``counters[i]`` of entity ``entities[i]`` of every sequence."""
+    def ensure(self, last: int, low: int) -> None:
+        """Draw every block up to ``last``; blocks below ``low`` are no longer needed."""
+        if last < self.next_block:
+            return
+        if last - low + 1 > self.width:
+            width = max(2 * self.width, last - low + 1)
+            ring = np.empty((len(self._draws), width) + self.ring.shape[2:])
+            for b in range(max(low, self.next_block - self.width), self.next_block):
+                ring[:, b % width] = self.ring[:, b % self.width]
+            self.ring, self.width = ring, width
+        for i, draw in enumerate(self._draws):
+            for b in range(self.next_block, last + 1):
+                self.ring[i, b % self.width] = draw(self._rng, self._n, self.k)
+        self.next_block = last + 1
+
+    def take(self, entities: np.ndarray, counters: np.ndarray, low: int) -> np.ndarray:
+        """Return item ``counters[i]`` of entity ``entities[i]`` of every sequence.
+
+        Args:
+            entities: Entity ids.
+            counters: The item each reads.
+            low: The lowest counter any entity will read from now on.
+
+        Returns:
+            Shape ``(sequences, len(entities))``.
+        """
         if counters.size == 0:
-            return [np.empty(0) for _ in self._draws]
-        block = counters // self._k
-        first, last = int(block.min()), int(block.max())
-        if self._next_block <= last:
-            for draw, blocks in zip(self._draws, self._blocks, strict=True):
-                for b in range(self._next_block, last + 1):
-                    blocks[b] = draw(self._rng, self._n, self._k)
-            self._next_block = last + 1
-        if first == last:
-            col = counters - first * self._k
-            return [blocks[first][entities, col] for blocks in self._blocks]
-        out = [np.empty(len(entities)) for _ in self._draws]
-        for b in range(first, last + 1):
-            sel = block == b
-            for o, blocks in zip(out, self._blocks, strict=True):
-                o[sel] = blocks[b][entities[sel], counters[sel] - b * self._k]
-        return out
+            return np.empty((len(self._draws), 0))
+        block = counters // self.k
+        self.ensure(int(block.max()), low // self.k)
+        return self.ring[:, block % self.width, entities, counters - block * self.k]
 
-    def forget_before(self, min_counter: int) -> None:
-        """Free blocks that no entity will read again."""
-        for blocks in self._blocks:
-            for b in [b for b in blocks if (b + 1) * self._k <= min_counter]:
-                del blocks[b]
+
+@njit(cache=True)
+def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_block, k,
+                    idx, state, acc, seg, with_acc):  # pragma: no cover - compiled
+    """Advance the entities in ``idx[:state[0]]`` to ``t_end``, phase change by phase change.
+
+    Iterations are the same as a level-synchronous loop in NumPy: every entity due
+    changes phase, then kind-0 starts read their items, then kind-1 starts, then the due
+    set is filtered. Before reading a kind's items, if a block is missing the kernel stops
+    and returns ``(kind, last block needed)``; the caller draws it and calls again, and the
+    kernel resumes at the same point (``state = [n_due, stage]``). Returns ``(-1, -1)`` when
+    every entity has reached ``t_end``.
+    """
+    n, stage = state[0], state[1]
+    while True:
+        if stage == 0:
+            for j in range(n):
+                e = idx[j]
+                if with_acc:
+                    at = next_change[e]
+                    acc[e] += level[e] * (at - seg[e])
+                    seg[e] = at
+                on[e] = not on[e]
+            stage = 1
+        if stage == 1 or stage == 2:
+            kind = stage - 1
+            want = kind == 0
+            last = -1
+            for j in range(n):
+                e = idx[j]
+                if on[e] == want:
+                    last = max(last, count[kind, e] // k)
+            if last >= next_block[kind]:
+                state[0], state[1] = n, stage
+                return kind, last
+            ring = ring0 if kind == 0 else ring1
+            width = ring.shape[1]
+            for j in range(n):
+                e = idx[j]
+                if on[e] == want:
+                    c = count[kind, e]
+                    b = c // k
+                    next_change[e] = next_change[e] + ring[0, b % width, e, c - b * k]
+                    level[e] = ring[1, b % width, e, c - b * k]
+                    count[kind, e] = c + 1
+            stage += 1
+        if stage == 3:
+            m = 0
+            for j in range(n):
+                e = idx[j]
+                if next_change[e] <= t_end:
+                    idx[m] = e
+                    m += 1
+            n, stage = m, 0
+            if n == 0:
+                state[0], state[1] = 0, 0
+                return -1, -1
 
 
 class AlternatingRenewal:
@@ -90,22 +156,14 @@ class AlternatingRenewal:
                      _BlockSequence(rng, n, (off_length, off_level)))
         self.count = np.zeros((2, n), dtype=np.int64)   # phases started, per kind
         self.on = np.ones(n, dtype=bool)
-        self._calls = 0
-        self.level = np.empty(n)
         self.next_change = np.zeros(n)
-        self._start_phase(np.arange(n), np.zeros(n))
-
-    def _start_phase(self, idx: np.ndarray, at: np.ndarray) -> None:
-        for kind in (0, 1):
-            mask = self.on[idx] == (kind == 0)
-            if not mask.any():
-                continue
-            sel = idx[mask]
-            c = self.count[kind, sel]
-            length, level = self._seq[kind].take(sel, c)
-            self.next_change[sel] = at[mask] + length
-            self.level[sel] = level
-            self.count[kind, sel] = c + 1
+        length, self.level = self._seq[0].take(np.arange(n), self.count[0], 0)
+        self.next_change += length
+        self.count[0] += 1
+        self._acc = np.zeros(n)
+        self._seg = np.zeros(n)
+        self._state = np.zeros(2, dtype=np.int64)
+        self._next_block = np.zeros(2, dtype=np.int64)
 
     def advance(self, t_end: float, t_start: float | None = None) -> np.ndarray | None:
         """Move every entity to time ``t_end``.
@@ -118,29 +176,26 @@ class AlternatingRenewal:
         Returns:
             The time-average levels, or None when ``t_start`` is None.
         """
-        acc = None
-        seg = None
-        if t_start is not None:
-            acc = np.zeros(self.n)
-            seg = np.full(self.n, t_start)
+        with_acc = t_start is not None
+        if with_acc:
+            self._acc[:] = 0.0
+            self._seg[:] = t_start
         idx = np.flatnonzero(self.next_change <= t_end)
-        while idx.size:
-            at = self.next_change[idx]
-            if acc is not None:
-                acc[idx] += self.level[idx] * (at - seg[idx])
-                seg[idx] = at
-            self.on[idx] = ~self.on[idx]
-            self._start_phase(idx, at)
-            # Only an entity that just changed phase can change again before t_end.
-            idx = idx[self.next_change[idx] <= t_end]
-        self._calls += 1
-        if self._calls % 64 == 0:
-            for kind in (0, 1):
-                lo = int(self.count[kind].min(initial=0))
-                self._seq[kind].forget_before(lo)
-        if acc is None:
+        if idx.size:
+            self._state[:] = idx.size, 0
+            seq = self._seq
+            while True:
+                self._next_block[:] = seq[0].next_block, seq[1].next_block
+                kind, last = _renewal_kernel(
+                    t_end, self.on, self.level, self.next_change, self.count, seq[0].ring,
+                    seq[1].ring, self._next_block, seq[0].k, idx, self._state, self._acc,
+                    self._seg, with_acc)
+                if kind < 0:
+                    break
+                seq[kind].ensure(last, int(self.count[kind].min()) // seq[kind].k)
+        if not with_acc:
             return None
-        acc += self.level * (t_end - seg)
+        acc = self._acc + self.level * (t_end - self._seg)
         return acc / max(t_end - t_start, 1e-300)
 
 
