@@ -36,6 +36,7 @@ finished run ``sum(executed) == sum(task work) + sum(wasted)``.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from geosim.workload import Workload
 from geosim.world import World
@@ -56,13 +57,22 @@ class SchedulingError(RuntimeError):
 
 
 def concat_ranges(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
-    """Return the concatenation of ``arange(lo[i], hi[i])`` for every i, vectorised."""
-    lens = hi - lo
-    total = int(lens.sum())
-    if total == 0:
-        return np.empty(0, dtype=np.int64)
-    offsets = np.repeat(lo - (np.cumsum(lens) - lens), lens)
-    return offsets + np.arange(total, dtype=np.int64)
+    """Return the concatenation of ``arange(lo[i], hi[i])`` for every i."""
+    return _concat_ranges(np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64))
+
+
+@njit(cache=True)
+def _concat_ranges(lo, hi):  # pragma: no cover - compiled
+    total = 0
+    for i in range(lo.size):
+        total += max(hi[i] - lo[i], 0)
+    out = np.empty(total, dtype=np.int64)
+    j = 0
+    for i in range(lo.size):
+        for v in range(lo[i], hi[i]):
+            out[j] = v
+            j += 1
+    return out
 
 
 def first_of_runs(keys: np.ndarray) -> np.ndarray:

@@ -32,6 +32,8 @@ the expectations of such compositions exactly from the atoms.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import stats
 
@@ -87,29 +89,43 @@ def expected_min(atoms: np.ndarray, quantiles: bool = False
     n, r, k = atoms.shape
     if r == 1:
         return atoms[:, 0].mean(axis=1), (atoms[:, 0].copy() if quantiles else None)
-    vals = atoms.reshape(n, r * k)
+    m = r * k
+    vals = atoms.reshape(n, m)
     finite = np.isfinite(vals)
-    # Passing the j-th smallest atom of a variable multiplies its survival by (K-j-1)/(K-j).
-    rank = np.tile(np.arange(k, dtype=float), r)
-    with np.errstate(divide="ignore"):
-        step = np.log(k - rank - 1.0) - np.log(k - rank)
-    inc = np.where(finite, step, 0.0)
+    inc = np.where(finite, _survival_steps(r, k), 0.0)
     top = np.max(np.where(finite, vals, -np.inf), axis=1, keepdims=True)
     vals = np.where(finite, vals, top)
     order = np.argsort(vals, axis=1, kind="stable")
-    v = np.take_along_axis(vals, order, axis=1)
-    surv = np.exp(np.cumsum(np.take_along_axis(inc, order, axis=1), axis=1))
-    before = np.concatenate([np.ones((n, 1)), surv[:, :-1]], axis=1)
-    width = np.diff(v, axis=1, prepend=v[:, :1])
+    row = np.arange(n)[:, None]
+    v = vals[row, order]
+    surv = np.exp(np.cumsum(inc[row, order], axis=1))
+    before = np.empty_like(surv)
+    before[:, 0] = 1.0
+    before[:, 1:] = surv[:, :-1]
+    width = np.empty_like(v)
+    width[:, 0] = 0.0
+    np.subtract(v[:, 1:], v[:, :-1], out=width[:, 1:])
     mean = v[:, 0] + np.sum(width * before, axis=1)
     if not quantiles:
         return mean, None
     # The CDF rises along each row; offset row i by 2i and search all rows at once.
-    row = np.arange(n)[:, None]
     cdf = (1.0 - surv) + 2.0 * row
-    idx = np.searchsorted(cdf.ravel(), levels(k) - 1e-9 + 2.0 * row) - row * (r * k)
-    idx = np.minimum(idx, r * k - 1)
-    return mean, np.take_along_axis(v, idx, axis=1)
+    idx = np.searchsorted(cdf.ravel(), levels(k) - 1e-9 + 2.0 * row) - row * m
+    np.minimum(idx, m - 1, out=idx)
+    return mean, v[row, idx]
+
+
+@functools.lru_cache(maxsize=64)
+def _survival_steps(r: int, k: int) -> np.ndarray:
+    """Log-factor by which passing the j-th smallest atom of a variable cuts its survival.
+
+    ``log((K-j-1)/(K-j))`` for ``j = 0..K-1``, repeated for ``r`` variables (read-only).
+    """
+    rank = np.tile(np.arange(k, dtype=float), r)
+    with np.errstate(divide="ignore"):
+        step = np.log(k - rank - 1.0) - np.log(k - rank)
+    step.flags.writeable = False
+    return step
 
 
 def expected_max(atoms: np.ndarray) -> np.ndarray:
