@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from geosim.modeler import PerformanceModel, expected_max, expected_min
 from geosim.schedulers.base import Scheduler, register
@@ -377,9 +378,7 @@ class PingAn(Scheduler):
         Tasks are served one after another: a task takes its first candidate that is
         usable, whose own rate meets the task's floor, whose cluster has a free slot,
         whose gates can carry the copy's inputs, and only while its job is within its
-        promise. The result is that of this sequential rule, computed in one vectorised
-        pass for the leading tasks that do not contend for a resource, then task by
-        task from the first contention on.
+        promise. The resources it takes are gone for the tasks after it.
 
         Returns:
             Positions in ``rows`` of the tasks that got a copy, and the candidate of each;
@@ -387,58 +386,13 @@ class PingAn(Scheduler):
         """
         if rows.size == 0:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-        ok = self._feasible(ev, rows, order, floor, st, usable)
-        cols = np.take_along_axis(order, np.argmax(ok, axis=1)[:, None], axis=1)[:, 0]
-        chosen = ok.any(axis=1) & (st.budget[job_pos[rows]] > 0)
-        head = _uncontended(ev, rows, cols, chosen, job_pos, st)
-        first = np.flatnonzero(chosen[:head])
-        _take(ev, rows[first], cols[first], job_pos[rows[first]], st)
-        more_pos, more_cols = [], []
-        for n in range(head, rows.size):
-            i = int(rows[n])
-            if st.budget[job_pos[i]] <= 0 or not ok[n].any():
-                continue        # resources only shrink: what failed at the start still fails
-            for col in order[n][ok[n]].tolist():
-                if self._fits(ev, i, col, st):
-                    _take_one(ev, i, col, int(job_pos[i]), st)
-                    more_pos.append(n)
-                    more_cols.append(col)
-                    break
-        pos = np.concatenate([first, np.array(more_pos, dtype=np.int64)])
-        cols = np.concatenate([cols[first], np.array(more_cols, dtype=np.int64)])
+        if usable is None:
+            usable = np.ones(order.shape, dtype=bool)
+        pos, cols = _serve(rows, order, usable, floor, ev.rate, ev.cand, ev.din, ev.g_ptr,
+                           ev.g_src, ev.dout, job_pos, st.budget, st.free, st.res_in,
+                           st.res_out, st.gate)
         plan.append((rows[pos], cols))
         return pos, cols
-
-    @staticmethod
-    def _feasible(ev: _Candidates, rows: np.ndarray, order: np.ndarray, floor: np.ndarray,
-                  st: _State, usable: np.ndarray | None) -> np.ndarray:
-        """Which candidates (in ``order``) each task could take in the current state."""
-        cand = np.take_along_axis(ev.cand[rows], order, axis=1)
-        ok = np.take_along_axis(ev.rate[rows], order, axis=1) >= floor[rows][:, None]
-        if usable is not None:
-            ok &= np.take_along_axis(usable, order, axis=1)
-        ok &= st.free[cand] > 0
-        ok &= st.res_in[cand] + np.take_along_axis(ev.din[rows], order, axis=1) <= st.gate[cand]
-        if ev.g_src.size:
-            fits = st.res_out[ev.g_src][:, None] + ev.dout <= st.gate[ev.g_src][:, None]
-            bad = np.zeros(ev.cand.shape, dtype=bool)
-            bad[ev.has] = np.logical_or.reduceat(~fits, ev.g_ptr[ev.has])
-            ok &= ~np.take_along_axis(bad[rows], order, axis=1)
-        return ok
-
-    @staticmethod
-    def _fits(ev: _Candidates, i: int, col: int, st: _State) -> bool:
-        c = ev.cand[i, col]
-        if st.free[c] <= 0:
-            return False
-        need = ev.din[i, col]
-        if need <= 0:
-            return True
-        if st.res_in[c] + need > st.gate[c]:
-            return False
-        lo, hi = ev.g_ptr[i], ev.g_ptr[i + 1]
-        srcs = ev.g_src[lo:hi]
-        return not np.any(st.res_out[srcs] + ev.dout[lo:hi, col] > st.gate[srcs])
 
     # ------------------------------------------------------------------ bookkeeping
     def _launch(self, actions: Actions, tasks: np.ndarray, ev: _Candidates,
@@ -498,66 +452,43 @@ def _top(score: np.ndarray, m: int) -> np.ndarray:
     return np.argpartition(-score, m - 1, axis=1)[:, :m]
 
 
-def _take(ev: _Candidates, rows: np.ndarray, cols: np.ndarray, jobs: np.ndarray,
-          st: _State) -> None:
-    """Consume the slots, promises and gate bandwidth of copies ``(rows[i], cols[i])``."""
-    cluster = ev.cand[rows, cols]
-    np.subtract.at(st.free, cluster, 1)
-    np.subtract.at(st.budget, jobs, 1)
-    np.add.at(st.res_in, cluster, ev.din[rows, cols])
-    g = concat_ranges(ev.g_ptr[rows], ev.g_ptr[rows + 1])
-    if g.size:
-        owner = np.repeat(np.arange(rows.size), ev.g_ptr[rows + 1] - ev.g_ptr[rows])
-        np.add.at(st.res_out, ev.g_src[g], ev.dout[g, cols[owner]])
+@njit(cache=True)
+def _serve(rows, order, usable, floor, rate, cand, din, g_ptr, g_src, dout, job_pos,
+           budget, free, res_in, res_out, gate):  # pragma: no cover - compiled
+    """The sequential rule of :meth:`PingAn._round`, consuming ``budget``, ``free`` and gates.
 
-
-def _take_one(ev: _Candidates, i: int, col: int, job: int, st: _State) -> None:
-    """:func:`_take` for one copy (the sources of a task's groups are distinct)."""
-    c = ev.cand[i, col]
-    st.free[c] -= 1
-    st.budget[job] -= 1
-    st.res_in[c] += ev.din[i, col]
-    lo, hi = ev.g_ptr[i], ev.g_ptr[i + 1]
-    if hi > lo:
-        st.res_out[ev.g_src[lo:hi]] += ev.dout[lo:hi, col]
-
-
-def _uncontended(ev: _Candidates, rows: np.ndarray, cols: np.ndarray, chosen: np.ndarray,
-                 job_pos: np.ndarray, st: _State) -> int:
-    """How many leading tasks get their first feasible candidate under sequential service.
-
-    A task's first choice in the current state stays its choice as long as the tasks
-    before it, taking theirs, leave room in every resource it needs (slots of the
-    cluster, the job's promise, the ingress gate, the egress gates of its sources).
-    Returns the position of the first task for which they do not.
+    Returns:
+        Positions in ``rows`` of the tasks served and the candidate each took.
     """
-    n = rows.size
-    pos = np.flatnonzero(chosen)
-    if pos.size == 0:
-        return n
-    i, col = rows[pos], cols[pos]
-    cluster = ev.cand[i, col]
-    first_bad = n
-    # Each resource: (task position, resource id, amount, capacity left).
-    lo, hi = ev.g_ptr[i], ev.g_ptr[i + 1]
-    g = concat_ranges(lo, hi)
-    g_owner = np.repeat(np.arange(pos.size), hi - lo)
-    out = ev.dout[g, col[g_owner]] if g.size else np.empty(0)
-    resources = [
-        (pos, cluster, np.ones(pos.size), st.free.astype(float)),
-        (pos, job_pos[i], np.ones(pos.size), st.budget.astype(float)),
-        (pos, cluster, ev.din[i, col], st.gate - st.res_in),
-        (pos[g_owner], ev.g_src[g], out, st.gate - st.res_out),
-    ]
-    for where, rid, amount, room in resources:
-        if where.size == 0:
+    pos = np.empty(rows.size, dtype=np.int64)
+    cols = np.empty(rows.size, dtype=np.int64)
+    n_out = 0
+    for n in range(rows.size):
+        i = rows[n]
+        job = job_pos[i]
+        if budget[job] <= 0:
             continue
-        order = np.lexsort((where, rid))
-        rid_s, amount_s = rid[order], amount[order]
-        total = np.cumsum(amount_s)
-        start = np.maximum.accumulate(np.where(first_of_runs(rid_s), np.arange(rid_s.size), 0))
-        used = total - (total[start] - amount_s[start])
-        over = used > room[rid_s] + 1e-9 * np.maximum(room[rid_s], 1.0)
-        if over.any():
-            first_bad = min(first_bad, int(where[order][over].min()))
-    return first_bad
+        lo, hi = g_ptr[i], g_ptr[i + 1]
+        for j in range(order.shape[1]):
+            col = order[n, j]
+            if not usable[n, col] or not rate[i, col] >= floor[i]:
+                continue
+            c = cand[i, col]
+            if free[c] <= 0 or res_in[c] + din[i, col] > gate[c]:
+                continue
+            fits = True
+            for g in range(lo, hi):
+                if res_out[g_src[g]] + dout[g, col] > gate[g_src[g]]:
+                    fits = False
+                    break
+            if not fits:
+                continue
+            free[c] -= 1
+            budget[job] -= 1
+            res_in[c] += din[i, col]
+            for g in range(lo, hi):
+                res_out[g_src[g]] += dout[g, col]
+            pos[n_out], cols[n_out] = n, col
+            n_out += 1
+            break
+    return pos[:n_out], cols[:n_out]
