@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 
 @dataclass(frozen=True)
@@ -49,16 +50,9 @@ class _Ring:
         self.window = window
 
     def write(self, keys: np.ndarray, values: np.ndarray) -> None:
-        if keys.size == 0:
-            return
-        order = np.argsort(keys, kind="stable")
-        k, v = keys[order], values[order]
-        uniq, starts, sizes = np.unique(k, return_index=True, return_counts=True)
-        rank = np.arange(k.size) - np.repeat(starts, sizes)
-        keep = rank >= np.repeat(sizes, sizes) - self.window   # the last `window` per key
-        k, v, rank = k[keep], v[keep], rank[keep]
-        self.buf[k, (self.count[k] + rank) % self.window] = v
-        self.count[uniq] += sizes
+        if keys.size:
+            _ring_write(self.buf, self.count, np.asarray(keys, dtype=np.int64),
+                        np.asarray(values, dtype=float))
 
     def samples(self, key: int) -> np.ndarray:
         n = min(int(self.count[key]), self.window)
@@ -134,6 +128,16 @@ class Monitor:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(self.reachable_time > 0,
                             self.outage_onsets / np.maximum(self.reachable_time, 1e-300), 0.0)
+
+
+@njit(cache=True)
+def _ring_write(buf, count, keys, values):  # pragma: no cover - compiled
+    """Append ``values[i]`` to ring ``keys[i]``, in order, overwriting the oldest."""
+    window = buf.shape[1]
+    for i in range(keys.size):
+        k = keys[i]
+        buf[k, count[k] % window] = values[i]
+        count[k] += 1
 
 
 def _frozen(arr: np.ndarray) -> np.ndarray:

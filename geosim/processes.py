@@ -75,7 +75,7 @@ class _BlockSequence:
 
 @njit(cache=True)
 def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_block, k,
-                    idx, state, acc, seg, with_acc):  # pragma: no cover - compiled
+                    idx, state, acc, seg, with_acc, t_start):  # pragma: no cover - compiled
     """Advance the entities in ``idx[:state[0]]`` to ``t_end``, phase change by phase change.
 
     Iterations are the same as a level-synchronous loop in NumPy: every entity due
@@ -83,9 +83,20 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
     set is filtered. Before reading a kind's items, if a block is missing the kernel stops
     and returns ``(kind, last block needed)``; the caller draws it and calls again, and the
     kernel resumes at the same point (``state = [n_due, stage]``). Returns ``(-1, -1)`` when
-    every entity has reached ``t_end``.
+    every entity has reached ``t_end``; ``acc`` then holds the time-average levels over
+    ``[t_start, t_end]`` when ``with_acc``. Called first with ``state[0] = -1``.
     """
     n, stage = state[0], state[1]
+    if n < 0:
+        n = 0
+        for e in range(next_change.size):
+            if with_acc:
+                acc[e] = 0.0
+                seg[e] = t_start
+            if next_change[e] <= t_end:
+                idx[n] = e
+                n += 1
+        stage = 0 if n else 3
     while True:
         if stage == 0:
             for j in range(n):
@@ -128,6 +139,10 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
             n, stage = m, 0
             if n == 0:
                 state[0], state[1] = 0, 0
+                if with_acc:
+                    span = max(t_end - t_start, 1e-300)
+                    for e in range(acc.size):
+                        acc[e] = (acc[e] + level[e] * (t_end - seg[e])) / span
                 return -1, -1
 
 
@@ -162,6 +177,7 @@ class AlternatingRenewal:
         self.count[0] += 1
         self._acc = np.zeros(n)
         self._seg = np.zeros(n)
+        self._idx = np.empty(n, dtype=np.int64)
         self._state = np.zeros(2, dtype=np.int64)
         self._next_block = np.zeros(2, dtype=np.int64)
 
@@ -177,26 +193,18 @@ class AlternatingRenewal:
             The time-average levels, or None when ``t_start`` is None.
         """
         with_acc = t_start is not None
-        if with_acc:
-            self._acc[:] = 0.0
-            self._seg[:] = t_start
-        idx = np.flatnonzero(self.next_change <= t_end)
-        if idx.size:
-            self._state[:] = idx.size, 0
-            seq = self._seq
-            while True:
-                self._next_block[:] = seq[0].next_block, seq[1].next_block
-                kind, last = _renewal_kernel(
-                    t_end, self.on, self.level, self.next_change, self.count, seq[0].ring,
-                    seq[1].ring, self._next_block, seq[0].k, idx, self._state, self._acc,
-                    self._seg, with_acc)
-                if kind < 0:
-                    break
-                seq[kind].ensure(last, int(self.count[kind].min()) // seq[kind].k)
-        if not with_acc:
-            return None
-        acc = self._acc + self.level * (t_end - self._seg)
-        return acc / max(t_end - t_start, 1e-300)
+        state, seq = self._state, self._seq
+        state[:] = -1, 0            # the kernel finds the due entities itself
+        while True:
+            self._next_block[:] = seq[0].next_block, seq[1].next_block
+            kind, last = _renewal_kernel(
+                t_end, self.on, self.level, self.next_change, self.count, seq[0].ring,
+                seq[1].ring, self._next_block, seq[0].k, self._idx, state, self._acc,
+                self._seg, with_acc, -1.0 if t_start is None else t_start)
+            if kind < 0:
+                break
+            seq[kind].ensure(last, int(self.count[kind].min()) // seq[kind].k)
+        return self._acc.copy() if with_acc else None
 
 
 def gamma_draw(shape: float, scale: float) -> BlockDraw:
