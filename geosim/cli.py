@@ -73,7 +73,8 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
         "sees the same world and jobs), save each run under DIR/runs/, and print and write "
         "a summary table (DIR/summary.csv). Rerunning with the same DIR resumes: finished "
         "runs are loaded, not run again.")
-    cmp.add_argument("scenario", help="scenario TOML file")
+    cmp.add_argument("scenario", nargs="+", help="scenario TOML file(s); with several "
+                     "(e.g. one per load), each is compared in turn into its own directory")
     cmp.add_argument("--schedulers", required=True, metavar="SPECS",
                      help="comma-separated schedulers, each NAME or NAME[KEY=VALUE,...], "
                      "e.g. fifo,srpt,fair[multitasking=true]")
@@ -83,7 +84,8 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     cmp.add_argument("--jobs-parallel", type=int, metavar="K",
                      help="worker processes (default: the number of CPUs)")
     cmp.add_argument("--out", metavar="DIR",
-                     help="comparison directory (default: results/compare-<run.name>)")
+                     help="comparison directory (default: results/compare-<run.name>; with "
+                     "several scenarios, DIR/<run.name> for each)")
     cmp.add_argument("--baseline", metavar="NAME", help="scheduler (one of --schedulers) "
                      "to report per-job flowtime reductions against")
     cmp.add_argument("--within", default="40,200,800", metavar="LIST",
@@ -98,23 +100,35 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
-def _compare(args: argparse.Namespace, scenario) -> int:
+def _compare(args: argparse.Namespace) -> int:
     from geosim.experiment import compare, safe_name
-    out = args.out or f"results/compare-{safe_name(scenario['run']['name'])}"
-    comparison = compare(
-        scenario, args.schedulers, seeds=args.seeds, reps=args.reps,
-        jobs_parallel=args.jobs_parallel, out=out, baseline=args.baseline,
-        within=args.within, fmt=args.format, dask=args.dask,
-        progress=not args.no_progress and sys.stderr.isatty())
-    print(comparison.format())
-    print(f"results written to {comparison.out}/")
+    scenarios = [_load(args, path) for path in args.scenario]
+    names = [safe_name(sc["run"]["name"]) for sc in scenarios]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise GeosimError(f"scenarios {args.scenario[names.index(name)]} and "
+                              f"{args.scenario[i]} share run.name {name!r}; give each its own",
+                              source="compare")
+    for scenario, name in zip(scenarios, names, strict=True):
+        if len(scenarios) == 1:
+            out = args.out or f"results/compare-{name}"
+        else:
+            out = f"{args.out}/{name}" if args.out else f"results/compare-{name}"
+            print(f"== {name} ({scenario.source})")
+        comparison = compare(
+            scenario, args.schedulers, seeds=args.seeds, reps=args.reps,
+            jobs_parallel=args.jobs_parallel, out=out, baseline=args.baseline,
+            within=args.within, fmt=args.format, dask=args.dask,
+            progress=not args.no_progress and sys.stderr.isatty())
+        print(comparison.format())
+        print(f"results written to {comparison.out}/")
     return 0
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace, path: str | None = None):
     from geosim.scenario import load_scenario, parse_override
     overrides = dict(parse_override(o) for o in args.overrides)
-    return load_scenario(args.scenario, overrides)
+    return load_scenario(args.scenario if path is None else path, overrides)
 
 
 def _format_summary(summary: dict) -> str:
@@ -149,9 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, cls in reg.items():
                 print(f"{name:<{width}}  {cls.description}")
             return 0
-        scenario = _load(args)
         if args.command == "compare":
-            return _compare(args, scenario)
+            return _compare(args)
+        scenario = _load(args)
         if args.command == "validate":
             from geosim.model import GeoModel
             model = GeoModel(scenario, None)

@@ -418,3 +418,35 @@ def test_dask_cluster_gives_the_same_tables(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(remote.per_job, local.per_job)
     pd.testing.assert_frame_equal(remote.summary, local.summary)
     assert len(list((tmp_path / "d").glob("runs/*/seed-*/summary.json"))) == 6
+
+
+def test_cli_compares_several_scenarios_each_into_its_directory(tmp_path, capsys):
+    paths = []
+    for name, rate in (("light", 0.02), ("busy", 0.2)):
+        data = small(n_jobs=20)
+        data["run"]["name"] = name
+        data["workload"]["arrival_rate"] = rate
+        paths.append(tmp_path / f"{name}.toml")
+        paths[-1].write_text(load_scenario(data).to_toml())
+    out = tmp_path / "cmp"
+    code = main(["compare", *map(str, paths), "--schedulers", "fifo,srpt", "--jobs-parallel",
+                 "1", "--out", str(out), "--baseline", "fifo", "--no-progress"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "== light (" in printed and "== busy (" in printed
+    light = pd.read_csv(out / "light" / "summary.csv")
+    busy = pd.read_csv(out / "busy" / "summary.csv")
+    assert light["label"].tolist() == busy["label"].tolist() == ["fifo", "srpt"]
+    assert (light["runs"] == 1).all() and (busy["runs"] == 1).all()
+    for name, rate in (("light", 0.02), ("busy", 0.2)):
+        manifest = json.loads((out / name / "compare.json").read_text())
+        assert "arrival_rate = " + repr(rate) in manifest["scenario"]
+
+
+def test_cli_several_scenarios_need_distinct_names(tmp_path, scenario_file, capsys):
+    out = tmp_path / "never"
+    assert main(["compare", str(scenario_file), str(scenario_file), "--schedulers", "fifo",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "share run.name 'tiny'" in err[0]
+    assert not out.exists()
