@@ -29,6 +29,7 @@ VARIANTS = [(name, {}) for name in SCHEDULERS] + [
     ("laps", {"beta": 0.5}),
     ("pingan", {"principle": "reli-eff", "allocation": "jga"}),
     ("pingan", {"backfill": True, "candidates": 2}),
+    ("flutter", {"compute": "observed"}),
 ]
 WORLDS = {
     "geo": lambda name, params: geo_world(scheduler=name, params=params),
