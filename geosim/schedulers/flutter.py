@@ -15,6 +15,11 @@ from scipy import sparse
 from scipy.optimize import linprog
 from scipy.sparse.csgraph import maximum_flow
 
+try:  # HiGHS's own object, for warm starts; scipy does not make it public
+    from scipy.optimize._highspy import _core
+except ImportError:  # pragma: no cover - older scipy
+    _core = None
+
 from geosim.schedulers.compose import Placement
 from geosim.view import SchedulerView, first_of_runs
 
@@ -122,6 +127,7 @@ def lexmin_assign(cost: np.ndarray, cap: np.ndarray) -> np.ndarray:
     the current solution does not use needs no program (its minimum is 0). The loop
     stops when the current solution has every row at its cheapest column left on the
     face, which is then optimal by the argument of (1).
+    Among several optimal assignments, the solver's vertex is returned.
 
     Args:
         cost: Shape ``(rows, columns)``; ``inf`` where a row may not go.
@@ -173,6 +179,74 @@ def _max_placed(allowed: np.ndarray, cap: np.ndarray) -> int:
     return int(maximum_flow(graph, s, t).flow_value)
 
 
+class _LevelLP:
+    """The linear program of one stage, re-solved with new costs, bounds and row bounds.
+
+    Rows are ``lower <= A x <= upper`` with ``A`` the row (task) and column (cluster)
+    incidence of the candidate edges, plus ``sum x = k``. HiGHS is warm-started from the
+    previous basis where scipy exposes its HiGHS object; otherwise each program is solved
+    afresh with :func:`scipy.optimize.linprog`.
+    """
+
+    def __init__(self, inc: sparse.csr_matrix, k: int):
+        self.inc = sparse.vstack([inc, np.ones((1, inc.shape[1]))], format="csc")
+        self.k, self.highs, self.now = k, None, None
+        if _core is not None:
+            h = _core._Highs()
+            h.setOptionValue("output_flag", False)
+            h.setOptionValue("presolve", "off")
+            self.highs = h
+
+    def solve(self, cost: np.ndarray, lb: np.ndarray, ub: np.ndarray, lower: np.ndarray,
+              upper: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Solve; return the solution, the reduced costs and the row duals (no sum row)."""
+        lo = np.append(lower, self.k).astype(float)
+        hi = np.append(upper, self.k).astype(float)
+        if self.highs is None:
+            return self._linprog(cost, lb, ub, lo, hi)
+        h, e = self.highs, cost.size
+        if self.now is None:
+            lp = _core.HighsLp()
+            lp.num_col_, lp.num_row_ = e, lo.size
+            lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, lb, ub
+            lp.row_lower_, lp.row_upper_ = lo, hi
+            a = lp.a_matrix_
+            a.format_ = _core.MatrixFormat.kColwise
+            a.num_col_, a.num_row_ = e, lo.size
+            a.start_, a.index_, a.value_ = self.inc.indptr, self.inc.indices, self.inc.data
+            lp.a_matrix_ = a
+            h.passModel(lp)
+        else:
+            c_now, lb_now, ub_now, lo_now, hi_now = self.now
+            idx = np.flatnonzero(cost != c_now).astype(np.int32)
+            if idx.size:
+                h.changeColsCost(idx.size, idx, cost[idx])
+            idx = np.flatnonzero((lb != lb_now) | (ub != ub_now)).astype(np.int32)
+            if idx.size:
+                h.changeColsBounds(idx.size, idx, lb[idx], ub[idx])
+            for r in np.flatnonzero((lo != lo_now) | (hi != hi_now)):
+                h.changeRowBounds(int(r), lo[r], hi[r])
+        self.now = (cost.copy(), lb.copy(), ub.copy(), lo, hi)
+        h.run()
+        if h.getModelStatus() != _core.HighsModelStatus.kOptimal:
+            raise RuntimeError("Flutter's linear program failed")
+        sol = h.getSolution()
+        return (np.asarray(sol.col_value), np.asarray(sol.col_dual),
+                np.asarray(sol.row_dual)[:-1])
+
+    def _linprog(self, cost, lb, ub, lo, hi):
+        inc = self.inc[:-1]
+        a_ub = sparse.vstack([inc, -inc], format="csr")
+        res = linprog(cost, A_ub=a_ub, b_ub=np.concatenate([hi[:-1], -lo[:-1]]),
+                      A_eq=np.ones((1, cost.size)), b_eq=[self.k],
+                      bounds=np.column_stack([lb, ub]), method="highs")
+        if res.status != 0:
+            raise RuntimeError(f"Flutter's linear program failed: {res.message}")
+        half = lo.size - 1
+        dual = res.ineqlin.marginals
+        return res.x, res.lower.marginals + res.upper.marginals, dual[:half] - dual[half:]
+
+
 def _faces(rows: np.ndarray, cols: np.ndarray, ce: np.ndarray, cap: np.ndarray, n: int,
            m: int, k: int, out: np.ndarray) -> np.ndarray:
     """Step (3) of :func:`lexmin_assign` on the candidate edges."""
@@ -182,30 +256,24 @@ def _faces(rows: np.ndarray, cols: np.ndarray, ce: np.ndarray, cap: np.ndarray, 
     idx = np.arange(e)
     inc = sparse.vstack([sparse.csr_matrix((np.ones(e), (rows, idx)), shape=(n, e)),
                          sparse.csr_matrix((np.ones(e), (cols, idx)), shape=(m, e))])
-    # rows <= 1 and columns <= cap; the same rows negated hold the face's tight rows
-    a_ub = sparse.vstack([inc, -inc], format="csc")
     upper = np.concatenate([np.ones(n), cap]).astype(float)
     lower = np.zeros(n + m)
-    a_eq, b_eq = np.ones((1, e)), np.array([float(k)])
+    program = _LevelLP(inc, k)
 
     def solve(obj: np.ndarray, restrict: bool) -> np.ndarray:
-        res = linprog(obj, A_ub=a_ub, b_ub=np.concatenate([upper, -lower]), A_eq=a_eq,
-                      b_eq=b_eq, bounds=np.column_stack([lb, ub]), method="highs")
-        if res.status != 0:
-            raise RuntimeError(f"Flutter's linear program failed: {res.message}")
+        x, reduced, dual = program.solve(obj, lb, ub, lower, upper)
         if restrict:
             # Complementary slackness with these duals (integers: the matrix is totally
             # unimodular) gives the face of the solutions optimal for ``obj``.
-            at_lb, at_ub = res.lower.marginals > 0.5, res.upper.marginals < -0.5
+            at_lb, at_ub = reduced > 0.5, reduced < -0.5
             ub[at_lb] = lb[at_lb]
             lb[at_ub] = ub[at_ub]
-            dual = res.ineqlin.marginals
-            lower[dual[: n + m] < -0.5] = upper[dual[: n + m] < -0.5]
-            upper[dual[n + m:] < -0.5] = lower[dual[n + m:] < -0.5]
+            lower[dual < -0.5] = upper[dual < -0.5]
+            upper[dual > 0.5] = lower[dual > 0.5]
             forced = np.zeros(n, dtype=bool)
             forced[rows[lb > 0.5]] = True
             ub[forced[rows] & (lb < 0.5)] = 0.0       # a placed row's other columns
-        return np.rint(res.x)
+        return np.rint(x)
 
     x = solve(ce, restrict=False)                     # a good first point on the face
     cur = int(lev.max()) + 1
