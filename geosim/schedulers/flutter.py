@@ -47,9 +47,8 @@ class Flutter(Placement):
     than free slots, the number of tasks placed is maximised first; the optimisation
     then decides which tasks get slots, and the others wait (``-1``).
 
-    Flutter's formulation has an execution-time term per task and datacenter, but the
-    system estimates it without regard to where the task runs, and 003 §6.2 describes
-    Flutter and Iridium as unaware of cluster heterogeneity. ``compute = "uniform"``
+    Flutter's objective is driven by where the data is (transfer times), and 003 §6.2
+    describes Flutter and Iridium as unaware of cluster heterogeneity. ``compute = "uniform"``
     (default) therefore divides the work by one speed for every cluster: the mean over
     clusters of the observed mean speed of the task's type (``model.speed_mean``).
     ``compute = "observed"`` uses each cluster's own observed mean speed instead, a
