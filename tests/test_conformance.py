@@ -32,6 +32,7 @@ VARIANTS = [(name, {}) for name in SCHEDULERS] + [
     ("dolly", {"budget": 0.5, "small_tasks": 60, "delay": 0.0, "admission": "arrival"}),
     ("spark", {"locality_wait": 0.0, "order": "fifo"}),
     ("spark+speculation", {"quantile": 0.5, "multiplier": 1.2, "interval": 5.0}),
+    ("flutter", {"compute": "observed"}),
 ]
 WORLDS = {
     "geo": lambda name, params: geo_world(scheduler=name, params=params),

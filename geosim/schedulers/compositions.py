@@ -8,10 +8,20 @@ from __future__ import annotations
 
 from geosim.schedulers.compose import Locality, NoRedundancy, composite
 from geosim.schedulers.dolly import Dolly
+from geosim.schedulers.flutter import Flutter
+from geosim.schedulers.iridium import Iridium
 from geosim.schedulers.spark import DelayScheduling, SparkSpeculation
 
+composite("flutter", Flutter, NoRedundancy,
+          "Flutter (INFOCOM 2016): per stage, tasks placed to lexicographically minimise "
+          "finish estimates; no speculation")
+composite("iridium", Iridium, NoRedundancy,
+          "Iridium (SIGCOMM 2015): map tasks at their data, reduce tasks spread to minimise "
+          "the slowest shuffle upload or download; no speculation")
 composite("dolly", Locality, Dolly,
           "Dolly (NSDI 2013): small jobs cloned within a 5% slot budget, locality placement")
+composite("flutter+dolly", Flutter, Dolly,
+          "Flutter's placement with Dolly's budgeted cloning of small jobs")
 composite("spark", DelayScheduling, NoRedundancy,
           "Spark's default: fair sharing among jobs, delay scheduling (3 s locality wait)",
           order="fair")

@@ -1,0 +1,169 @@
+"""Flutter's exact lexicographic placement and Iridium's shuffle program."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from conftest import geo_world
+
+from geosim import GeoModel, load_scenario, make_scheduler
+from geosim.modeler import PerformanceModel
+from geosim.schedulers.base import Scheduler
+from geosim.schedulers.flutter import Flutter, lexmin_assign
+from geosim.schedulers.iridium import Iridium, reduce_fractions, round_counts
+
+
+def brute_force(cost: np.ndarray, cap: np.ndarray) -> tuple[int, tuple]:
+    """Most rows placed, then the lexicographically smallest descending cost vector."""
+    n, m = cost.shape
+    best_k, best = -1, ()
+    for choice in itertools.product(range(-1, m), repeat=n):
+        ch = np.array(choice)
+        rows = np.flatnonzero(ch >= 0)
+        if np.any(np.bincount(ch[rows], minlength=m) > cap):
+            continue
+        c = cost[rows, ch[rows]]
+        if not np.all(np.isfinite(c)):
+            continue
+        vec = tuple(sorted(c, reverse=True))
+        if rows.size > best_k or (rows.size == best_k and vec < best):
+            best_k, best = rows.size, vec
+    return best_k, best
+
+
+def placed_vector(cost: np.ndarray, got: np.ndarray) -> tuple[int, tuple]:
+    rows = np.flatnonzero(got >= 0)
+    return rows.size, tuple(sorted(cost[rows, got[rows]], reverse=True))
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_lexmin_assign_matches_brute_force(ties):
+    rng = np.random.default_rng(7 + ties)
+    for _ in range(150):
+        n, m = rng.integers(1, 6), rng.integers(1, 5)
+        # integer costs in a small range make ties, the hard case for greedy methods
+        cost = rng.integers(1, 5, (n, m)).astype(float) if ties else rng.random((n, m))
+        cost[rng.random((n, m)) < 0.15] = np.inf
+        cap = rng.integers(0, 3, m)
+        got = lexmin_assign(cost, cap)
+        rows = np.flatnonzero(got >= 0)
+        assert np.all(np.bincount(got[rows], minlength=m) <= cap)
+        assert placed_vector(cost, got) == brute_force(cost, cap), (cost, cap, got)
+
+
+def test_lexmin_assign_tie_case_by_hand():
+    # Task a costs 5 at x and at z; task b costs 3 at y and 1 at x; one slot each.
+    # Both assignments put a at 5; (a->z, b->x) leaves b at 1 instead of 3.
+    inf = np.inf
+    cost = np.array([[5.0, inf, 5.0], [1.0, 3.0, inf]])
+    assert lexmin_assign(cost, np.array([1, 1, 1])).tolist() == [2, 0]
+    # one slot in all: the task with the smaller finish estimate gets it
+    assert lexmin_assign(np.array([[4.0], [2.0]]), np.array([1])).tolist() == [-1, 0]
+
+
+def test_flutter_validates_compute():
+    with pytest.raises(ValueError, match="compute must be one of"):
+        Flutter(compute="fast")
+    assert make_scheduler("flutter", {"compute": "observed"}).get_params() == {
+        "order": "fifo", "compute": "observed"}
+
+
+class _Idle(Scheduler):
+    """Places nothing, so ready tasks pile up for the parts under test."""
+
+    name = "idle"
+
+    def decide(self, view, actions):
+        pass
+
+
+def _ready_model(n_jobs: int = 3, steps: int = 30) -> GeoModel:
+    model = GeoModel(load_scenario(geo_world(n_jobs=n_jobs, rate=0.5)), _Idle())
+    for _ in range(steps):
+        model.step()
+    return model
+
+
+def _model(view) -> PerformanceModel:
+    return PerformanceModel(view.monitor, np.asarray(view.gate), view.dt)
+
+
+def test_flutter_on_a_tiny_world_follows_its_estimates():
+    model = _ready_model()
+    view = model.view
+    tasks, _ = view.ready_in_order(view.alive_jobs[:1])
+    tasks = tasks[np.isin(np.arange(tasks.size), view.inputs_of(tasks)[0])][:4]
+    assert tasks.size >= 2
+    part = Flutter(compute="observed")
+    part.reset(view, np.random.default_rng(0), _model(view))
+    est = part.finish_estimates(view, tasks)
+    # the estimate of the first task at a cluster holding none of its input, by hand
+    pos, src, size = view.inputs_of(tasks[:1])
+    away = next(c for c in range(view.n_clusters) if c not in src)
+    mdl = part.model
+    by_hand = (max(size / mdl.bandwidth_mean[src, away])
+               + view.task_work[tasks[0]] / mdl.speed_mean[away, view.task_type[tasks[0]]])
+    assert est[0, away] == pytest.approx(by_hand)
+    # two free slots on two clusters: the placement is the brute-force optimum
+    free = np.zeros(view.n_clusters, dtype=np.int64)
+    free[[0, away]] = [1, 2]
+    got = part.place(view, tasks, free.copy())
+    cost = est.copy()
+    cost[:, free == 0] = np.inf
+    assert placed_vector(cost, got) == brute_force(cost[:, free > 0], free[free > 0])
+    assert np.bincount(got[got >= 0], minlength=view.n_clusters).tolist() == free.tolist()
+
+
+def test_iridium_program_matches_the_hand_solution():
+    # Site A: 100 MB, uplink 10, downlink 20; site B: 300 MB, uplink 30, downlink 5.
+    # S = 400. With r_A = a, r_B = 1 - a:
+    #   upload A   100 (1 - a) / 10 = 10 - 10a     download A  a * 300 / 20 = 15a
+    #   upload B   300 a / 30       = 10a          download B  (1 - a) 100 / 5 = 20 - 20a
+    # For a in [0, 1], 15a >= 10a and 20 - 20a >= 10 - 10a, so T = max(15a, 20 - 20a),
+    # smallest where 15a = 20 - 20a: a = 4/7, T = 60/7.
+    r, t = reduce_fractions(np.array([100.0, 300.0]), np.array([10.0, 30.0]),
+                            np.array([20.0, 5.0]))
+    assert r == pytest.approx([4 / 7, 3 / 7])
+    assert t == pytest.approx(60 / 7)
+    # With room for only 2 of 7 tasks at A (r_A <= 2/7), B's download binds less: T is
+    # max(10 - 10a, 20 - 20a) at a = 2/7, i.e. 20 - 40/7 = 100/7.
+    r, t = reduce_fractions(np.array([100.0, 300.0]), np.array([10.0, 30.0]),
+                            np.array([20.0, 5.0]), cap=np.array([2 / 7, 1.0]))
+    assert r == pytest.approx([2 / 7, 5 / 7])
+    assert t == pytest.approx(100 / 7)
+
+
+def test_round_counts_respects_free_slots():
+    assert round_counts(np.array([4 / 7, 3 / 7]), 7, np.array([10, 10])).tolist() == [4, 3]
+    assert round_counts(np.array([0.5, 0.3, 0.2]), 4, np.array([5, 5, 5])).tolist() == [2, 1, 1]
+    # largest remainders would give site 0 a third task; it has two slots
+    assert round_counts(np.array([0.62, 0.38]), 4, np.array([2, 9])).tolist() == [2, 2]
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        cap = rng.integers(0, 5, 6)
+        n = int(rng.integers(0, cap.sum() + 1))
+        r = rng.random(6)
+        counts = round_counts(r / r.sum(), n, cap)
+        assert counts.sum() == n and np.all(counts <= cap)
+
+
+def test_iridium_places_within_free_slots_and_map_tasks_at_their_data():
+    model = _ready_model(n_jobs=4)
+    view = model.view
+    tasks, _ = view.ready_in_order(view.alive_jobs)
+    part = Iridium()
+    part.reset(view, np.random.default_rng(0), _model(view))
+    free = np.zeros(view.n_clusters, dtype=np.int64)
+    free[view.task_home[tasks[0]]] = 1
+    free[np.flatnonzero(view.reachable)[:2]] += 2
+    before = free.copy()
+    got = part.place(view, tasks, free)
+    placed = got[got >= 0]
+    assert np.all(np.bincount(placed, minlength=view.n_clusters) <= before)
+    assert placed.size == min(tasks.size, before.sum())
+    assert np.array_equal(free, before - np.bincount(placed, minlength=view.n_clusters))
+    pos, src, _ = view.inputs_of(tasks[:1])
+    if np.unique(src).size == 1:        # a map task: at its data
+        assert got[0] == view.task_home[tasks[0]]
