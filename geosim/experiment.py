@@ -218,7 +218,7 @@ def run_scenario(scenario: Scenario, spec: Spec, seed: int) -> Scenario:
     """
     data = {section: dict(values) for section, values in scenario.data.items()}
     data["run"]["seed"] = int(seed)
-    data["scheduler"] = {"name": spec.name, "params": dict(spec.params)}
+    data["scheduler"] = {**data["scheduler"], "name": spec.name, "params": dict(spec.params)}
     return Scenario(data, scenario.source, scenario.base_dir)
 
 

@@ -102,6 +102,7 @@ class GeoModel(mesa.Model):
             spec = parse_spec(scheduler or scenario["scheduler"]["name"])
             params = spec.params or (scenario["scheduler"]["params"] if scheduler is None or
                                      spec.name == scenario["scheduler"]["name"] else {})
+            params = {**scenario["scheduler"]["defaults"].get(spec.name, {}), **params}
             scheduler = make_scheduler(spec.name, params, source=scenario.source)
         self.policy = scheduler
         streams = spawn_streams(seed)

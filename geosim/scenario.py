@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import re
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -76,6 +77,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "scheduler": {
         "name": Field("fifo", "str", doc="registered scheduler name (geosim schedulers)"),
         "params": Field({}, "table", doc="keyword parameters of the scheduler"),
+        "defaults": Field({}, "table", doc="parameters per scheduler name, used by a run of "
+                          "that scheduler for the ones its spec leaves out, e.g. "
+                          "[scheduler.defaults.pingan] epsilon = 0.8"),
     },
     "topology": {
         "generator": Field("barabasi_albert", "str", choices=("barabasi_albert", "file", "single"),
@@ -346,6 +350,13 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
                                   key="workload.files")
     if not isinstance(data["scheduler"]["params"], Mapping):
         raise GeosimError("must be a table", source=source, key="scheduler.params")
+    defaults = data["scheduler"]["defaults"]
+    if not isinstance(defaults, Mapping):
+        raise GeosimError("must be a table", source=source, key="scheduler.defaults")
+    for name, params in defaults.items():
+        if not isinstance(params, Mapping):
+            raise GeosimError(f"must be a table of parameters (got {params!r})", source=source,
+                              key=f"scheduler.defaults.{name}")
 
 
 def _is_number(value: Any) -> bool:
@@ -401,13 +412,18 @@ def _bounds(fld: Field, v: float) -> str | None:
     return None
 
 
+def _toml_key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_value(str(key))
+
+
 def _toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}"
+                                for k, v in value.items()) + " }"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return repr(value)

@@ -171,3 +171,19 @@ def test_readme_documents_every_scenario_key():
         assert f"| `[{section}]` |" in readme, section
         for key, field in fields.items():
             assert f"| `{key}` |" in readme and field.doc in readme, f"{section}.{key}"
+
+
+def test_scheduler_defaults_fill_what_a_spec_leaves_out():
+    scenario = load_scenario("scenarios/pingan-heavy.toml", overrides={"workload.n_jobs": 2})
+    assert GeoModel(scenario, "pingan").policy.epsilon == 0.2          # the heavy-load ε
+    assert GeoModel(scenario, "pingan[epsilon=0.5]").policy.epsilon == 0.5
+    assert GeoModel(scenario, "pingan[principle=eff-eff]").policy.epsilon == 0.2
+    assert GeoModel(scenario, "fifo").policy.get_params() == {}
+    import tomllib
+    saved = tomllib.loads(scenario.to_toml())
+    assert saved["scheduler"]["defaults"] == {"pingan": {"epsilon": 0.2}}
+
+
+def test_scheduler_defaults_must_be_tables_of_parameters():
+    with pytest.raises(GeosimError, match="scheduler.defaults.pingan: must be a table"):
+        load_scenario({"scheduler": {"defaults": {"pingan": 0.8}}})
