@@ -2,10 +2,14 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-SCENARIO ?= scenarios/pingan-medium.toml
-RUN_ARGS ?=
+# The main job: 003's baselines against PingAn at light, medium and heavy load
+# (003 Figures 4 and 5) at a size that runs in minutes; `make run-full` is the paper's size.
+LOADS := scenarios/pingan-light.toml scenarios/pingan-medium.toml scenarios/pingan-heavy.toml
+SCHEDULERS ?= pingan,flutter,iridium,flutter+mantri,flutter+dolly
+COMPARE := compare $(LOADS) --schedulers $(SCHEDULERS) --baseline flutter --within 100,200,800
+RUN_ARGS ?= --set workload.n_jobs=100 --reps 2
 
-.PHONY: run test lint bench clean
+.PHONY: run run-full test lint bench clean
 
 $(BIN)/geosim: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,7 +18,12 @@ $(BIN)/geosim: pyproject.toml
 	touch $@
 
 run: $(BIN)/geosim
-	$(BIN)/geosim run $(SCENARIO) $(RUN_ARGS) --out results/
+	$(BIN)/geosim $(COMPARE) $(RUN_ARGS) --out results/compare-003
+	$(BIN)/geosim plot results/compare-003/pingan-light results/compare-003/pingan-medium \
+		results/compare-003/pingan-heavy --no-run-figures --out results/compare-003/figures
+
+run-full: $(BIN)/geosim
+	$(BIN)/geosim $(COMPARE) --reps 10 --out results/compare-003-full
 
 test: $(BIN)/geosim
 	$(BIN)/ruff check geosim tests benchmarks topologies viz
