@@ -29,6 +29,8 @@ VARIANTS = [(name, {}) for name in SCHEDULERS] + [
     ("laps", {"beta": 0.5}),
     ("pingan", {"principle": "reli-eff", "allocation": "jga"}),
     ("pingan", {"backfill": True, "candidates": 2}),
+    ("mantri", {"interval": 3.0, "delta": 0.1, "max_restarts": 1, "order": "fair"}),
+    ("late", {"speculative_cap": 0.3, "min_runtime": 2.0, "slow_node_threshold": 0.0}),
 ]
 WORLDS = {
     "geo": lambda name, params: geo_world(scheduler=name, params=params),
