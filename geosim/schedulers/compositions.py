@@ -10,6 +10,8 @@ from geosim.schedulers.compose import Locality, NoRedundancy, composite
 from geosim.schedulers.dolly import Dolly
 from geosim.schedulers.flutter import Flutter
 from geosim.schedulers.iridium import Iridium
+from geosim.schedulers.late import LATE
+from geosim.schedulers.mantri import Mantri
 from geosim.schedulers.spark import DelayScheduling, SparkSpeculation
 
 composite("flutter", Flutter, NoRedundancy,
@@ -28,3 +30,10 @@ composite("spark", DelayScheduling, NoRedundancy,
 composite("spark+speculation", DelayScheduling, SparkSpeculation,
           "Spark with speculation: fair sharing, delay scheduling, a copy of tasks slower "
           "than 1.5x their stage's median once 75% of it finished", order="fair")
+composite("mantri", Locality, Mantri,
+          "Mantri (OSDI 2010): restart or duplicate outliers when t_rem beats t_new")
+composite("late", Locality, LATE,
+          "LATE (OSDI 2008): back up the slow tasks with the longest time left, 10% cap")
+composite("flutter+mantri", Flutter, Mantri,
+          "Flutter's placement with Mantri's restarts and duplicates (003 §6.1's baseline)")
+composite("flutter+late", Flutter, LATE, "Flutter's placement with LATE's speculation")

@@ -1,0 +1,360 @@
+"""Mantri: resource-aware restarts and duplicates of outliers (OSDI 2010, §5.1, §5.2, §5.5).
+
+Ananthanarayanan et al., "Reining in the Outliers in Map-Reduce Clusters using Mantri",
+OSDI 2010. At every progress report Mantri compares, for each running task, the time
+its copies still need (``t_rem``, from their progress) with the time a new copy would
+take (``t_new``, from the observed distributions), and restarts or duplicates the task
+only when that is likely to finish it sooner without costing more slot time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from geosim.modeler import expected_min
+from geosim.schedulers.compose import PlaceFn, Redundancy
+from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs
+
+_EPS = 1e-9
+#: Candidate tasks whose ``t_new`` distributions are computed in one batch.
+_CHUNK = 32
+#: Candidate tasks (largest ``t_rem`` first) evaluated exactly per report.
+_MAX_EVAL = 64
+
+
+def remaining_time(elapsed: np.ndarray, progress: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """``t_rem`` of copies from their progress reports: ``elapsed · (1 − p) / (p − base)``.
+
+    A copy that has made no progress yet has ``t_rem = inf``.
+    """
+    gain = progress - base
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(gain > _EPS, elapsed * (1.0 - progress) / np.maximum(gain, _EPS),
+                        np.inf)
+
+
+def duplicate_rule(t_rem: np.ndarray, t_new: np.ndarray, copies: np.ndarray,
+                   delta: float) -> np.ndarray:
+    """Mantri's duplicate test (§5.1): ``P(t_rem > t_new · (c+1)/c) > δ``.
+
+    A duplicate pays off in slot time when ``c`` copies running ``t_rem`` more cost more
+    than ``c + 1`` copies running ``t_new``.
+
+    Args:
+        t_rem: Remaining time of each task (its fastest live copy), shape ``(N,)``.
+        t_new: Equally likely atoms of a new copy's completion time, shape ``(N, K)``.
+        copies: Live copies ``c >= 1`` of each task, shape ``(N,)``.
+        delta: The probability threshold δ.
+
+    Returns:
+        Whether each task gets a duplicate.
+    """
+    t_rem = np.asarray(t_rem, dtype=float)
+    factor = (np.asarray(copies, dtype=float) + 1.0) / np.asarray(copies, dtype=float)
+    p = np.mean(np.asarray(t_new) * factor[:, None] < t_rem[:, None], axis=1)
+    return p > delta
+
+
+def restart_rule(t_rem: np.ndarray, mean_new: np.ndarray, margin: float) -> np.ndarray:
+    """Mantri's kill-and-restart test (§5.1): ``t_rem > E[t_new] + Δ``."""
+    return np.asarray(t_rem) > np.asarray(mean_new) + margin
+
+
+class Mantri(Redundancy):
+    """Mantri's restarts and duplicates (OSDI 2010, §5.1) with network-aware placement (§5.2).
+
+    Every ``interval`` seconds (a progress report of every copy, Mantri's period Δ),
+    for each running task:
+
+    - ``t_rem`` of a copy is ``elapsed · (1 − p) / (p − base)`` from its progress ``p``
+      (``base``: where it started), ``inf`` while it has made none; no wrap-up time is
+      added (tasks write no output here). A task's ``t_rem`` is its fastest copy's.
+    - ``t_new`` on cluster ``m`` (§5.5) is the time of a fresh copy there, from the
+      performance model's observed distributions: the copy's rate is
+      ``min(V^P_m / work, min_s V^T_{s,m} / size_s)``, the processing speed atoms of the
+      task's type on ``m`` and the bandwidth atoms of each pair from the clusters ``s``
+      holding its inputs (``size_s`` the largest input there; inputs move in parallel,
+      local ones are free), independent, combined exactly as in PingAn's modeler
+      (:func:`~geosim.modeler.expected_min`); ``t_new = 1 / rate`` atom by atom, so
+      ``E[t_new]`` is the mean of the inverted atoms, not the inverse of the mean rate.
+    - The new copy goes to the reachable cluster with a free slot that minimises
+      ``E[t_new]`` (§5.2's network-aware placement: the transfer of its inputs plus its
+      compute).
+
+    Mantri's rules (§5.1, in this order), tasks taken by decreasing ``t_rem`` (at most
+    64 evaluated exactly per report), at most one action per task per report:
+
+    1. While the task's job has tasks waiting for a slot (ready without a copy, or
+       placed at this very boundary), **kill and restart** the task (all its copies, one
+       new copy) when ``t_rem > E[t_new] + Δ``, at most ``max_restarts`` times per task.
+       Mantri gives a slot to the restart before the waiting task: the restart may take
+       the slot of a copy its job placed at this boundary (which did nothing yet; that
+       task waits again), or an idle slot.
+    2. Otherwise **duplicate** it on an idle slot when ``P(t_rem > t_new · (c+1)/c) > δ``
+       (``c`` its live copies): the duplicate lowers the expected slot time the task
+       holds. The same rule applies at the end of a job's phase (no task waiting).
+
+    A copy Mantri launched is judged by the model, ``t_rem = min(progress estimate,
+    E[t_new] − age)``, until it outlives its expected time; without this every new copy
+    still fetching its inputs looks slow, and a task drew a copy per report. A task is
+    judged once its newest copy has run one report period. The first copy to finish
+    wins; Mantri does not checkpoint, so a restarted task starts from its saved
+    progress (zero).
+
+    Args:
+        interval: Seconds between progress reports (Δ). The default, 1 s, judges every
+            slot of the PingAn scenarios.
+        delta: δ of the duplicate test, in [0, 1).
+        restart_margin: Δ of the restart test in seconds; ``None`` uses ``interval``,
+            the paper's choice.
+        max_restarts: Restarts per task (γ).
+    """
+
+    name = "mantri"
+
+    def __init__(self, interval: float = 1.0, delta: float = 0.25,
+                 restart_margin: float | None = None, max_restarts: int = 3):
+        if not _number(interval) or interval <= 0:
+            raise ValueError(f"interval must be a number > 0, got {interval!r}")
+        if not _number(delta) or not 0.0 <= delta < 1.0:
+            raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+        if restart_margin is not None and (not _number(restart_margin) or restart_margin < 0):
+            raise ValueError(f"restart_margin must be a number >= 0 or None, "
+                             f"got {restart_margin!r}")
+        if not isinstance(max_restarts, int) or isinstance(max_restarts, bool) \
+                or max_restarts < 0:
+            raise ValueError(f"max_restarts must be an integer >= 0, got {max_restarts!r}")
+        self.interval, self.delta, self.restart_margin = interval, delta, restart_margin
+        self.max_restarts = max_restarts
+
+    def reset(self, view, rng, model) -> None:
+        """Clear the restart counts and the report clock."""
+        super().reset(view, rng, model)
+        self._restarts = np.zeros(len(view.task_work), dtype=np.int64)
+        self._next = -np.inf
+        # Copies Mantri launched, ascending, and when the model expected each to end.
+        self._mine = np.empty(0, dtype=np.int64)
+        self._due = np.empty(0)
+        self._margin = float(self.interval if self.restart_margin is None
+                             else self.restart_margin)
+        #: Duplicates and restarts made over the run.
+        self.n_duplicates = 0
+        self.n_restarts = 0
+
+    # ------------------------------------------------------------------ the report
+    def act(self, view: SchedulerView, actions: Actions, place: PlaceFn,
+            free: np.ndarray) -> None:
+        """At a progress report, restart or duplicate the tasks Mantri's rules pick."""
+        now = view.time
+        if now < self._next - _EPS:
+            return
+        self._next = now + self.interval
+        info = view.copy_info()
+        if info["copy"].size == 0:
+            return
+        # Copies placed at this boundary as their task's only copy: a slot Mantri may
+        # give to a restart or a duplicate of the same job instead (they did nothing yet).
+        fresh = np.flatnonzero((info["start"] >= now - _EPS)
+                               & (view.task_live[info["task"]] == 1))
+        if not free.any() and fresh.size == 0:
+            return          # no slot for the job managers to hand out
+        est = self._estimates(view, info, now)
+        if est is None:
+            return
+        tasks, t_rem, c, rows, cnt = est
+        model = self.model
+        types = view.task_type[tasks]
+        work = view.task_work[tasks] * (1.0 - view.task_saved[tasks])
+        jobs = view.task_job[tasks]
+        fresh_jobs = info["job"][fresh]
+        waiting = self._waiting(view, jobs) | np.isin(jobs, fresh_jobs)
+        room_any = free > 0
+        room_any[info["cluster"][fresh]] = True
+        with np.errstate(divide="ignore"):
+            lb_room = work / _masked_max(model.speed.max(axis=2), room_any)[types]
+            mean_room = work / _masked_max(model.speed_mean, room_any)[types]
+        restartable = waiting & (self._restarts[tasks] < self.max_restarts)
+        restartable &= np.isin(jobs, fresh_jobs) | bool(free.any())
+        cand = (restartable & (t_rem > mean_room + self._margin)) | (
+            bool(free.any()) & (t_rem * c / (c + 1.0) > lb_room))
+        idx = np.flatnonzero(cand)
+        if idx.size == 0:
+            return
+        idx = idx[np.lexsort((tasks[idx], -t_rem[idx]))][:_MAX_EVAL]
+        offset = np.r_[0, np.cumsum(cnt)[:-1]]
+        pool: dict[int, list[int]] = {}       # job -> its fresh copies' rows in info
+        for r in fresh[np.argsort(info["copy"][fresh], kind="stable")]:
+            pool.setdefault(int(info["job"][r]), []).append(int(r))
+        preempted: list[int] = []
+        restarted: list[np.ndarray] = []
+        due: list[float] = []                 # expected end of each new copy, in order
+        kind: list[bool] = []                 # whether it takes a preempted copy's slot
+        plain: list[tuple[int, int]] = []     # (task, cluster) on a free slot
+        swaps: list[tuple[int, int, int]] = []  # (task, cluster, slot) of a preempted copy
+        for lo in range(0, idx.size, _CHUNK):
+            if not free.any() and not pool:
+                break
+            chunk = idx[lo: lo + _CHUNK]
+            atoms = self._t_new(view, tasks[chunk], work[chunk])   # (m, n, K) ascending
+            means = atoms.mean(axis=2)
+            for j, i in enumerate(chunk):
+                job = int(jobs[i])
+                mine = pool.get(job, []) if restartable[i] else []
+                room = free > 0
+                restart = False
+                if mine or (restartable[i] and room.any()):
+                    # A restart may take a slot the job just gave a waiting task.
+                    wide = room.copy()
+                    wide[info["cluster"][mine]] = True
+                    best = _best(means[j], wide)
+                    restart = bool(restart_rule(t_rem[i], means[j, best], self._margin))
+                if restart:
+                    ok = True
+                else:
+                    best = _best(means[j], room)     # a duplicate needs an idle slot
+                    if best < 0:
+                        continue
+                    ok = bool(duplicate_rule(t_rem[i:i + 1], atoms[j, best][None, :],
+                                             c[i:i + 1], self.delta)[0])
+                if not ok:
+                    continue
+                task = int(tasks[i])
+                due.append(now + float(means[j, best]))
+                kind.append(free[best] <= 0)
+                if free[best] > 0:
+                    free[best] -= 1
+                    plain.append((task, best))
+                else:
+                    r = next(r for r in mine if info["cluster"][r] == best)
+                    mine.remove(r)
+                    if not mine:
+                        del pool[job]
+                    preempted.append(int(info["copy"][r]))
+                    swaps.append((task, best, int(info["slot"][r])))
+                if restart:
+                    restarted.append(info["copy"][rows[offset[i]: offset[i] + cnt[i]]])
+                    self._restarts[task] += 1
+                    self.n_restarts += 1
+                else:
+                    self.n_duplicates += 1
+        # Preempted fresh copies first, their slots to the new copies; the restarted
+        # copies last, so no new copy lands on the slot it is meant to leave.
+        if preempted:
+            actions.kill(np.asarray(preempted, dtype=np.int64))
+        ids = []
+        if swaps:
+            t, cl, sl = np.asarray(swaps, dtype=np.int64).T
+            ids.append(actions.launch_many(t, cl, slots=sl))
+        if plain:
+            t, cl = np.asarray(plain, dtype=np.int64).T
+            ids.append(actions.launch_many(t, cl))
+        if ids:
+            # due[] is in decision order; swaps and plain launches were split from it.
+            is_swap = np.asarray(kind, dtype=bool)
+            ends = np.asarray(due)
+            self._remember(view, np.concatenate(ids),
+                           np.concatenate([ends[is_swap], ends[~is_swap]]))
+        if restarted:
+            actions.kill(np.concatenate(restarted))
+
+    def _remember(self, view: SchedulerView, copies: np.ndarray, due: np.ndarray) -> None:
+        """Record new copies and their expected ends; forget copies no longer live."""
+        mine, ends = np.r_[self._mine, copies], np.r_[self._due, due]
+        if mine.size > 2 * max(view.live_copies.size, 64):
+            keep = np.isin(mine, view.live_copies)
+            mine, ends = mine[keep], ends[keep]
+        order = np.argsort(mine, kind="stable")
+        self._mine, self._due = mine[order], ends[order]
+
+    # ------------------------------------------------------------------ estimates
+    def _estimates(self, view: SchedulerView, info: dict, now: float):
+        """Per running task: ``t_rem``, live copies, and its copies' rows in ``info``.
+
+        Returns None when no task can be judged yet; otherwise the judged tasks, their
+        ``t_rem`` and copy counts, the rows of ``info`` sorted by task, and the rows per
+        judged task.
+        """
+        task = info["task"]
+        elapsed = now - info["start"]
+        rem = remaining_time(elapsed, info["progress"], info["base"])
+        if self._mine.size:
+            at = np.minimum(np.searchsorted(self._mine, info["copy"]), self._mine.size - 1)
+            due = np.where(self._mine[at] == info["copy"], self._due[at], -np.inf)
+            young = due > now
+            rem[young] = np.minimum(rem[young], due[young] - now)
+        pos = np.lexsort((info["start"], task))      # by task, newest copy last
+        keys = task[pos]
+        first = np.flatnonzero(first_of_runs(keys))
+        cnt = np.diff(np.r_[first, keys.size])
+        t_rem = np.minimum.reduceat(rem[pos], first)
+        newest = pos[first + cnt - 1]
+        period = max(self.interval, view.dt) - _EPS
+        judged = elapsed[newest] >= period
+        if not judged.any():
+            return None
+        sel = np.flatnonzero(judged)
+        rows = concat_ranges(first[sel], first[sel] + cnt[sel])
+        return keys[first[sel]], t_rem[sel], cnt[sel].astype(float), pos[rows], cnt[sel]
+
+    def _waiting(self, view: SchedulerView, jobs: np.ndarray) -> np.ndarray:
+        """Whether each job (of ``jobs``) has ready tasks waiting for a slot."""
+        if view.n_ready == 0:
+            return np.zeros(jobs.size, dtype=bool)
+        uniq, inv = np.unique(jobs, return_inverse=True)
+        tasks, where = view.tasks_of(uniq)
+        ready = view.task_state[tasks] == READY
+        has = np.bincount(where[ready], minlength=uniq.size) > 0
+        return has[inv]
+
+    def _t_new(self, view: SchedulerView, tasks: np.ndarray, work: np.ndarray) -> np.ndarray:
+        """Atoms of a new copy's completion time on every cluster, shape ``(m, n, K)``.
+
+        The copy's rate is the minimum of its processing rate and the transfer rate of
+        each input group (one per source cluster, its largest input), all independent.
+        """
+        model, n = self.model, view.n_clusters
+        k = model.k
+        owner, src, size = view.inputs_of(tasks)
+        keep = size > 0
+        key = owner[keep] * n + src[keep]
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        heads = np.flatnonzero(first_of_runs(key))
+        g_key = key[heads]
+        g_size = np.maximum.reduceat(size[keep][order], heads) if heads.size else np.empty(0)
+        g_task, g_src = g_key // n, g_key % n
+        per_task = np.bincount(g_task, minlength=tasks.size)
+        r = 1 + int(per_task.max(initial=0))
+        atoms = np.full((tasks.size, n, r, k), np.inf)
+        with np.errstate(divide="ignore"):
+            atoms[:, :, 0, :] = (model.speed[:, view.task_type[tasks], :].transpose(1, 0, 2)
+                                 / work[:, None, None])
+        if g_key.size:
+            slot = 1 + (np.arange(g_key.size) - np.r_[0, np.cumsum(per_task)[:-1]][g_task])
+            bw = model.bandwidth.reshape(n, n, k)[g_src]              # (G, n dst, K)
+            trans = bw / g_size[:, None, None]
+            trans[np.arange(g_key.size), g_src, :] = np.inf           # local input
+            atoms[g_task, :, slot, :] = trans
+        _, q = expected_min(atoms.reshape(tasks.size * n, r, k), quantiles=True)
+        with np.errstate(divide="ignore"):
+            t_new = 1.0 / q[:, ::-1]
+        return t_new.reshape(tasks.size, n, k)
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Maximum over the clusters in ``mask`` of ``values`` (n, types); 0 if none."""
+    if not mask.any():
+        return np.zeros(values.shape[1])
+    return values[mask].max(axis=0)
+
+
+def _best(means: np.ndarray, room: np.ndarray) -> int:
+    """The cluster with room that minimises ``E[t_new]`` (lowest id on ties), or -1."""
+    where = np.flatnonzero(room)
+    if where.size == 0:
+        return -1
+    return int(where[np.argmin(means[where])])
