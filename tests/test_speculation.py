@@ -102,7 +102,7 @@ def test_mantri_duplicates_the_dipped_copy_not_the_healthy_one():
     # Task 0 runs 2 s at 100 MIPS then at 10: at t = 6, p = 0.24 -> t_rem = 6·0.76/0.24
     # = 19 > 2 · t_new(20)? No; the rate estimate keeps falling until t_rem > 40 (t = 8:
     # p = 0.26, t_rem = 22.8 ... ) and it is duplicated; task 1 (t_rem = 20 − t) never is.
-    model, policy = _dipped_run(12)
+    model, policy = _dipped_run(12, interval=1.0)
     copies = _copies(model)
     assert copies.get(0) == 2 and copies.get(1, 1) == 1
     assert policy.redundancy.n_duplicates == 1 and policy.redundancy.n_restarts == 0
@@ -113,7 +113,8 @@ def test_mantri_restart_cap_holds():
     # short tasks of its job wait (a restarted copy is judged by progress once
     # it outlives its expected 20 s): each time one of them gets a slot, Mantri restarts
     # task 0 there instead (t_rem >> E[t_new] + Δ), but never more than max_restarts times.
-    model, policy = _model("mantri", [[2000.0] + [300.0] * 40], slots=1, max_restarts=2)
+    model, policy = _model("mantri", [[2000.0] + [300.0] * 40], slots=1, max_restarts=2,
+                           interval=1.0)
     dip = _Dip(model.world.n_slots, at=0.0, level=0.05)
 
     def follow(t_end, t=None):
