@@ -175,6 +175,26 @@ class SchedulerView:
             raise ValueError("some tasks are not ready: their inputs are not placed yet")
         return self._e.inputs_of(tasks)
 
+    def input_groups(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Inputs of ready or running tasks grouped by source cluster.
+
+        A copy fetches its inputs from each source in parallel, so what bounds its
+        transfer from a source is the largest input there (empty inputs are left out).
+
+        Returns:
+            Per group, sorted by task position then source: the position of its task in
+            ``tasks``, the source cluster, and the size (MB) of its largest input there.
+        """
+        owner, src, size = self.inputs_of(tasks)
+        keep = size > 0
+        key = owner[keep] * self.n_clusters + src[keep]
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        starts = np.flatnonzero(first_of_runs(key))
+        g_key = key[starts]
+        g_size = np.maximum.reduceat(size[keep][order], starts) if starts.size else np.empty(0)
+        return g_key // self.n_clusters, g_key % self.n_clusters, g_size
+
     def remaining_work(self, jobs: np.ndarray) -> np.ndarray:
         """Work (MI) each job still needs, net of checkpoints and live progress."""
         return self._e.remaining_work(np.asarray(jobs, dtype=np.int64))

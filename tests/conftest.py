@@ -41,6 +41,23 @@ def geo_world(n_clusters: int = 8, n_jobs: int = 12, rate: float = 0.05, seed: i
     }
 
 
+def uniform_world(slots: int, n_clusters: int = 3, **clusters: Any) -> dict[str, Any]:
+    """Clusters of ``slots`` VMs of power 100 MIPS, no availability periods or outages.
+
+    The world of hand-computed scheduler tests; ``clusters`` adds ``[clusters]`` keys.
+    """
+    tier = {"slots": slots, "gate_ratio": 1.0, "power_mean": 100.0, "power_rsd": 0.0}
+    return {
+        "run": {"seed": 1},
+        "topology": {"generator": "barabasi_albert", "n_clusters": n_clusters, "m": 1},
+        "tiers": {"large": tier, "medium": tier, "small": tier},
+        "clusters": clusters,
+        "availability": {"enabled": False},
+        "outages": {"enabled": False},
+        "workload": {"kind": "single", "n_jobs": 1},
+    }
+
+
 @pytest.fixture
 def world_dict():
     """Factory returning a fresh copy of a scenario dict."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import uniform_world
 
 from geosim import GeoModel, load_scenario, make_scheduler
 from geosim.schedulers.late import LATE, grouped_quantile
@@ -14,16 +15,7 @@ N = 3   # clusters
 
 
 def _world(slots: int) -> dict:
-    tier = {"slots": slots, "gate_ratio": 1.0, "power_mean": 100.0, "power_rsd": 0.0}
-    return {
-        "run": {"seed": 1},
-        "topology": {"generator": "barabasi_albert", "n_clusters": N, "m": 1},
-        "tiers": {"large": tier, "medium": tier, "small": tier},
-        "clusters": {"power_redraw_interval": 0.0},
-        "availability": {"enabled": False},
-        "outages": {"enabled": False},
-        "workload": {"kind": "single", "n_jobs": 1},
-    }
+    return uniform_world(slots, N, power_redraw_interval=0.0)
 
 
 def _jobs(works: list[list[float]]) -> Workload:

@@ -316,26 +316,18 @@ class Mantri(Redundancy):
         """
         model, n = self.model, view.n_clusters
         k = model.k
-        owner, src, size = view.inputs_of(tasks)
-        keep = size > 0
-        key = owner[keep] * n + src[keep]
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        heads = np.flatnonzero(first_of_runs(key))
-        g_key = key[heads]
-        g_size = np.maximum.reduceat(size[keep][order], heads) if heads.size else np.empty(0)
-        g_task, g_src = g_key // n, g_key % n
+        g_task, g_src, g_size = view.input_groups(tasks)
         per_task = np.bincount(g_task, minlength=tasks.size)
         r = 1 + int(per_task.max(initial=0))
         atoms = np.full((tasks.size, n, r, k), np.inf)
         with np.errstate(divide="ignore"):
             atoms[:, :, 0, :] = (model.speed[:, view.task_type[tasks], :].transpose(1, 0, 2)
                                  / work[:, None, None])
-        if g_key.size:
-            slot = 1 + (np.arange(g_key.size) - np.r_[0, np.cumsum(per_task)[:-1]][g_task])
+        if g_task.size:
+            slot = 1 + (np.arange(g_task.size) - np.r_[0, np.cumsum(per_task)[:-1]][g_task])
             bw = model.bandwidth.reshape(n, n, k)[g_src]              # (G, n dst, K)
             trans = bw / g_size[:, None, None]
-            trans[np.arange(g_key.size), g_src, :] = np.inf           # local input
+            trans[np.arange(g_task.size), g_src, :] = np.inf           # local input
             atoms[g_task, :, slot, :] = trans
         _, q = expected_min(atoms.reshape(tasks.size * n, r, k), quantiles=True)
         with np.errstate(divide="ignore"):

@@ -16,7 +16,6 @@ from geosim.view import (
     Actions,
     SchedulerView,
     concat_ranges,
-    first_of_runs,
     rank_in_runs,
 )
 
@@ -211,23 +210,15 @@ class PingAn(Scheduler):
                   free: np.ndarray) -> _Candidates:
         """Expected rates of one copy of each task on its candidate clusters (``free``: slots)."""
         model, n = self.model, view.n_clusters
-        owner, src, size = view.inputs_of(tasks)
-        keep = size > 0
-        key = owner[keep] * n + src[keep]
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        starts = np.flatnonzero(first_of_runs(key))
-        uniq = key[starts]
-        g_size = np.maximum.reduceat(size[keep][order], starts) if starts.size else np.empty(0)
-        g_task, g_src = uniq // n, uniq % n
+        g_task, g_src, g_size = view.input_groups(tasks)
         g_ptr = np.searchsorted(g_task, np.arange(tasks.size + 1))
         has = np.flatnonzero(np.diff(g_ptr) > 0)        # tasks with remote-capable inputs
         types, work = view.task_type[tasks], view.task_work[tasks]
 
         bound = model.speed_mean[:, types].T / work[:, None]
-        if uniq.size:
+        if g_task.size:
             trans = model.bandwidth_mean[g_src] / g_size[:, None]
-            trans[np.arange(uniq.size), g_src] = np.inf
+            trans[np.arange(g_task.size), g_src] = np.inf
             bound[has] = np.minimum(bound[has], np.minimum.reduceat(trans, g_ptr[has]))
         reach = view.reachable
         m = self.candidates
