@@ -175,13 +175,18 @@ def _ready_model():
     return model, view, int(tasks[0])
 
 
+def _remote_cluster(view, task: int) -> int:
+    """A reachable cluster holding none of ``task``'s input."""
+    src, _ = view.task_inputs(task)
+    return int(np.flatnonzero(~np.isin(np.arange(view.n_clusters), src)
+                              & np.asarray(view.reachable))[0])
+
+
 def test_delay_scheduling_waits_locality_wait_then_relaxes():
     model, view, task = _ready_model()
     part = DelayScheduling(locality_wait=3.0)
     part.reset(view, np.random.default_rng(0), None)
-    src, _ = view.task_inputs(task)
-    other = int(np.flatnonzero(~np.isin(np.arange(view.n_clusters), src)
-                               & np.asarray(view.reachable))[0])
+    other = _remote_cluster(view, task)
     home = int(view.task_home[task])
 
     def offer(cluster):
@@ -207,9 +212,7 @@ def test_delay_scheduling_with_zero_wait_is_locality_placement():
     model, view, task = _ready_model()
     part = DelayScheduling(locality_wait=0.0)
     part.reset(view, np.random.default_rng(0), None)
-    src, _ = view.task_inputs(task)
-    other = int(np.flatnonzero(~np.isin(np.arange(view.n_clusters), src)
-                               & np.asarray(view.reachable))[0])
+    other = _remote_cluster(view, task)
     free = np.zeros(view.n_clusters, dtype=np.int64)
     free[other] = 1
     assert part.place(view, np.array([task]), free).tolist() == [other]

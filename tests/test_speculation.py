@@ -142,37 +142,31 @@ def test_grouped_quantile_matches_numpy():
         assert np.allclose(got[keys == k], np.quantile(vals[keys == k], 0.25))
 
 
-def test_late_backs_up_slow_tasks_longest_first_within_cap():
-    # One job of eight equal tasks on 3 clusters x 4 slots (12 slots: cap 10% -> 1 backup).
-    # Three copies are dipped to different levels; only tasks below the 25th percentile
-    # of rates are candidates, and the slowest (longest time left) goes first.
-    model, policy = _model("late", [[3000.0] * 8], min_runtime=3.0)
+def _late_with_two_slow_tasks(steps: int, **params):
+    """Eight equal tasks on 3 clusters x 4 slots; tasks 2 and 5 run at 0.2 and 0.5 speed."""
+    model, policy = _model("late", [[3000.0] * 8], min_runtime=3.0, **params)
     model.step()
     info = model.view.copy_info()
-    dip = _Dip(model.world.n_slots, at=0.0, level=1.0)
-    levels = np.ones(model.world.n_slots)
     slot_of = dict(zip(info["task"].tolist(), info["slot"].tolist(), strict=True))
+    levels = np.ones(model.world.n_slots)
     levels[slot_of[2]], levels[slot_of[5]] = 0.2, 0.5
+    dip = _Dip(model.world.n_slots, at=0.0, level=1.0)
     dip.advance = lambda t_end, t=None: levels.copy()
     model.world.availability = dip
-    for _ in range(6):
+    for _ in range(steps):
         model.step()
-    copies = _copies(model)
+    return _copies(model), policy
+
+
+def test_late_backs_up_slow_tasks_longest_first_within_cap():
+    # 12 slots: cap 10% -> 1 backup. Only tasks below the 25th percentile of rates are
+    # candidates, and the slowest (longest time left) goes first.
+    copies, policy = _late_with_two_slow_tasks(6)
     assert copies[2] == 2                                   # slowest: backed up first
     assert all(copies[t] == 1 for t in copies if t != 2)    # cap 1: nothing else
     assert policy.redundancy.n_backups == 1
     # with a cap of 50%, task 5 (below the threshold) is backed up too, and only it
-    model, policy = _model("late", [[3000.0] * 8], min_runtime=3.0, speculative_cap=0.5)
-    model.step()
-    info = model.view.copy_info()
-    slot_of = dict(zip(info["task"].tolist(), info["slot"].tolist(), strict=True))
-    levels = np.ones(model.world.n_slots)
-    levels[slot_of[2]], levels[slot_of[5]] = 0.2, 0.5
-    dip.advance = lambda t_end, t=None: levels.copy()
-    model.world.availability = dip
-    for _ in range(8):
-        model.step()
-    copies = _copies(model)
+    copies, policy = _late_with_two_slow_tasks(8, speculative_cap=0.5)
     assert copies[2] == 2 and copies[5] == 2
     assert all(copies[t] == 1 for t in copies if t not in (2, 5))
     assert policy.redundancy.n_backups == 2            # one backup per task, ever
