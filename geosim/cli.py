@@ -146,6 +146,10 @@ def _format_summary(summary: dict) -> str:
         ("wasted slot-seconds", f"{summary['wasted_slot_seconds']:.1f}"),
         ("wall time (s)", f"{summary['wall_seconds']:.2f}"),
     ]
+    if summary.get("data_moved_mb") or summary.get("data_moves_abandoned"):
+        rows.insert(7, ("raw input moved before arrival (MB)",
+                        f"{summary['data_moved_mb']:.1f} ({summary['data_moves_abandoned']} "
+                        "moves abandoned)"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 

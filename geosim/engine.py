@@ -140,10 +140,13 @@ class Engine:
     """
 
     def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator,
-                 transfer: str = "fetch"):
+                 transfer: str = "fetch", data_lag: float = 0.0):
         if transfer not in TRANSFER_MODES:
             raise ValueError(f"transfer mode {transfer!r} not in {TRANSFER_MODES}")
+        if not data_lag >= 0.0:
+            raise ValueError(f"data_lag must be >= 0, got {data_lag}")
         self.world, self.wl, self.dt, self.rng = world, workload, dt, rng
+        self.data_lag = float(data_lag)
         self.fetch = transfer == "fetch"
         self.time = 0.0
         n_tasks, n_jobs = workload.n_tasks, workload.n_jobs
@@ -176,6 +179,16 @@ class Engine:
         self.job_checkpoints = np.zeros(n_jobs, dtype=np.int64)
         self.job_work_left = np.bincount(self.task_job, weights=self.task_work, minlength=n_jobs)
         self.next_job = 0          # first job not yet arrived
+        self.next_announced = 0    # first job whose raw input does not exist yet
+        self.raw_cluster = workload.raw_cluster.copy()   # moves before arrival change it
+        # Raw inputs on their way to another cluster before their job arrives.
+        self.move_raw = np.empty(0, dtype=np.int64)
+        self.move_src = np.empty(0, dtype=np.int64)
+        self.move_dst = np.empty(0, dtype=np.int64)
+        self.move_got = np.empty(0)
+        self.moved_mb = 0.0        # MB of raw input that reached its new cluster
+        self.moves_done = 0
+        self.moves_abandoned = 0   # moves still running when their job arrived
         self.n_ready = 0
 
         self.slot_used = np.zeros(world.n_slots)
@@ -214,7 +227,7 @@ class Engine:
         raw, par = concat_ranges(r_lo, r_hi), concat_ranges(p_lo, p_hi)
         owner = np.concatenate([np.repeat(np.arange(tasks.size), r_hi - r_lo),
                                 np.repeat(np.arange(tasks.size), p_hi - p_lo)])
-        src = np.concatenate([wl.raw_cluster[raw], self.task_cluster[self.in_src[par]]])
+        src = np.concatenate([self.raw_cluster[raw], self.task_cluster[self.in_src[par]]])
         size = np.concatenate([wl.raw_size[raw], self.in_size[par]])
         order = np.argsort(owner, kind="stable")
         return owner[order], src[order], size[order]
@@ -254,9 +267,71 @@ class Engine:
         if j1 <= j0:
             return []
         self.next_job = j1
+        self.next_announced = max(self.next_announced, j1)
+        if self.move_raw.size:
+            arriving = self.wl.raw_task[self.move_raw] < self.wl.task_ptr[j1]
+            if arriving.any():
+                self.moves_abandoned += int(arriving.sum())
+                self._drop_moves(arriving)
         tasks = np.arange(self.wl.task_ptr[j0], self.wl.task_ptr[j1])
         self._make_ready(tasks[self.pending[tasks] == 0], until)
         return list(range(j0, j1))
+
+    def announce(self, until: float) -> np.ndarray:
+        """Jobs whose raw input exists by ``until`` (``data_lag`` before their arrival).
+
+        Returns:
+            The ids of the jobs announced since the last call, in arrival order.
+        """
+        j0 = max(self.next_announced, self.next_job)
+        j1 = int(np.searchsorted(self.wl.arrival, until + self.data_lag, side="right"))
+        if j1 <= j0:
+            return np.empty(0, dtype=np.int64)
+        self.next_announced = j1
+        return np.arange(j0, j1, dtype=np.int64)
+
+    def start_moves(self, raws: np.ndarray, clusters: np.ndarray) -> None:
+        """Start moving raw inputs of announced, not yet arrived jobs to other clusters.
+
+        A move is a WAN transfer like any other (it shares links and gates); the input
+        is at its new cluster once all of it has arrived. A move still running when its
+        job arrives is abandoned and the input stays where it was.
+
+        Raises:
+            SchedulingError: A raw input of a job not announced or already arrived,
+                already moving, or moved to the cluster holding it or to no cluster.
+        """
+        raws = np.atleast_1d(np.asarray(raws, dtype=np.int64))
+        clusters = np.atleast_1d(np.asarray(clusters, dtype=np.int64))
+        if raws.shape != clusters.shape:
+            raise SchedulingError(f"{raws.size} raw inputs but {clusters.size} clusters")
+        if raws.size == 0:
+            return
+        if raws.min() < 0 or raws.max() >= self.wl.n_raw:
+            raise SchedulingError(f"raw inputs {raws.tolist()} outside 0..{self.wl.n_raw - 1}")
+        job = self.task_job[self.wl.raw_task[raws]]
+        bad = (job < self.next_job) | (job >= self.next_announced)
+        if bad.any():
+            raise SchedulingError(f"raw input {int(raws[bad][0])} belongs to job "
+                                  f"{int(job[bad][0])}, which has arrived or is not announced")
+        if np.unique(raws).size < raws.size or np.isin(raws, self.move_raw).any():
+            raise SchedulingError("a raw input is moved twice at once")
+        src = self.raw_cluster[raws]
+        if (clusters < 0).any() or (clusters >= self.world.n_clusters).any() \
+                or (clusters == src).any():
+            raise SchedulingError(f"cannot move raw inputs {raws.tolist()} from clusters "
+                                  f"{src.tolist()} to {clusters.tolist()}")
+        self.move_raw = np.concatenate([self.move_raw, raws])
+        self.move_src = np.concatenate([self.move_src, src])
+        self.move_dst = np.concatenate([self.move_dst, clusters])
+        self.move_got = np.concatenate([self.move_got, np.zeros(raws.size)])
+        self._flows = None
+
+    def _drop_moves(self, mask: np.ndarray) -> None:
+        keep = ~mask
+        self.move_raw, self.move_src = self.move_raw[keep], self.move_src[keep]
+        self.move_dst, self.move_got = self.move_dst[keep], self.move_got[keep]
+        self._flows = None
 
     def _make_ready(self, tasks: np.ndarray, at: float) -> None:
         if tasks.size == 0:
@@ -498,7 +573,15 @@ class Engine:
 
     # ------------------------------------------------------------------ transfers
     def _flow_structure(self) -> tuple:
-        """Remote inputs of live copies and the resources they cross (cached)."""
+        """Remote inputs of live copies, raw-input moves and the resources they cross (cached).
+
+        Returns:
+            ``(idx, pos, src, dst, res, starts, group, users, move_res, move_starts)``:
+            the copy inputs being fetched (input row, position of their copy in
+            ``live``, source, destination, resources and where each one's start in
+            ``res``, the first flow of each copy), the number of flows on each resource,
+            and the resources of each move.
+        """
         if self._flows is not None:
             return self._flows
         cols, icols = self.copies.cols, self.inputs.cols
@@ -509,18 +592,54 @@ class Engine:
         dst = cols["cluster"][live][pos]
         keep = (src != dst) & (icols["size"][idx] > 0) & (icols["received"][idx] < 1.0 - _EPS)
         idx, pos, src, dst = idx[keep], pos[keep], src[keep], dst[keep]
-        if idx.size == 0:
-            self._flows = (idx,)
-            return self._flows
+        res, starts = self._routes(src, dst)
+        move_res, move_starts = self._routes(self.move_src, self.move_dst)
+        n_res = 2 * self.world.n_links + 2 * self.world.n_clusters
+        users = np.bincount(res, minlength=n_res) + np.bincount(move_res, minlength=n_res)
+        group = np.flatnonzero(first_of_runs(pos))
+        self._flows = (idx, pos, src, dst, res, starts, group, users, move_res, move_starts)
+        return self._flows
+
+    def _routes(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Resources crossed by each transfer, concatenated, and where each one's start."""
         pair = src * self.world.n_clusters + dst
         lo, hi = self.world.pair_ptr[pair], self.world.pair_ptr[pair + 1]
-        res = self.world.pair_res[concat_ranges(lo, hi)]
-        starts = np.cumsum(hi - lo) - (hi - lo)
-        n_res = 2 * self.world.n_links + 2 * self.world.n_clusters
-        users = np.bincount(res, minlength=n_res)
-        group = np.flatnonzero(first_of_runs(pos))
-        self._flows = (idx, pos, src, dst, res, starts, users, group)
-        return self._flows
+        return self.world.pair_res[concat_ranges(lo, hi)], np.cumsum(hi - lo) - (hi - lo)
+
+    def _account(self, src: np.ndarray, dst: np.ndarray, moved: np.ndarray, res: np.ndarray,
+                 starts: np.ndarray) -> None:
+        """Add MB moved over the slot to the gate, link and WAN counters."""
+        n = self.world.n_clusters
+        out = np.bincount(src, weights=moved, minlength=n)
+        into = np.bincount(dst, weights=moved, minlength=n)
+        self.gate_out += out / self.dt
+        self.gate_in += into / self.dt
+        self.egress_mb += out
+        self.ingress_mb += into
+        self.wan_mb += float(moved.sum())
+        hops = np.diff(starts, append=res.size)
+        n_dir = self.link_mb.size
+        self.link_mb += np.bincount(res, weights=np.repeat(moved, hops), minlength=n_dir)[:n_dir]
+
+    def _advance_moves(self, flows: tuple, cap: np.ndarray) -> None:
+        """Run the raw-input moves through the slot at their share of every resource."""
+        users, move_res, move_starts = flows[7:]
+        src, dst = self.move_src, self.move_dst
+        bw = np.minimum.reduceat(cap[move_res] / users[move_res], move_starts)
+        bw[~(self.reachable[src] & self.reachable[dst])] = 0.0
+        size = self.wl.raw_size[self.move_raw]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            got = np.where(size > 0, np.minimum(self.move_got + bw * self.dt / size, 1.0), 1.0)
+        got[got >= 1.0 - _EPS] = 1.0
+        moved = (got - self.move_got) * size
+        self.move_got = got
+        self._account(src, dst, moved, move_res, move_starts)
+        done = got >= 1.0
+        if done.any():
+            self.raw_cluster[self.move_raw[done]] = dst[done]
+            self.moved_mb += float(size[done].sum())
+            self.moves_done += int(done.sum())
+            self._drop_moves(done)
 
     # ------------------------------------------------------------------ time
     def advance(self) -> None:
@@ -532,6 +651,11 @@ class Engine:
         self.completed = []
         self.gate_out[:] = 0.0
         self.gate_in[:] = 0.0
+        flows = cap = None
+        if self.move_raw.size:   # moves and copies share one structure within the slot
+            flows = self._flow_structure()
+            cap = world.resource_capacity()
+            self._advance_moves(flows, cap)
         if live.size == 0:
             self.time = t_end
             return
@@ -545,11 +669,11 @@ class Engine:
         share = cols["share"][live]
         rate = share * speed / work
         progress = cols["progress"][live]
-        flows = self._flow_structure()
+        flows = self._flow_structure() if flows is None else flows
         has_flows = flows[0].size > 0
         if has_flows:
-            idx, pos, src, dst, res, starts, users, group = flows
-            cap = world.resource_capacity()
+            idx, pos, src, dst, res, starts, group, users = flows[:8]
+            cap = world.resource_capacity() if cap is None else cap
             bw = np.minimum.reduceat(cap[res] / users[res], starts)
             bw[~self.reachable[src]] = 0.0
             size = icols["size"][idx]
@@ -615,15 +739,7 @@ class Engine:
                 moved = rate[pos] * size * el
                 icols["bw_time"][idx] += bw * el
                 icols["fetch_time"][idx] += el
-            self.gate_out[:] = np.bincount(src, weights=moved, minlength=world.n_clusters) / dt
-            self.gate_in[:] = np.bincount(dst, weights=moved, minlength=world.n_clusters) / dt
-            self.egress_mb += np.bincount(src, weights=moved, minlength=world.n_clusters)
-            self.ingress_mb += np.bincount(dst, weights=moved, minlength=world.n_clusters)
-            self.wan_mb += float(moved.sum())
-            hops = np.diff(starts, append=res.size)
-            n_dir = self.link_mb.size
-            self.link_mb += np.bincount(res, weights=np.repeat(moved, hops),
-                                        minlength=n_dir)[:n_dir]
+            self._account(src, dst, moved, res, starts)
         if winners.size:
             self._complete(live[ending], ending_at[ending], winners, done_tasks, done_time)
         self.time = t_end

@@ -111,7 +111,8 @@ class GeoModel(mesa.Model):
             scenario, self.world, streams["workload"])
         self.workload.validate(self.world.n_clusters, source=scenario.source)
         self.engine = Engine(self.world, self.workload, self.dt, streams["placement"],
-                             transfer=scenario["links"]["transfer"])
+                             transfer=scenario["links"]["transfer"],
+                             data_lag=scenario["workload"]["data_lag"])
         self.monitor = Monitor(self.world.n_clusters, len(self.workload.type_names),
                                priors=nominal_priors(scenario, self.world))
         self.view = SchedulerView(self.engine, self.monitor)
@@ -149,8 +150,9 @@ class GeoModel(mesa.Model):
         self._boundary(e.time)
         if e.time >= self._next_record - 1e-9:
             self._record()
-        if self.skip_idle and not self.jobs and e.next_job < self.workload.n_jobs:
-            self._jump(float(self.workload.arrival[e.next_job]))
+        if self.skip_idle and not self.jobs and e.next_job < self.workload.n_jobs \
+                and not e.move_raw.size:
+            self._jump(self._next_event())
         t = e.time
         view = self.view
         view.arrivals = 0
@@ -158,6 +160,12 @@ class GeoModel(mesa.Model):
             self.jobs[job] = JobAgent(self, job)
             view.arrivals += 1
         view.alive_jobs = np.fromiter(self.jobs, dtype=np.int64, count=len(self.jobs))
+        if self._places_data:
+            view.announced = e.announce(t)
+            if view.announced.size:
+                start = _time.perf_counter()
+                self.policy.place_data(view, self.actions)
+                self.scheduler_seconds += _time.perf_counter() - start
         if self.jobs:
             start = _time.perf_counter()
             self.scheduler_agent.step()
@@ -201,6 +209,19 @@ class GeoModel(mesa.Model):
         return build_result(self)
 
     # ------------------------------------------------------------------ internals
+    @property
+    def _places_data(self) -> bool:
+        """Whether raw input exists before arrival and the scheduler moves it."""
+        return self.engine.data_lag > 0 and self.policy.places_data
+
+    def _next_event(self) -> float:
+        """Time of the next arrival, or of the next announcement if the scheduler uses them."""
+        e, arrival = self.engine, self.workload.arrival
+        t = float(arrival[e.next_job])
+        if self._places_data and e.next_announced < self.workload.n_jobs:
+            t = min(t, float(arrival[max(e.next_announced, e.next_job)]) - e.data_lag)
+        return t
+
     def _jump(self, arrival: float) -> None:
         """Skip idle slots up to the boundary at or after ``arrival``."""
         e = self.engine

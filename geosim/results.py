@@ -259,6 +259,8 @@ def summarise(result: Result, model: GeoModel) -> dict[str, Any]:
         "slot_utilisation": float(copies["slot_seconds"].sum()
                                   / (model.world.n_slots * elapsed)),
         "wan_mb": float(e.wan_mb),
+        "data_moved_mb": float(e.moved_mb),
+        "data_moves_abandoned": int(e.moves_abandoned),
         "tasks": int(len(result.tasks)),
         "copies_launched": int(len(copies)),
         "copies_killed": int(sum(outcome.get(k, 0) for k in ("lost", "killed", "failed"))),

@@ -152,6 +152,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "reference_mips": Field(200.0, "float", lo=0, lo_open=True,
                                 doc="MIPS of the machine task runtimes were measured on"),
         "files": Field([], "list", doc="WfFormat JSON instances (wfformat kind)"),
+        "data_lag": Field(0.0, "float", lo=0, doc="a job's raw input exists this many s "
+                          "before the job arrives; a data-placing scheduler may move it"),
     },
 }
 

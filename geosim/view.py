@@ -63,6 +63,10 @@ class SchedulerView:
         self.task_type = _ro(wl.task_type)
         self.task_job = _ro(engine.task_job)
         self.alive_jobs: np.ndarray = np.empty(0, dtype=np.int64)
+        #: Jobs whose raw input came into existence at this boundary, ``workload.data_lag``
+        #: before they arrive (set only for a scheduler that places data).
+        self.announced: np.ndarray = np.empty(0, dtype=np.int64)
+        self.data_lag = engine.data_lag
         self.arrivals = 0           # jobs that arrived at this slot boundary
         self.completions = 0        # tasks completed in the last slot
         self.failures = 0           # copies lost to outages at this boundary
@@ -195,6 +199,22 @@ class SchedulerView:
         g_size = np.maximum.reduceat(size[keep][order], starts) if starts.size else np.empty(0)
         return g_key // self.n_clusters, g_key % self.n_clusters, g_size
 
+    def raw_inputs(self, job: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Raw inputs of an announced or alive job: their ids, current clusters and MB."""
+        e, wl = self._e, self._e.wl
+        if job >= e.next_announced and job >= e.next_job:
+            raise ValueError(f"job {job} is not announced: its raw input does not exist yet")
+        lo, hi = wl.raw_ptr[wl.task_ptr[job]], wl.raw_ptr[wl.task_ptr[job + 1]]
+        raws = np.arange(lo, hi, dtype=np.int64)
+        return raws, e.raw_cluster[lo:hi].copy(), _ro(wl.raw_size[lo:hi])
+
+    def moves(self) -> dict[str, np.ndarray]:
+        """Raw-input moves in flight: raw id, source, destination and MB still to send."""
+        e = self._e
+        left = (1.0 - e.move_got) * e.wl.raw_size[e.move_raw]
+        return {"raw": e.move_raw.copy(), "src": e.move_src.copy(), "dst": e.move_dst.copy(),
+                "left": left}
+
     def remaining_work(self, jobs: np.ndarray) -> np.ndarray:
         """Work (MI) each job still needs, net of checkpoints and live progress."""
         return self._e.remaining_work(np.asarray(jobs, dtype=np.int64))
@@ -265,6 +285,14 @@ class Actions:
         copies = np.atleast_1d(np.asarray(copies, dtype=np.int64))
         self._e.checkpoint_jobs(np.unique(self._e.task_job[self._e.copies.cols["task"][copies]]))
         self.kill(copies)
+
+    def move_data(self, raws: np.ndarray, clusters: np.ndarray) -> None:
+        """Move raw inputs of announced jobs to ``clusters`` before the jobs arrive.
+
+        Each move is a WAN transfer sharing links and gates with the copies' inputs; one
+        still running when its job arrives is abandoned (the input stays where it was).
+        """
+        self._e.start_moves(raws, clusters)
 
     def set_share(self, copies: int | np.ndarray, share: float) -> None:
         """Set live copies' share of their slots (multitasking, 002 §5)."""

@@ -267,3 +267,63 @@ def test_a_run_that_cannot_finish_stops_with_a_clear_error(monkeypatch):
     scenario = load_scenario(closed_world(slots=1))
     with pytest.raises(GeosimError, match="no task completed in 500 simulated seconds"):
         GeoModel(scenario, Idle(), workload=make_workload([0.0], [5.0])).run()
+
+
+class MoveThenPin(PinTo):
+    """Test policy: moves every announced job's raw input to its cluster, then pins there."""
+
+    name = "move-then-pin"
+    places_data = True
+
+    def place_data(self, view, actions):
+        for job in view.announced:
+            raws, where, _ = view.raw_inputs(int(job))
+            away = where != self.cluster
+            actions.move_data(raws[away], np.full(int(away.sum()), self.cluster))
+
+
+@pytest.mark.parametrize(("lag", "completion", "moved", "abandoned"),
+                         [(30.0, 40.0, 50.0, 0), (10.0, 55.0, 0.0, 1), (0.0, 55.0, 0.0, 0)])
+def test_raw_input_moved_before_arrival(lag, completion, moved, abandoned):
+    # The job arrives at 30 and reads 50 MB stored on cluster 1; it runs on cluster 0
+    # (10 s of processing). With 30 s of lag the 50 MB cross the 2 MB/s link by 25 s and
+    # the input is local: done at 40. With 10 s only 20 MB have crossed at arrival: the
+    # move is abandoned and the copy reads all 50 MB remotely (25 s): done at 55, having
+    # moved 70 MB over the WAN. Without lag nothing is announced.
+    wl = make_workload([30.0], [100.0], raw=[[(1, 50.0)]])
+    scenario = two_cluster_scenario().with_overrides({"workload.data_lag": lag})
+    result = GeoModel(scenario, MoveThenPin(0), workload=wl).run()
+    assert result.jobs["completion"][0] == pytest.approx(completion)
+    assert result.summary["data_moved_mb"] == pytest.approx(moved)
+    assert result.summary["data_moves_abandoned"] == abandoned
+    assert result.summary["wan_mb"] == pytest.approx({30.0: 50.0, 10.0: 70.0, 0.0: 50.0}[lag])
+
+
+def test_a_move_shares_the_link_with_running_copies():
+    # Job 0 (arrives at 0) reads 50 MB from cluster 1 while job 1's 50 MB, announced at 0
+    # (lag 100), moves over the same 2 MB/s link: 1 MB/s each, both done at 50.
+    wl = make_workload([0.0, 100.0], [100.0, 100.0], raw=[[(1, 50.0)], [(1, 50.0)]])
+    scenario = two_cluster_scenario().with_overrides({"workload.data_lag": 100.0})
+    model = GeoModel(scenario, MoveThenPin(0), workload=wl)
+    result = model.run()
+    np.testing.assert_allclose(result.jobs["completion"], [50.0, 110.0])
+    assert model.engine.raw_cluster.tolist() == [1, 0]
+    assert result.summary["wan_mb"] == pytest.approx(100.0)
+
+
+def test_engine_rejects_impossible_moves():
+    wl = make_workload([0.0, 50.0, 500.0], [10.0] * 3, raw=[[(1, 5.0)]] * 3)
+    scenario = two_cluster_scenario().with_overrides({"workload.data_lag": 100.0})
+    model = GeoModel(scenario, PinTo(0), workload=wl)
+    e = model.engine
+    e.arrive(0.0)
+    assert e.announce(0.0).tolist() == [1]
+    with pytest.raises(SchedulingError, match="has arrived"):
+        e.start_moves(np.array([0]), np.array([0]))      # job 0 has arrived
+    with pytest.raises(SchedulingError, match="not announced"):
+        e.start_moves(np.array([2]), np.array([0]))      # job 2's data does not exist yet
+    with pytest.raises(SchedulingError, match="cannot move"):
+        e.start_moves(np.array([1]), np.array([1]))      # already there
+    e.start_moves(np.array([1]), np.array([0]))
+    with pytest.raises(SchedulingError, match="twice"):
+        e.start_moves(np.array([1]), np.array([0]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import geo_world
 
@@ -12,7 +13,13 @@ from geosim import GeoModel, load_scenario, make_scheduler
 from geosim.modeler import PerformanceModel
 from geosim.schedulers.base import Scheduler
 from geosim.schedulers.flutter import Flutter, lexmin_assign
-from geosim.schedulers.iridium import Iridium, reduce_fractions, round_counts
+from geosim.schedulers.iridium import (
+    Iridium,
+    plan_moves,
+    reduce_fractions,
+    round_counts,
+    shuffle_time,
+)
 
 
 def brute_force(cost: np.ndarray, cap: np.ndarray) -> tuple[int, tuple]:
@@ -167,3 +174,70 @@ def test_iridium_places_within_free_slots_and_map_tasks_at_their_data():
     pos, src, _ = view.inputs_of(tasks[:1])
     if np.unique(src).size == 1:        # a map task: at its data
         assert got[0] == view.task_home[tasks[0]]
+
+
+def test_shuffle_time_closed_form_matches_the_program():
+    assert shuffle_time([100.0, 300.0], [10.0, 30.0], [20.0, 5.0]) == pytest.approx(60 / 7)
+    assert shuffle_time([0.0, 80.0, 0.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]) == 0.0
+    rng = np.random.default_rng(11)
+    rows = []
+    for _ in range(200):
+        n = int(rng.integers(1, 7))
+        data = rng.random(n) * 100 * (rng.random(n) < 0.7)
+        data[0] += 1.0
+        up, down = rng.uniform(1, 20, n), rng.uniform(1, 20, n)
+        assert shuffle_time(data, up, down) == pytest.approx(
+            reduce_fractions(data, up, down)[1], rel=1e-9)
+        if n == 6:
+            rows.append((data, up, down))
+    data, up, down = (np.array(x) for x in zip(*rows, strict=True))
+    # one problem per row, as plan_moves evaluates its candidates
+    assert shuffle_time(data[:, :], up[0], down[0]) == pytest.approx(
+        [reduce_fractions(d, up[0], down[0])[1] for d in data], rel=1e-9)
+
+
+def _inputs(sites_mb: dict[int, list[float]]):
+    where = np.concatenate([np.full(len(v), k) for k, v in sites_mb.items()])
+    size = np.concatenate([np.asarray(v, dtype=float) for v in sites_mb.values()])
+    return np.arange(size.size), where.astype(np.int64), size
+
+
+def test_plan_moves_shortens_the_shuffle_within_the_lag():
+    # Site 0 holds 100 MB behind a 2 MB/s gate, site 1 holds 100 MB behind 20 MB/s and
+    # site 2 is empty, also at 20 MB/s: the shuffle waits on site 0's uplink (5 s).
+    gate = np.array([2.0, 20.0, 20.0])
+    raws, where, size = _inputs({0: [10.0] * 10, 1: [10.0] * 10})
+    before = shuffle_time(np.bincount(where, weights=size), gate, gate)
+    bandwidth = np.full((3, 3), 2.0)
+    for time_left, budget in ((25.0, 50.0), (1000.0, 100.0)):
+        leaving = np.zeros(3)
+        moved, dst = plan_moves([(raws, where, size)], np.array([time_left]), gate, bandwidth,
+                                np.ones(3, dtype=bool), leaving, chunk=0.05)
+        assert moved.size and np.all(where[moved] == 0)     # only out of the slow site
+        assert np.all(dst != 0)
+        mb = size[moved].sum()
+        assert mb <= budget + 1e-9 and leaving[0] == pytest.approx(mb)
+        after = where.copy()
+        after[moved] = dst
+        assert shuffle_time(np.bincount(after, weights=size, minlength=3), gate, gate) < before
+    # no time before the job arrives, or an unreachable source: nothing moves
+    for time_left, reachable in ((1.0, np.ones(3, dtype=bool)), (1000.0, np.array([0, 1, 1]))):
+        moved, _ = plan_moves([(raws, where, size)], np.array([time_left]), gate, bandwidth,
+                              reachable.astype(bool), np.zeros(3), chunk=0.05)
+        assert moved.size == 0
+
+
+def test_iridium_data_placement_moves_raw_input_before_arrival():
+    world = geo_world(n_jobs=10, scheduler="iridium", params={"data_placement": True})
+    world["workload"]["data_lag"] = 120.0
+    model = GeoModel(load_scenario(world), "iridium[data_placement=true]")
+    result = model.run()
+    assert result.jobs["finished"].all()
+    assert result.summary["data_moved_mb"] > 0
+    assert model.engine.raw_cluster.tolist() != model.workload.raw_cluster.tolist()
+    # Without lag there is nothing to place: the run is plain Iridium's.
+    world["workload"]["data_lag"] = 0.0
+    plain = GeoModel(load_scenario(world), "iridium").run()
+    placing = GeoModel(load_scenario(world), "iridium[data_placement=true]").run()
+    pd.testing.assert_frame_equal(plain.jobs, placing.jobs)
+    assert placing.summary["data_moved_mb"] == 0.0

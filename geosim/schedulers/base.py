@@ -30,6 +30,9 @@ class Scheduler:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    #: Whether :meth:`place_data` moves raw input before jobs arrive (when the scenario's
+    #: ``workload.data_lag`` gives it time to).
+    places_data: bool = False
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Prepare for a new run (called once before the first slot).
@@ -43,6 +46,9 @@ class Scheduler:
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Act at the current slot boundary."""
         raise NotImplementedError
+
+    def place_data(self, view: SchedulerView, actions: Actions) -> None:
+        """Move raw input of the jobs in ``view.announced`` (only if :attr:`places_data`)."""
 
     def get_params(self) -> dict[str, Any]:
         """Return the parameters as given (scikit-learn style)."""

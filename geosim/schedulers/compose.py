@@ -25,6 +25,9 @@ At every slot boundary a :class:`Composite`:
    placement for a cluster for each (``-1``: the copy waits);
 4. lets the redundancy rule act on the running copies with the slots left over, placing
    any new copy through the same placement rule.
+
+A placement may also move raw input before jobs arrive (:meth:`Placement.place_data`,
+Iridium's data placement) when the scenario's ``workload.data_lag`` gives it time.
 """
 
 from __future__ import annotations
@@ -89,6 +92,13 @@ class Placement(Part):
             A cluster per entry of ``tasks``, ``-1`` for a copy that waits.
         """
         raise NotImplementedError
+
+
+    #: Whether :meth:`place_data` moves raw input before jobs arrive.
+    places_data: bool = False
+
+    def place_data(self, view: SchedulerView, actions: Actions, jobs: np.ndarray) -> None:
+        """Move raw input of ``jobs``, announced but not yet arrived (``actions.move_data``)."""
 
 
 class Redundancy(Part):
@@ -171,6 +181,16 @@ class Composite(Scheduler):
                            | set(_names(self.redundancy_cls)))
             raise ValueError(f"unknown parameter {sorted(params)[0]!r} "
                              f"(known: {', '.join(known)})")
+
+    @property
+    def places_data(self) -> bool:  # type: ignore[override]
+        """Whether the placement moves raw input before jobs arrive."""
+        return self.placement.places_data
+
+    def place_data(self, view: SchedulerView, actions: Actions) -> None:
+        """Let the placement move the raw input of the jobs just announced."""
+        self.model.refresh(view.time)
+        self.placement.place_data(view, actions, view.announced)
 
     def get_params(self) -> dict[str, Any]:
         """Return ``order`` and the parts' parameters."""
