@@ -207,7 +207,7 @@ def test_plan_moves_shortens_the_shuffle_within_the_lag():
     # site 2 is empty, also at 20 MB/s: the shuffle waits on site 0's uplink (5 s).
     gate = np.array([2.0, 20.0, 20.0])
     raws, where, size = _inputs({0: [10.0] * 10, 1: [10.0] * 10})
-    before = shuffle_time(np.bincount(where, weights=size), gate, gate)
+    before = shuffle_time(np.bincount(where, weights=size, minlength=3), gate, gate)
     bandwidth = np.full((3, 3), 2.0)
     for time_left, budget in ((25.0, 50.0), (1000.0, 100.0)):
         leaving = np.zeros(3)
