@@ -28,7 +28,10 @@ def closed_world(slots: int = 1, rate: float = 0.05, n_jobs: int = 200,
 
 def geo_world(n_clusters: int = 8, n_jobs: int = 12, rate: float = 0.05, seed: int = 3,
               scheduler: str = "fifo", params: dict | None = None) -> dict[str, Any]:
-    """A small geo-distributed world with every process on: availability, outages, WAN."""
+    """A small geo-distributed world with every process on: availability, outages, WAN.
+
+    Raw input exists 60 s before its job arrives, for schedulers that place data.
+    """
     small = {"slots": [4, 8]}
     return {
         "run": {"seed": seed, "record_interval": 20.0},
@@ -37,7 +40,7 @@ def geo_world(n_clusters: int = 8, n_jobs: int = 12, rate: float = 0.05, seed: i
         "tiers": {"large": {"slots": [30, 40]}, "medium": {"slots": [10, 20]}, "small": small},
         "outages": {"trial_interval": 30.0},
         "workload": {"kind": "montage", "n_jobs": n_jobs, "arrival_rate": rate,
-                     "large_max_tasks": 600},
+                     "large_max_tasks": 600, "data_lag": 60.0},
     }
 
 

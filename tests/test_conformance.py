@@ -33,6 +33,7 @@ VARIANTS = [(name, {}) for name in SCHEDULERS] + [
     ("spark", {"locality_wait": 0.0, "order": "fifo"}),
     ("spark+speculation", {"quantile": 0.5, "multiplier": 1.2, "interval": 5.0}),
     ("flutter", {"compute": "observed"}),
+    ("iridium", {"data_placement": True, "chunk": 0.2}),
     ("mantri", {"interval": 3.0, "delta": 0.1, "max_restarts": 1, "order": "fair"}),
     ("late", {"speculative_cap": 0.3, "min_runtime": 2.0, "slow_node_threshold": 0.0}),
 ]
