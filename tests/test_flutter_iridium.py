@@ -60,6 +60,19 @@ def test_lexmin_assign_matches_brute_force(ties):
         assert placed_vector(cost, got) == brute_force(cost, cap), (cost, cap, got)
 
 
+def test_lexmin_assign_without_the_warm_started_solver(monkeypatch):
+    # The public linprog path, taken if scipy's private HiGHS binding is missing.
+    import geosim.schedulers.flutter as flutter
+    monkeypatch.setattr(flutter, "_core", None)
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        n, m = rng.integers(2, 6), rng.integers(2, 5)
+        cost = rng.integers(1, 5, (n, m)).astype(float)
+        cap = rng.integers(0, 3, m)
+        got = lexmin_assign(cost, cap)
+        assert placed_vector(cost, got) == brute_force(cost, cap), (cost, cap, got)
+
+
 def test_lexmin_assign_tie_case_by_hand():
     # Task a costs 5 at x and at z; task b costs 3 at y and 1 at x; one slot each.
     # Both assignments put a at 5; (a->z, b->x) leaves b at 1 instead of 3.

@@ -15,9 +15,12 @@ from scipy import sparse
 from scipy.optimize import linprog
 from scipy.sparse.csgraph import maximum_flow
 
-try:  # HiGHS's own object, for warm starts; scipy does not make it public
+try:  # HiGHS's own object, for warm starts; scipy does not make it public, so any
+    # change to it falls back to the public linprog (same optima, no warm start)
     from scipy.optimize._highspy import _core
-except ImportError:  # pragma: no cover - older scipy
+    for _name in ("_Highs", "HighsLp", "MatrixFormat", "HighsModelStatus"):
+        getattr(_core, _name)
+except (ImportError, AttributeError):  # pragma: no cover - other scipy versions
     _core = None
 
 from geosim.schedulers.compose import Placement
