@@ -231,7 +231,17 @@ class _LevelLP:
         self.now = (cost.copy(), lb.copy(), ub.copy(), lo, hi)
         h.run()
         if h.getModelStatus() != _core.HighsModelStatus.kOptimal:
-            raise RuntimeError("Flutter's linear program failed")
+            # Dual simplex without presolve can stop a hair short of optimality (status
+            # unknown, dual infeasibility ~1e-4 on costs that differ little): solve
+            # again from scratch with presolve, then with the public linprog.
+            h.clearSolver()
+            h.setOptionValue("presolve", "on")
+            h.run()
+            h.setOptionValue("presolve", "off")
+            if h.getModelStatus() != _core.HighsModelStatus.kOptimal:
+                self.now = None
+                h.clearModel()
+                return self._linprog(cost, lb, ub, lo, hi)
         sol = h.getSolution()
         return (np.asarray(sol.col_value), np.asarray(sol.col_dual),
                 np.asarray(sol.row_dual)[:-1])
