@@ -62,7 +62,7 @@ import pandas as pd
 
 from geosim.errors import GeosimError
 from geosim.results import Result
-from geosim.scenario import Scenario, load_scenario
+from geosim.scenario import Scenario, default_scenario, load_scenario
 from geosim.schedulers.spec import Spec, parse_spec, parse_specs, split_top
 
 #: Default ``within`` thresholds (s): the fraction of jobs finishing within each.
@@ -358,11 +358,14 @@ def run_dask(client: Any, scenario: Scenario, runs: Sequence[_Run], fmt: str,
 
 # ---------------------------------------------------------------------------- directory
 def _identity(toml_text: str) -> dict[str, Any]:
-    """The part of a scenario that determines runs (its seed and scheduler do not)."""
-    data = tomllib.loads(toml_text)
-    data.get("run", {}).pop("seed", None)
-    data.pop("scheduler", None)
-    return data
+    """The part of a scenario that determines runs (its seed and scheduler do not).
+
+    Flat dotted keys; a key the stored scenario lacks (written before the key existed)
+    takes its default, which reproduces the behaviour of the version that wrote it.
+    """
+    data = {**_flat(default_scenario()), **_flat(tomllib.loads(toml_text))}
+    return {k: v for k, v in data.items()
+            if k != "run.seed" and not k.startswith("scheduler.")}
 
 
 def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -312,6 +312,17 @@ def test_refuses_foreign_or_different_directories(tmp_path):
     geosim.compare(small(n_jobs=10, seed=5, scheduler="srpt"), ["fifo"], out=out,
                    jobs_parallel=1)
     assert json.loads((out / "compare.json").read_text())["seeds"] == [1, 5]
+    # nor does a key the stored scenario lacks (written before the key existed) if the
+    # scenario has its default; another value does
+    manifest = json.loads((out / "compare.json").read_text())
+    assert "data_lag = 0.0\n" in manifest["scenario"]
+    manifest["scenario"] = manifest["scenario"].replace("data_lag = 0.0\n", "")
+    (out / "compare.json").write_text(json.dumps(manifest))
+    geosim.compare(small(n_jobs=10), ["fifo"], out=out, jobs_parallel=1)
+    lagged = small(n_jobs=10)
+    lagged["workload"]["data_lag"] = 5.0
+    with pytest.raises(GeosimError, match=r"workload.data_lag: 5.0 here, 0.0 there"):
+        geosim.compare(lagged, ["fifo"], out=out, jobs_parallel=1)
 
 
 def test_worker_errors_name_scheduler_and_seed(tmp_path, monkeypatch):
