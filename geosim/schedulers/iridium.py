@@ -276,8 +276,8 @@ def plan_moves(inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], time_lef
     jobs = []
     for raws, where, size in inputs:
         data = np.bincount(where, weights=size, minlength=n).astype(float)
-        order = np.lexsort((raws, size))          # smallest first, within each site below
-        jobs.append({"raws": raws[order], "where": where[order].copy(),
+        order = np.lexsort((raws, size))          # smallest first: chunks take these
+        jobs.append({"raws": raws[order], "where": where[order],
                      "size": size[order], "free": size[order] > 0, "data": data,
                      "step": chunk * data.sum(), "time": shuffle_time(data, gate, gate)})
     out_raw, out_dst = [], []
