@@ -5,11 +5,13 @@
 (c) the 002 world as in (a) with SRPT+R (002 Alg. 1), which checkpoints and reallocates
     at almost every slot;
 (d) ``pingan-medium`` with PingAn (003 Alg. 1, ε = 0.6), with the share of time spent in
-    the scheduler.
+    the scheduler;
+(e) ``cloning-google`` (000 §VI: 12 000 machines, 6064 MapReduce jobs, about 160 000
+    tasks) with SRPTMS+C (ε = 0.6, r = 3), the whole §VI run.
 
 Each case runs in a fresh process so its peak memory is its own. Usage:
 
-    python benchmarks/bench_core.py [a] [b] [c] [d]       # default: all four
+    python benchmarks/bench_core.py [a] [b] [c] [d] [e]   # default: all five
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ CASES = {
     "c": ("redundancy-gamma.toml", "srpt+r", {"workload.arrival_rate": 2.0,
                                               "workload.n_jobs": 20_000}),
     "d": ("pingan-medium.toml", "pingan[epsilon=0.6]", {}),
+    "e": ("cloning-google.toml", "srptms+c", {}),
 }
 
 
 #: Cases run without arguments.
-DEFAULT = ["a", "b", "c", "d"]
+DEFAULT = ["a", "b", "c", "d", "e"]
 
 
 def _run(case: str, queue: mp.Queue) -> None:

@@ -150,6 +150,10 @@ def _format_summary(summary: dict) -> str:
         rows.insert(7, ("raw input moved before arrival (MB)",
                         f"{summary['data_moved_mb']:.1f} ({summary['data_moves_abandoned']} "
                         "moves abandoned)"))
+    weighted = summary.get("weighted_mean_flowtime")
+    if weighted is not None and weighted == weighted \
+            and abs(weighted - summary["mean_flowtime"]) > 1e-9:
+        rows.insert(4, ("weighted flowtime mean (s)", f"{weighted:.2f}"))
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 

@@ -24,6 +24,13 @@ handful of NumPy operations:
   With constant rates both finish at ``max(work / speed, max_j size_j / bw_j)``; they
   differ when rates vary during a copy's life. ``speed`` is the slot's VM power times its
   availability factor averaged exactly over the slot;
+- a copy's own work is its task's mean work times a factor drawn for that copy (mean 1,
+  the task's coefficient of variation ``task_cv``; :mod:`geosim.variability`), so its
+  progress rate is divided by the factor. Progress, ``executed`` and ``wasted`` stay in
+  units of the task's mean work (a fraction of the task, as checkpoints carry it);
+- a task of stage s > 0 of a job becomes ready only after every task of stage s - 1 of
+  that job has finished (a stage barrier, such as MapReduce's map -> reduce; it carries
+  no data);
 - a copy reaching progress 1 finishes at the interpolated time inside the slot; the first
   copy of a task to finish wins and its siblings are killed at that instant, so their
   slots are free at the next slot boundary and their work up to that instant is wasted.
@@ -38,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from geosim.variability import FAMILIES, copy_factors, keyed_uniforms
 from geosim.workload import Workload
 from geosim.world import World
 
@@ -121,6 +129,7 @@ _COPY_SPEC = {
     "executed": (np.float64, 0.0), "wasted": (np.float64, 0.0),
     "share_time": (np.float64, 0.0), "speed_time": (np.float64, 0.0),
     "outcome": (np.int8, ALIVE), "in_lo": (np.int64, 0), "in_hi": (np.int64, 0),
+    "factor": (np.float64, 1.0),
 }
 _INPUT_SPEC = {
     "copy": (np.int64, -1), "src": (np.int64, -1), "size": (np.float64, 0.0),
@@ -137,12 +146,19 @@ class Engine:
         dt: Length of a time slot (s).
         rng: Stream for choosing among equally good free slots.
         transfer: ``"fetch"`` or ``"stream"``, see the module docstring.
+        data_lag: A job's raw input exists this long before it arrives (s).
+        variability: Family of each copy's own work factor (:mod:`geosim.variability`);
+            used for tasks whose ``task_cv`` is positive.
+        copy_key: Key of the counter-based stream of copy factors (from the run's seed).
     """
 
     def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator,
-                 transfer: str = "fetch", data_lag: float = 0.0):
+                 transfer: str = "fetch", data_lag: float = 0.0, variability: str = "pareto",
+                 copy_key: int = 0):
         if transfer not in TRANSFER_MODES:
             raise ValueError(f"transfer mode {transfer!r} not in {TRANSFER_MODES}")
+        if variability not in FAMILIES:
+            raise ValueError(f"copy variability {variability!r} not in {FAMILIES}")
         if not data_lag >= 0.0:
             raise ValueError(f"data_lag must be >= 0, got {data_lag}")
         self.world, self.wl, self.dt, self.rng = world, workload, dt, rng
@@ -160,6 +176,10 @@ class Engine:
         self.out_ptr = _ptr(workload.edge_src, n_tasks)
         self.out_dst = workload.edge_dst[order]
         self.pending = np.bincount(workload.edge_dst, minlength=n_tasks).astype(np.int64)
+        self.task_cv = workload.task_cv
+        self.variability = variability if np.any(workload.task_cv > 0) else "none"
+        self.copy_key = int(copy_key)
+        self._init_stages(workload)
 
         self.task_state = np.full(n_tasks, WAITING, dtype=np.int8)
         self.task_ready = np.full(n_tasks, np.nan)
@@ -170,6 +190,9 @@ class Engine:
         self.task_saved = np.zeros(n_tasks)
         self.task_copies = np.zeros(n_tasks, dtype=np.int64)
         self.task_live = np.zeros(n_tasks, dtype=np.int64)
+        self.job_live = np.zeros(n_jobs, dtype=np.int64)   # live copies per job
+        # Without raw inputs or DAG edges no copy ever fetches anything.
+        self.has_inputs = workload.n_raw > 0 or workload.n_edges > 0
         self.task_checkpoints = np.zeros(n_tasks, dtype=np.int64)
         self._task_scratch = np.full(n_tasks, np.nan)
 
@@ -204,8 +227,43 @@ class Engine:
         self.gate_out = np.zeros(world.n_clusters)     # MB/s used in the last slot
         self.gate_in = np.zeros(world.n_clusters)
         self.wan_mb = 0.0
+        self._slot_end = 0.0       # end of the span being advanced (children ready then)
         self.completed: list[np.ndarray] = []   # winner copy ids per step, for the monitor
         self.finished_jobs: list[int] = []
+
+    def _init_stages(self, wl: Workload) -> None:
+        """Stage barriers: a task of stage s > 0 waits for every task of stage s - 1.
+
+        Tasks of one job are ordered by stage, so a (job, stage) group is a contiguous
+        range of task ids; each group counts its unfinished tasks, and each task after
+        its job's first stage has one pending barrier (memory linear in tasks).
+        """
+        stage = wl.task_stage
+        self.staged = bool(stage.size and stage.max() > 0)
+        if not self.staged:
+            return
+        job = self.task_job
+        new = np.ones(stage.size, dtype=bool)
+        new[1:] = (job[1:] != job[:-1]) | (stage[1:] != stage[:-1])
+        self.group_of = np.cumsum(new) - 1
+        starts = np.flatnonzero(new)
+        self.group_ptr = np.append(starts, stage.size).astype(np.int64)
+        self.group_left = np.diff(self.group_ptr)
+        # whether the next group belongs to the same job
+        self.group_has_next = np.append(job[starts[1:]] == job[starts[:-1]], False)
+        self.pending += (stage > 0)
+
+    def _release_stages(self, tasks: np.ndarray) -> np.ndarray:
+        """Count finished ``tasks`` against their stage; return tasks whose barrier fell."""
+        groups = self.group_of[tasks]
+        np.subtract.at(self.group_left, groups, 1)
+        groups = np.unique(groups)
+        done = groups[(self.group_left[groups] == 0) & self.group_has_next[groups]]
+        if done.size == 0:
+            return np.empty(0, dtype=np.int64)
+        nxt = concat_ranges(self.group_ptr[done + 1], self.group_ptr[done + 2])
+        self.pending[nxt] -= 1
+        return nxt[self.pending[nxt] == 0]
 
     # ------------------------------------------------------------------ queries
     def free_slots(self) -> np.ndarray:
@@ -343,8 +401,10 @@ class Engine:
 
     def _homes(self, tasks: np.ndarray) -> np.ndarray:
         """Cluster holding the largest part of each task's input (-1: no input)."""
-        owner, src, size = self.inputs_of(tasks)
         home = np.full(tasks.size, -1, dtype=np.int64)
+        if not self.has_inputs:
+            return home
+        owner, src, size = self.inputs_of(tasks)
         if owner.size == 0:
             return home
         n = self.world.n_clusters
@@ -413,6 +473,8 @@ class Engine:
         cols["share"][rows] = share
         cols["progress"][rows] = cols["base"][rows] = self.task_saved[tasks]
         cols["start"][rows] = self.time
+        if self.variability != "none":
+            cols["factor"][rows] = self._copy_factors(tasks)
         self._add_inputs(ids, tasks, self.task_saved[tasks])
         ready = np.unique(tasks[state == READY])
         self.task_state[ready] = RUNNING
@@ -421,9 +483,22 @@ class Engine:
         self.task_start[fresh] = self.time
         np.add.at(self.task_copies, tasks, 1)
         np.add.at(self.task_live, tasks, 1)
+        np.add.at(self.job_live, self.task_job[tasks], 1)
         self.live = np.concatenate([self.live, ids])
         self._flows = None
         return ids
+
+    def _copy_factors(self, tasks: np.ndarray) -> np.ndarray:
+        """Work factors of new copies of ``tasks`` (before ``task_copies`` counts them).
+
+        The k-th copy ever launched of a task draws from the key ``(run, task, k)``.
+        """
+        order = np.argsort(tasks, kind="stable")
+        index = np.empty(tasks.size, dtype=np.int64)
+        index[order] = rank_in_runs(tasks[order])
+        index += self.task_copies[tasks]
+        return copy_factors(self.variability, self.task_cv[tasks],
+                            keyed_uniforms(self.copy_key, tasks, index))
 
     def _pick_slots(self, clusters: np.ndarray, share: float) -> np.ndarray:
         ptr = self.world.slot_ptr
@@ -456,6 +531,8 @@ class Engine:
 
         The fraction its task saved at a checkpoint counts as received already.
         """
+        if not self.has_inputs:
+            return          # in_lo = in_hi = 0: no inputs
         owner, src, size = self.inputs_of(tasks)
         rows = self.inputs.append(owner.size)
         icols = self.inputs.cols
@@ -568,6 +645,7 @@ class Engine:
         np.subtract.at(self.slot_used, cols["slot"][copies], cols["share"][copies])
         np.subtract.at(self.slot_copies, cols["slot"][copies], 1)
         np.subtract.at(self.task_live, t, 1)
+        np.subtract.at(self.job_live, self.task_job[t], 1)
         self.live = self.live[~np.isin(self.live, copies, assume_unique=True)]
         self._flows = None
 
@@ -642,9 +720,15 @@ class Engine:
             self._drop_moves(done)
 
     # ------------------------------------------------------------------ time
-    def advance(self) -> None:
-        """Run every live copy through the slot ``[time, time + dt]``."""
-        t, dt, world = self.time, self.dt, self.world
+    def advance(self, slots: int = 1) -> None:
+        """Run every live copy through ``slots`` time slots ``[time, time + slots * dt]``.
+
+        More than one slot at once is exact only when every rate is constant over the
+        span: no availability process, no transfers or moves, power not redrawn, and no
+        copy finishing before the last slot (see :meth:`quiet_slots`).
+        """
+        t, world = self.time, self.world
+        dt = self.dt * slots
         t_end = t + dt
         factor = world.availability.advance(t_end, t) if world.availability is not None else None
         live = self.live
@@ -667,10 +751,11 @@ class Engine:
             speed = speed * factor[slot]
         work = self.task_work[task]
         share = cols["share"][live]
-        rate = share * speed / work
+        rate = share * speed / (work * cols["factor"][live])
         progress = cols["progress"][live]
-        flows = self._flow_structure() if flows is None else flows
-        has_flows = flows[0].size > 0
+        if flows is None and self.has_inputs:
+            flows = self._flow_structure()
+        has_flows = flows is not None and flows[0].size > 0
         if has_flows:
             idx, pos, src, dst, res, starts, group, users = flows[:8]
             cap = world.resource_capacity() if cap is None else cap
@@ -741,8 +826,27 @@ class Engine:
                 icols["fetch_time"][idx] += el
             self._account(src, dst, moved, res, starts)
         if winners.size:
+            self._slot_end = t_end
             self._complete(live[ending], ending_at[ending], winners, done_tasks, done_time)
         self.time = t_end
+
+    def quiet_slots(self, limit: int) -> int:
+        """Whole slots from now, at most ``limit``, before the first one a copy can finish in.
+
+        Valid only when rates are constant (see :meth:`advance`): the copies' time left
+        is then exact, so :meth:`advance` may run that many slots at once and every
+        completion falls in its last slot.
+        """
+        live = self.live
+        if live.size == 0 or limit <= 1:
+            return max(1, min(limit, 1))
+        cols = self.copies.cols
+        task = cols["task"][live]
+        rate = cols["share"][live] * self.world.power.level[cols["slot"][live]] \
+            / (self.task_work[task] * cols["factor"][live])
+        with np.errstate(divide="ignore"):
+            left = float(np.min((1.0 - cols["progress"][live]) / rate))
+        return int(max(1, min(limit, np.floor(left / self.dt * (1.0 - _EPS)))))
 
     def _complete(self, ending: np.ndarray, at: np.ndarray, winners: np.ndarray,
                   tasks: np.ndarray, times: np.ndarray) -> None:
@@ -763,7 +867,9 @@ class Engine:
         if children.size:
             np.subtract.at(self.pending, children, 1)
             ready = np.unique(children[self.pending[children] == 0])
-            self._make_ready(ready, self.time + self.dt)
+            self._make_ready(ready, self._slot_end)
+        if self.staged:
+            self._make_ready(self._release_stages(tasks), self._slot_end)
         done_jobs = np.unique(jobs[self.job_left[jobs] == 0])
         self.job_done[done_jobs] = self.job_last[done_jobs]
         self.finished_jobs.extend(done_jobs.tolist())

@@ -518,6 +518,17 @@ def _ci95(jobs: pd.DataFrame, run_means: np.ndarray) -> float:
     return t_halfwidth(batch_means(done["flowtime"].to_numpy()))
 
 
+def _weighted_mean(jobs: pd.DataFrame, runs: pd.DataFrame) -> float:
+    """Mean over replications of each run's weighted mean flowtime ``sum wF / sum w``."""
+    done = jobs[jobs["finished"]]
+    if done.empty:
+        return math.nan
+    weight = done["weight"] if "weight" in done else pd.Series(1.0, index=done.index)
+    per_seed = (done["flowtime"] * weight).groupby(done["seed"]).sum() \
+        / weight.groupby(done["seed"]).sum()
+    return float(per_seed.reindex(runs["seed"]).mean())
+
+
 def _within_column(threshold: float) -> str:
     return f"within_{threshold:g}"
 
@@ -562,6 +573,7 @@ def _summary_row(label: str, runs: pd.DataFrame, jobs: pd.DataFrame, per_job: pd
         "mean_flowtime": float(np.nanmean(run_means)) if np.isfinite(run_means).any()
         else math.nan,
         "ci95": _ci95(jobs, run_means),
+        "weighted_mean_flowtime": _weighted_mean(jobs, runs),
         "p50_flowtime": q(50), "p95_flowtime": q(95), "p99_flowtime": q(99),
     }
     for t in within:
@@ -594,7 +606,9 @@ def build_comparison(outcomes: Sequence[RunOutcome], labels: Sequence[str],
     per_job = per_job_table(jobs, labels, baseline)
     rows = [_summary_row(label, runs[runs["label"] == label], jobs[jobs["label"] == label],
                          per_job, within, baseline) for label in labels]
-    return Comparison(pd.DataFrame(rows), runs, per_job, baseline, tuple(within))
+    weighted = "weight" in jobs and bool((jobs["weight"] != 1.0).any())
+    return Comparison(pd.DataFrame(rows), runs, per_job, baseline, tuple(within),
+                      weighted=weighted)
 
 
 # ---------------------------------------------------------------------------- result
@@ -617,6 +631,8 @@ class Comparison:
     baseline: str | None = None
     within: tuple[float, ...] = WITHIN
     out: Path | None = None
+    #: Whether jobs carry different weights (the table then shows the weighted mean).
+    weighted: bool = False
 
     def format(self) -> str:
         """The summary as an aligned text table."""
@@ -626,6 +642,7 @@ class Comparison:
             ("unfinished", "unfinished", str),
             ("mean (s)", "mean_flowtime", _num),
             ("±95% CI", "ci95", _num),
+            *((("weighted (s)", "weighted_mean_flowtime", _num),) if self.weighted else ()),
             ("p50", "p50_flowtime", _num),
             ("p95", "p95_flowtime", _num),
             ("p99", "p99_flowtime", _num),

@@ -65,6 +65,24 @@ def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -
                               key="workload.input_cluster")
         return single_work_jobs(wl["n_jobs"], wl["arrival_rate"], dist, rng,
                                 input_cluster=cluster if cluster >= 0 else None)
+    if kind in ("mapreduce", "google"):
+        # Durations are seconds on a machine of power 1 (work_scale 1), no raw input.
+        from geosim.workload import google_jobs, mapreduce_jobs
+        try:
+            if kind == "mapreduce":
+                return mapreduce_jobs(
+                    wl["n_jobs"], wl["arrival_rate"], rng, map_tasks=wl["map_tasks"],
+                    reduce_tasks=wl["reduce_tasks"], map_mean=wl["map_mean"],
+                    map_cv=wl["map_cv"], reduce_mean=wl["reduce_mean"],
+                    reduce_cv=wl["reduce_cv"], weight=wl["weight"])
+            return google_jobs(
+                wl["n_jobs"], wl["arrival_rate"], rng, mean_tasks=wl["mean_tasks"],
+                max_tasks=wl["max_tasks"], duration_min=wl["duration_min"],
+                duration_max=wl["duration_max"], duration_mean=wl["duration_mean"],
+                task_cv=wl["task_cv"], reduce_fraction=wl["reduce_fraction"],
+                priority_probs=wl["priority_probs"])
+        except GeosimError as exc:
+            raise GeosimError(str(exc), source=scenario.source, key="workload") from None
     common = {"input_clusters": world.input_clusters, "reference_mips": wl["reference_mips"]}
     if kind == "montage":
         mix = ((0.89, 1, 150), (0.08, 151, 500), (0.03, 501, wl["large_max_tasks"]))
@@ -112,7 +130,9 @@ class GeoModel(mesa.Model):
         self.workload.validate(self.world.n_clusters, source=scenario.source)
         self.engine = Engine(self.world, self.workload, self.dt, streams["placement"],
                              transfer=scenario["links"]["transfer"],
-                             data_lag=scenario["workload"]["data_lag"])
+                             data_lag=scenario["workload"]["data_lag"],
+                             variability=scenario["workload"]["copy_variability"],
+                             copy_key=int(streams["copies"].integers(2 ** 63)))
         self.monitor = Monitor(self.world.n_clusters, len(self.workload.type_names),
                                priors=nominal_priors(scenario, self.world))
         self.view = SchedulerView(self.engine, self.monitor)
@@ -170,7 +190,7 @@ class GeoModel(mesa.Model):
             start = _time.perf_counter()
             self.scheduler_agent.step()
             self.scheduler_seconds += _time.perf_counter() - start
-        e.advance()
+        e.advance(self._quiet_slots() if self._static else 1)
         self.steps_run += 1
         view.completions = sum(int(w.size) for w in e.completed)
         if e.completed:
@@ -209,6 +229,38 @@ class GeoModel(mesa.Model):
         return build_result(self)
 
     # ------------------------------------------------------------------ internals
+    @property
+    def _static(self) -> bool:
+        """Whether quiet slots may run in one engine call (rates constant, policy waits).
+
+        True for an event-driven policy on a world without availability periods,
+        outages, transfers or data moves; VM power may be redrawn (spans stop there).
+        """
+        w, e = self.world, self.engine
+        return (self.skip_idle and self.policy.event_driven and w.availability is None
+                and w.outages is None and not e.has_inputs and not e.move_raw.size
+                and not self._places_data)
+
+    def _quiet_slots(self) -> int:
+        """Slots from now that no arrival, sample, redraw, horizon or completion can end.
+
+        Decisions stay at slot boundaries: a span ends at the first boundary where a job
+        arrives, a sample is due, VM power is redrawn or the horizon is reached, and in
+        the slot where the first copy can finish. The engine runs the span at once, with
+        the same result as slot by slot up to floating-point rounding.
+        """
+        e, dt = self.engine, self.dt
+        stops = [self._next_record]
+        if e.next_job < self.workload.n_jobs:
+            stops.append(float(self.workload.arrival[e.next_job]))
+        if self.horizon > 0:
+            stops.append(self.horizon)
+        period = self.world.power.period
+        if period > 0:
+            stops.append((self.world.power.epoch + 1) * period)
+        limit = int(np.ceil((min(stops) - e.time) / dt - 1e-9))
+        return e.quiet_slots(limit) if limit > 1 else 1
+
     @property
     def _places_data(self) -> bool:
         """Whether raw input exists before arrival and the scheduler moves it."""

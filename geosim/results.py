@@ -254,6 +254,8 @@ def summarise(result: Result, model: GeoModel) -> dict[str, Any]:
         "jobs": int(len(jobs)),
         "jobs_done": int(len(done)),
         "mean_flowtime": float(flow.mean()) if flow.size else float("nan"),
+        "weighted_mean_flowtime": float(np.average(flow, weights=done["weight"].to_numpy()))
+        if flow.size else float("nan"),
         "p50_flowtime": q(50), "p95_flowtime": q(95), "p99_flowtime": q(99),
         "simulated_seconds": float(e.time),
         "slot_utilisation": float(copies["slot_seconds"].sum()

@@ -137,7 +137,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
                           "current rate"),
     },
     "workload": {
-        "kind": Field("montage", "str", choices=("montage", "single", "wfformat"),
+        "kind": Field("montage", "str",
+                      choices=("montage", "single", "wfformat", "mapreduce", "google"),
                       doc="job generator"),
         "n_jobs": Field(2000, "int", lo=1, doc="jobs in the run"),
         "arrival_rate": Field(0.07, "float", lo=0, lo_open=True, doc="Poisson arrival rate (1/s)"),
@@ -154,6 +155,40 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "files": Field([], "list", doc="WfFormat JSON instances (wfformat kind)"),
         "data_lag": Field(0.0, "float", lo=0, doc="a job's raw input exists this many s "
                           "before the job arrives; a data-placing scheduler may move it"),
+        "copy_variability": Field("pareto", "str",
+                                  choices=("pareto", "lognormal", "gamma", "none"),
+                                  doc="family of each copy's own work around its task's mean, "
+                                  "with the task's coefficient of variation (000 §III: Pareto)"),
+        "map_tasks": Field([1, 50], "irange", lo=1,
+                           doc="mapreduce jobs: map tasks per job, drawn per job"),
+        "reduce_tasks": Field([0, 10], "irange", lo=0, doc="mapreduce jobs: reduce tasks per "
+                              "job, drawn per job (0: map-only)"),
+        "map_mean": Field([10.0, 100.0], "range", lo=0, lo_open=True, doc="mapreduce jobs: "
+                          "mean map task duration (s at power 1), drawn per job"),
+        "map_cv": Field(0.5, "float", lo=0, doc="mapreduce jobs: coefficient of variation of "
+                        "a map copy's work"),
+        "reduce_mean": Field([10.0, 100.0], "range", lo=0, lo_open=True, doc="mapreduce jobs: "
+                             "mean reduce task duration (s at power 1), drawn per job"),
+        "reduce_cv": Field(0.5, "float", lo=0, doc="mapreduce jobs: coefficient of variation "
+                           "of a reduce copy's work"),
+        "weight": Field([1, 1], "irange", lo=1, doc="mapreduce jobs: job weight, drawn per job"),
+        "mean_tasks": Field(26.31, "float", lo=1, lo_open=True, doc="google jobs: mean tasks "
+                            "per job (000 Table II)"),
+        "max_tasks": Field(5000, "int", lo=2, doc="google jobs: largest task count of the "
+                           "power law"),
+        "duration_min": Field(12.8, "float", lo=0, lo_open=True, doc="google jobs: smallest "
+                              "mean task duration (s at power 1; 000 Table II)"),
+        "duration_max": Field(22919.3, "float", lo=0, lo_open=True, doc="google jobs: largest "
+                              "mean task duration (s at power 1; 000 Table II)"),
+        "duration_mean": Field(1179.7, "float", lo=0, lo_open=True, doc="google jobs: mean "
+                               "task duration (s at power 1; 000 Table II)"),
+        "task_cv": Field(0.3, "float", lo=0, doc="google jobs: coefficient of variation of a "
+                         "copy's work (000 §VI-B: small within a phase)"),
+        "reduce_fraction": Field(0.2, "float", lo=0, hi=1, hi_open=True, doc="google jobs: "
+                                 "share of a job's tasks in its reduce stage, rounded down"),
+        "priority_probs": Field([0.30, 0.15, 0.10, 0.02, 0.20, 0.02, 0.02, 0.02, 0.02, 0.12,
+                                 0.02, 0.01], "list", doc="google jobs: probabilities of "
+                                "priorities 0..11 (weight = priority + 1)"),
     },
 }
 
@@ -341,6 +376,22 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
         raise GeosimError(f"must list tiers among large/medium/small (got {bad or '[]'})",
                           source=source, key="workload.input_tiers")
     wl = data["workload"]
+    if not wl["duration_min"] < wl["duration_max"]:
+        raise GeosimError(f"must exceed workload.duration_min = {wl['duration_min']!r} "
+                          f"(got {wl['duration_max']!r})", source=source,
+                          key="workload.duration_max")
+    if not wl["duration_min"] < wl["duration_mean"] < wl["duration_max"]:
+        raise GeosimError("must lie strictly between workload.duration_min and duration_max "
+                          f"(got {wl['duration_mean']!r})", source=source,
+                          key="workload.duration_mean")
+    if not wl["mean_tasks"] < wl["max_tasks"]:
+        raise GeosimError(f"must be below workload.max_tasks = {wl['max_tasks']!r} "
+                          f"(got {wl['mean_tasks']!r})", source=source, key="workload.mean_tasks")
+    probs = wl["priority_probs"]
+    if (len(probs) != 12 or not all(_is_number(p) and p >= 0 for p in probs)
+            or not math.isclose(sum(probs), 1.0, abs_tol=1e-6)):
+        raise GeosimError(f"must be 12 non-negative probabilities summing to 1 (got {probs!r})",
+                          source=source, key="workload.priority_probs")
     if wl["kind"] == "wfformat":
         if not wl["files"]:
             raise GeosimError("kind 'wfformat' needs workload.files", source=source,

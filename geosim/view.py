@@ -61,6 +61,12 @@ class SchedulerView:
         self.task_work = _ro(wl.task_work)
         self.task_data = _ro(wl.task_data)
         self.task_type = _ro(wl.task_type)
+        #: Stage of each task in its job (a stage waits for the previous one to finish).
+        self.task_stage = _ro(wl.task_stage)
+        #: Coefficient of variation of each copy's work around ``task_work`` (its mean).
+        self.task_cv = _ro(wl.task_cv)
+        #: Family of the copies' work around their task's mean (:mod:`geosim.variability`).
+        self.copy_variability = engine.variability
         self.task_job = _ro(engine.task_job)
         self.alive_jobs: np.ndarray = np.empty(0, dtype=np.int64)
         #: Jobs whose raw input came into existence at this boundary, ``workload.data_lag``
@@ -160,6 +166,14 @@ class SchedulerView:
         state = self._e.task_state[tasks]
         runnable = (state == READY) | (state == RUNNING)
         return np.bincount(pos[runnable], minlength=len(jobs))
+
+    def running_copies(self, jobs: np.ndarray) -> np.ndarray:
+        """Live copies (machines in use) of each job of ``jobs``."""
+        return self._e.job_live[np.asarray(jobs, dtype=np.int64)]
+
+    def free_slot_ids(self) -> np.ndarray:
+        """Ids of the whole free slots of reachable clusters, ascending."""
+        return np.flatnonzero(self.slot_units(1.0) > 0)
 
     def task_inputs(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """Clusters and sizes (MB) of the inputs of a ready or running task."""

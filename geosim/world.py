@@ -27,7 +27,7 @@ from geosim.topology import TIERS, assign_tiers, barabasi_albert_topology, read_
 
 #: Names of the independent random streams of a run, in the order they are spawned.
 STREAMS = ("topology", "clusters", "availability", "outages", "links", "power",
-           "workload", "placement", "scheduler")
+           "workload", "placement", "scheduler", "copies")
 
 
 def spawn_streams(seed: int) -> dict[str, np.random.Generator]:

@@ -26,6 +26,18 @@ def closed_world(slots: int = 1, rate: float = 0.05, n_jobs: int = 200,
     }
 
 
+def mapreduce_world(slots: int = 12, n_jobs: int = 25, rate: float = 0.05, seed: int = 2,
+                    scheduler: str = "fifo", params: dict | None = None) -> dict[str, Any]:
+    """One cluster of unit-speed machines running MapReduce jobs whose copies vary (000)."""
+    world = closed_world(slots=slots, rate=rate, n_jobs=n_jobs, scheduler=scheduler,
+                         params=params, seed=seed)
+    world["workload"] = {"kind": "mapreduce", "n_jobs": n_jobs, "arrival_rate": rate,
+                         "map_tasks": [1, 8], "reduce_tasks": [0, 3], "map_mean": [5.0, 30.0],
+                         "reduce_mean": [5.0, 20.0], "map_cv": 0.8, "reduce_cv": 0.5,
+                         "weight": [1, 5]}
+    return world
+
+
 def geo_world(n_clusters: int = 8, n_jobs: int = 12, rate: float = 0.05, seed: int = 3,
               scheduler: str = "fifo", params: dict | None = None) -> dict[str, Any]:
     """A small geo-distributed world with every process on: availability, outages, WAN.

@@ -26,7 +26,7 @@ from geosim.workload import (
 FIXTURE = Path(__file__).parent / "data" / "montage-wfformat.json"
 PROJ, DIFF, CONCAT, BGMODEL, BACKGROUND, IMGTBL, ADD, SHRINK, JPEG = range(9)
 ARRAYS = ("arrival", "weight", "task_ptr", "task_work", "task_type", "edge_src", "edge_dst",
-          "edge_size", "raw_ptr", "raw_cluster", "raw_size")
+          "edge_size", "raw_ptr", "raw_cluster", "raw_size", "task_stage", "task_cv")
 INPUT_CLUSTERS = np.arange(20, 60)
 
 

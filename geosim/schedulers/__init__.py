@@ -11,8 +11,11 @@ from geosim.schedulers import (  # noqa: F401
     fifo,
     laps,
     pingan,
+    smart_cloning,
     srpt,
     srpt_r,
+    srptms_c,
+    srptms_offline,
 )
 from geosim.schedulers.base import Scheduler, make_scheduler, register, registered
 

@@ -33,6 +33,11 @@ class Scheduler:
     #: Whether :meth:`place_data` moves raw input before jobs arrive (when the scenario's
     #: ``workload.data_lag`` gives it time to).
     places_data: bool = False
+    #: Whether the policy acts only when something happened (an arrival, a completion, a
+    #: failure, a change of reachable slots) and otherwise leaves the slot as it is. On a
+    #: world whose rates are constant the model then runs the quiet slots between events
+    #: in one engine call (:meth:`~geosim.model.GeoModel.step`).
+    event_driven: bool = False
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Prepare for a new run (called once before the first slot).

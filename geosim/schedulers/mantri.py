@@ -13,6 +13,7 @@ import numpy as np
 
 from geosim.modeler import expected_min
 from geosim.schedulers.compose import PlaceFn, Redundancy
+from geosim.variability import copy_factors
 from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs
 
 _EPS = 1e-9
@@ -34,23 +35,26 @@ def remaining_time(elapsed: np.ndarray, progress: np.ndarray, base: np.ndarray) 
 
 
 def duplicate_rule(t_rem: np.ndarray, t_new: np.ndarray, copies: np.ndarray,
-                   delta: float) -> np.ndarray:
+                   delta: float, factor: float | None = None) -> np.ndarray:
     """Mantri's duplicate test (§5.1): ``P(t_rem > t_new · (c+1)/c) > δ``.
 
     A duplicate pays off in slot time when ``c`` copies running ``t_rem`` more cost more
-    than ``c + 1`` copies running ``t_new``.
+    than ``c + 1`` copies running ``t_new``. 000 §VI-A states the test with a fixed
+    factor, ``P(t_rem > 2 t_new) > δ`` (the same for a task's first duplicate).
 
     Args:
         t_rem: Remaining time of each task (its fastest live copy), shape ``(N,)``.
         t_new: Equally likely atoms of a new copy's completion time, shape ``(N, K)``.
         copies: Live copies ``c >= 1`` of each task, shape ``(N,)``.
         delta: The probability threshold δ.
+        factor: A fixed factor instead of ``(c+1)/c`` (2 for 000's statement).
 
     Returns:
         Whether each task gets a duplicate.
     """
     t_rem = np.asarray(t_rem, dtype=float)
-    factor = (np.asarray(copies, dtype=float) + 1.0) / np.asarray(copies, dtype=float)
+    c = np.asarray(copies, dtype=float)
+    factor = (c + 1.0) / c if factor is None else np.full(c.shape, float(factor))
     p = np.mean(np.asarray(t_new) * factor[:, None] < t_rem[:, None], axis=1)
     return p > delta
 
@@ -110,12 +114,21 @@ class Mantri(Redundancy):
         restart_margin: Δ of the restart test in seconds; ``None`` uses ``interval``,
             the paper's choice.
         max_restarts: Restarts per task (γ).
+        duplicate_factor: ``None`` for Mantri's ``(c+1)/c``; a fixed factor otherwise.
+            000 §VI-A's Mantri is ``duplicate_factor=2.0, max_restarts=0``: a copy when
+            ``P(t_rem > 2 t_new) > δ``, no restarts.
+
+    On a world whose copies draw their own work (``task_cv > 0``, :mod:`geosim.variability`),
+    ``t_new`` also carries that variability: each atom of the speed/bandwidth model is
+    multiplied by the K quantile atoms of the task's work factor and the K·K products
+    are reduced to K equal-weight atoms by block means (the mean is kept).
     """
 
     name = "mantri"
 
     def __init__(self, interval: float = 10.0, delta: float = 0.25,
-                 restart_margin: float | None = None, max_restarts: int = 3):
+                 restart_margin: float | None = None, max_restarts: int = 3,
+                 duplicate_factor: float | None = None):
         if not _number(interval) or interval <= 0:
             raise ValueError(f"interval must be a number > 0, got {interval!r}")
         if not _number(delta) or not 0.0 <= delta < 1.0:
@@ -126,8 +139,13 @@ class Mantri(Redundancy):
         if not isinstance(max_restarts, int) or isinstance(max_restarts, bool) \
                 or max_restarts < 0:
             raise ValueError(f"max_restarts must be an integer >= 0, got {max_restarts!r}")
+        if duplicate_factor is not None and (not _number(duplicate_factor)
+                                             or not 1.0 <= duplicate_factor < np.inf):
+            raise ValueError(f"duplicate_factor must be a finite number >= 1 or None, "
+                             f"got {duplicate_factor!r}")
         self.interval, self.delta, self.restart_margin = interval, delta, restart_margin
         self.max_restarts = max_restarts
+        self.duplicate_factor = duplicate_factor
 
     def reset(self, view, rng, model) -> None:
         """Clear the restart counts and the report clock."""
@@ -175,10 +193,12 @@ class Mantri(Redundancy):
         with np.errstate(divide="ignore"):
             lb_room = work / _masked_max(model.speed.max(axis=2), room_any)[types]
             mean_room = work / _masked_max(model.speed_mean, room_any)[types]
+        lb_room = lb_room * self._factor_atoms(view, tasks)[:, 0]
         restartable = waiting & (self._restarts[tasks] < self.max_restarts)
         restartable &= np.isin(jobs, fresh_jobs) | bool(free.any())
+        dup = (c + 1.0) / c if self.duplicate_factor is None else self.duplicate_factor
         cand = (restartable & (t_rem > mean_room + self._margin)) | (
-            bool(free.any()) & (t_rem * c / (c + 1.0) > lb_room))
+            bool(free.any()) & (t_rem / dup > lb_room))
         idx = np.flatnonzero(cand)
         if idx.size == 0:
             return
@@ -217,7 +237,8 @@ class Mantri(Redundancy):
                     if best < 0:
                         continue
                     ok = bool(duplicate_rule(t_rem[i:i + 1], atoms[j, best][None, :],
-                                             c[i:i + 1], self.delta)[0])
+                                             c[i:i + 1], self.delta,
+                                             self.duplicate_factor)[0])
                 if not ok:
                     continue
                 task = int(tasks[i])
@@ -331,8 +352,20 @@ class Mantri(Redundancy):
             atoms[g_task, :, slot, :] = trans
         _, q = expected_min(atoms.reshape(tasks.size * n, r, k), quantiles=True)
         with np.errstate(divide="ignore"):
-            t_new = 1.0 / q[:, ::-1]
-        return t_new.reshape(tasks.size, n, k)
+            t_new = (1.0 / q[:, ::-1]).reshape(tasks.size, n, k)
+        if view.copy_variability == "none" or not np.any(view.task_cv[tasks] > 0):
+            return t_new
+        f = self._factor_atoms(view, tasks)                        # (n tasks, K)
+        prod = np.sort((t_new[:, :, :, None] * f[:, None, None, :]).reshape(
+            tasks.size, n, k * k), axis=2)
+        return prod.reshape(tasks.size, n, k, k).mean(axis=3)
+
+    def _factor_atoms(self, view: SchedulerView, tasks: np.ndarray) -> np.ndarray:
+        """K equal-weight quantile atoms of each task's work factor, ascending."""
+        k = self.model.k
+        u = np.broadcast_to((np.arange(k) + 0.5) / k, (tasks.size, k))
+        cv = np.repeat(np.asarray(view.task_cv[tasks], dtype=float)[:, None], k, axis=1)
+        return copy_factors(view.copy_variability, cv, u)
 
 
 def _number(value) -> bool:

@@ -1,0 +1,114 @@
+"""Reproduce the task-cloning evaluation (000 §VI) on ``scenarios/cloning-google.toml``.
+
+Four studies, each on the same jobs and copy draws for every scheduler (common random
+numbers: the k-th copy of a task draws the same work under every scheduler):
+
+- ``epsilon``: SRPTMS+C with r = 0 and ε ∈ {0.2, 0.4, 0.6, 0.8, 1.0} (Fig. 1);
+- ``r``: SRPTMS+C with ε = 0.6 and r ∈ {0, 1, 3, 5, 8} (Fig. 2);
+- ``machines``: SRPTMS+C (ε = 0.6, r = 3) on 8 000 and on 12 000 machines (Fig. 3);
+- ``baselines``: SRPTMS+C against Smart Cloning, 000's Mantri (a copy when
+  P(t_rem > 2 t_new) > δ, no restarts) and 000's Algorithm 1 (Figs. 4-6), with Mantri
+  as the reference of the paired statistics;
+- ``redundancy`` (not run by default; use ``--jobs 1000``): the redundancy family SRPT+R
+  and Fair+R of 002 beside SRPTMS+C and its ε = 1, r = 0 (weighted fair) setting.
+
+Runs are saved under ``results/reproduce-000/`` and an interrupted study resumes. For
+every study the script prints the weighted and unweighted means, the fractions within
+100 s and 1000 s and, against the study's reference, the paired difference of the
+per-seed means (mean over seeds and its 95% t interval over the seeds' differences).
+
+    python benchmarks/reproduce_000.py [--jobs 6064] [--seeds 1 2] [--study epsilon r ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import geosim
+from geosim.experiment import t_halfwidth
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIO = ROOT / "scenarios" / "cloning-google.toml"
+MANTRI = "mantri[duplicate_factor=2.0,max_restarts=0]"
+SRPTMS = "srptms+c[epsilon=0.6,r=3.0]"
+
+
+def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
+    """(study, overrides, scheduler specs, reference spec) of every comparison."""
+    out = []
+    if "epsilon" in which:
+        specs = [f"srptms+c[epsilon={e},r=0.0]" for e in (0.2, 0.4, 0.6, 0.8, 1.0)]
+        out.append(("epsilon", {}, specs, specs[2]))
+    if "r" in which:
+        specs = [f"srptms+c[epsilon=0.6,r={r}]" for r in (0.0, 1.0, 3.0, 5.0, 8.0)]
+        out.append(("r", {}, specs, specs[2]))
+    if "machines" in which:
+        for m in (8000, 12000):
+            out.append((f"machines-{m}", {"tiers.small.slots": m}, [SRPTMS], SRPTMS))
+    if "baselines" in which:
+        out.append(("baselines", {}, [SRPTMS, "sca", MANTRI, "srptms-offline"], MANTRI))
+    if "redundancy" in which:
+        # 002's pool policies re-place every copy at every event on 12 000 machines: run
+        # them at a reduced size (--jobs 1000).
+        out.append(("redundancy", {}, [SRPTMS, "srptms+c[epsilon=1.0,r=0.0]", "srpt+r",
+                                       "fair+r", MANTRI], MANTRI))
+    return out
+
+
+def paired(runs: pd.DataFrame, label: str, reference: str, column: str) -> tuple[float, float]:
+    """Mean over seeds of the relative difference of ``column`` against the reference."""
+    mine = runs[runs["label"] == label].set_index("seed")[column]
+    ref = runs[runs["label"] == reference].set_index("seed")[column]
+    diff = ((mine - ref.reindex(mine.index)) / ref.reindex(mine.index)).to_numpy()
+    return float(np.mean(diff)), t_halfwidth(diff)
+
+
+def _pct(value: float, half: float, is_reference: bool) -> str:
+    if is_reference:
+        return "ref"
+    if not math.isfinite(half):
+        return f"{100 * value:+.1f}%"
+    return f"{100 * value:+.1f}% [{100 * (value - half):+.1f}, {100 * (value + half):+.1f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=6064, help="jobs per run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--study", nargs="+", default=["epsilon", "r", "machines", "baselines"])
+    parser.add_argument("--parallel", type=int, default=None, help="worker processes")
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "reproduce-000")
+    args = parser.parse_args()
+    for study, overrides, specs, reference in studies(args.study):
+        start = time.perf_counter()
+        cmp = geosim.compare(SCENARIO, specs, seeds=args.seeds, jobs_parallel=args.parallel,
+                             within=(100, 1000), baseline=reference,
+                             overrides={"workload.n_jobs": args.jobs, **overrides},
+                             out=args.out / study)
+        wall = time.perf_counter() - start
+        print(f"\n### {study} ({args.jobs} jobs x seeds {args.seeds}, {wall:.0f} s)\n")
+        print("| scheduler | weighted mean (s) | mean (s) | ±95% | <=100 s | <=1000 s "
+              "| copies/task | Δ mean vs ref [95%] | Δ weighted [95%] | run s |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        runs = cmp.runs.copy()
+        for row in cmp.summary.to_dict("records"):
+            label = row["label"]
+            d, h = paired(runs, label, reference, "mean_flowtime")
+            dw, hw = paired(runs, label, reference, "weighted_mean_flowtime")
+            wall_run = runs.loc[runs["label"] == label, "wall_seconds"].mean()
+            print(f"| {label} | {row['weighted_mean_flowtime']:.1f} | "
+                  f"{row['mean_flowtime']:.1f} | {row['ci95']:.1f} | "
+                  f"{100 * row['within_100']:.1f}% | {100 * row['within_1000']:.1f}% | "
+                  f"{row['copies_per_task']:.2f} | {_pct(d, h, label == reference)} | "
+                  f"{_pct(dw, hw, label == reference)} | "
+                  f"{wall_run:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

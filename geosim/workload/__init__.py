@@ -1,0 +1,79 @@
+"""Workloads: jobs arriving over time, each a DAG of tasks, held as flat NumPy arrays.
+
+A :class:`Workload` holds every job of a run in arrival order as a struct of arrays (see
+:mod:`geosim.workload.core` for the layout and units: data in MB, work in MI, time in
+seconds). Every generator takes a :class:`numpy.random.Generator` and draws everything from
+it, in a fixed order, so the same seed gives identical arrays.
+
+Modules
+    * :mod:`~geosim.workload.core` -- the :class:`Workload` container and its checks,
+      :func:`poisson_arrivals`, :func:`concat` and :func:`empty_workload`.
+    * :mod:`~geosim.workload.single` -- :func:`single_work_jobs`, the redundancy paper's jobs
+      (002 §6): one task per job, its work drawn from a :class:`WorkDistribution`.
+    * :mod:`~geosim.workload.montage` -- :func:`montage_jobs`, PingAn's workload (003 §6.1):
+      Montage workflows whose task counts follow the Facebook job-size mix.
+    * :mod:`~geosim.workload.wfformat` -- :func:`read_wfformat` / :func:`wfformat_jobs`, real
+      workflow instances in WfCommons' WfFormat, one job or a Poisson stream of them.
+    * :mod:`~geosim.workload.mapreduce` -- :func:`mapreduce_jobs`: a map stage, then a reduce
+      stage behind a stage barrier (``Workload.task_stage``), with per-copy work variability
+      (``Workload.task_cv``, 000 §III).
+    * :mod:`~geosim.workload.google` -- :func:`google_jobs`: MapReduce jobs whose laws are
+      fitted to the Google-trace statistics of 000 Table II.
+
+Every public name is re-exported here, so ``from geosim.workload import montage_jobs`` works.
+"""
+
+from geosim.workload.core import (
+    BYTES_PER_MB,
+    REFERENCE_MIPS,
+    Workload,
+    concat,
+    empty_workload,
+    poisson_arrivals,
+)
+from geosim.workload.google import (
+    GOOGLE_PRIORITY_PROBS,
+    bounded_pareto,
+    bounded_pareto_mean,
+    bounded_pareto_shape,
+    google_jobs,
+    google_task_counts,
+    task_count_exponent,
+    task_count_pmf,
+)
+from geosim.workload.mapreduce import MAPREDUCE_TYPES, mapreduce_jobs
+from geosim.workload.montage import (
+    FACEBOOK_SIZE_MIX,
+    MONTAGE_TYPES,
+    montage_jobs,
+    montage_task_counts,
+)
+from geosim.workload.single import WorkDistribution, single_work_jobs
+from geosim.workload.wfformat import read_wfformat, wfformat_jobs
+
+__all__ = [
+    "BYTES_PER_MB",
+    "FACEBOOK_SIZE_MIX",
+    "GOOGLE_PRIORITY_PROBS",
+    "MAPREDUCE_TYPES",
+    "MONTAGE_TYPES",
+    "REFERENCE_MIPS",
+    "WorkDistribution",
+    "Workload",
+    "bounded_pareto",
+    "bounded_pareto_mean",
+    "bounded_pareto_shape",
+    "concat",
+    "empty_workload",
+    "google_jobs",
+    "google_task_counts",
+    "mapreduce_jobs",
+    "montage_jobs",
+    "montage_task_counts",
+    "poisson_arrivals",
+    "read_wfformat",
+    "single_work_jobs",
+    "task_count_exponent",
+    "task_count_pmf",
+    "wfformat_jobs",
+]

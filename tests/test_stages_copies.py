@@ -1,0 +1,112 @@
+"""Stage barriers (MapReduce's map -> reduce) and per-copy work draws in the engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import closed_world
+
+from geosim import GeoModel, load_scenario
+from geosim.workload import Workload
+
+
+def _jobs(works: list[list[float]], stages: list[list[int]], cv: float = 0.0,
+          arrival: list[float] | None = None, weight: list[float] | None = None) -> Workload:
+    """Jobs with the given task works and stages, no data, no edges."""
+    n = len(works)
+    flat = [w for job in works for w in job]
+    return Workload(
+        arrival=np.asarray(arrival or [0.0] * n), weight=np.asarray(weight or [1.0] * n),
+        task_ptr=np.r_[0, np.cumsum([len(j) for j in works])], task_work=np.asarray(flat),
+        task_type=np.zeros(len(flat)), type_names=("map",), edge_src=np.empty(0),
+        edge_dst=np.empty(0), edge_size=np.empty(0), raw_ptr=np.zeros(len(flat) + 1),
+        raw_cluster=np.empty(0), raw_size=np.empty(0),
+        task_stage=np.asarray([s for job in stages for s in job]),
+        task_cv=np.full(len(flat), cv))
+
+
+def _model(wl: Workload, slots: int, scheduler: str = "fifo", seed: int = 1,
+           variability: str = "pareto") -> GeoModel:
+    world = closed_world(slots=slots, n_jobs=wl.n_jobs, scheduler=scheduler, seed=seed)
+    world["workload"]["copy_variability"] = variability
+    return GeoModel(load_scenario(world), workload=wl)
+
+
+def test_reduce_waits_for_every_map_of_its_job():
+    wl = _jobs([[10.0, 20.0, 30.0, 5.0, 5.0]], [[0, 0, 0, 1, 1]])
+    result = _model(wl, slots=5).run()
+    tasks = result.tasks
+    np.testing.assert_allclose(tasks["completion"][:3], [10.0, 20.0, 30.0])
+    # The barrier falls at 30; the reduce tasks start at that boundary and run 5 s.
+    np.testing.assert_allclose(tasks["start"][3:], [30.0, 30.0])
+    np.testing.assert_allclose(tasks["completion"][3:], [35.0, 35.0])
+    assert result.jobs["flowtime"][0] == pytest.approx(35.0)
+
+
+def test_barriers_are_per_job_and_per_stage():
+    # Job 0: three stages; job 1 (no barrier between its own stages and job 0's).
+    wl = _jobs([[4.0, 2.0, 3.0, 1.0], [6.0, 2.0]], [[0, 0, 1, 2], [0, 1]])
+    result = _model(wl, slots=10).run()
+    done = result.tasks["completion"].to_numpy()
+    np.testing.assert_allclose(done, [4.0, 2.0, 7.0, 8.0, 6.0, 8.0])
+
+
+def test_a_staged_job_costs_memory_linear_in_tasks():
+    wl = _jobs([[1.0] * 2000 + [1.0] * 500], [[0] * 2000 + [1] * 500])
+    model = _model(wl, slots=3000)
+    assert model.engine.in_src.size == 0
+    model.run()
+    start = model.engine.task_start
+    assert start[:2000].max() == 0.0 and start[2000:].min() == 1.0
+
+
+def test_each_copy_draws_its_own_work_and_the_draw_is_common_to_schedulers():
+    wl = _jobs([[50.0] * 20, [40.0] * 10], [[0] * 20, [0] * 10], cv=0.5)
+    runs = {}
+    for name in ("fifo", "srptms+c", "sca"):
+        model = _model(wl, slots=100, scheduler=name)
+        model.run()
+        cols = model.engine.copies.cols
+        n = model.engine.copies.n
+        runs[name] = (cols["task"][:n], cols["factor"][:n], model)
+    tasks, factor, fifo = runs["fifo"]
+    assert np.unique(tasks).size == tasks.size          # FIFO: one copy per task
+    assert np.unique(factor).size == factor.size        # every copy its own draw
+    first = dict(zip(tasks.tolist(), factor.tolist(), strict=True))
+    for name in ("srptms+c", "sca"):
+        t, f, _ = runs[name]
+        assert t.size > tasks.size                      # spare machines: clones
+        seen: dict[int, int] = {}
+        for task, fac in zip(t.tolist(), f.tolist(), strict=True):
+            k = seen.get(task, 0)
+            seen[task] = k + 1
+            if k == 0:
+                assert fac == first[task]               # copy 0 draws the same work
+    # A lone copy on an idle unit-speed machine runs work * factor seconds.
+    e = fifo.engine
+    c = e.copies.cols
+    n = e.copies.n
+    np.testing.assert_allclose(c["end"][:n] - c["start"][:n],
+                               e.task_work[c["task"][:n]] * c["factor"][:n], rtol=1e-9)
+
+
+def test_copy_draws_change_with_the_seed_and_none_means_exact_work():
+    wl = _jobs([[10.0] * 5], [[0] * 5], cv=0.5)
+    a, b = _model(wl, 5, seed=1), _model(wl, 5, seed=2)
+    a.run()
+    b.run()
+    assert not np.array_equal(a.engine.copies.cols["factor"][:5],
+                              b.engine.copies.cols["factor"][:5])
+    c = _model(wl, 5, variability="none")
+    c.run()
+    np.testing.assert_array_equal(c.engine.copies.cols["factor"][:5], 1.0)
+    np.testing.assert_allclose(c.engine.task_done, 10.0)
+
+
+def test_work_balance_holds_with_clones():
+    wl = _jobs([[30.0] * 8, [20.0] * 4 + [10.0] * 2], [[0] * 8, [0] * 4 + [1] * 2], cv=1.0)
+    model = _model(wl, slots=40, scheduler="srptms+c")
+    result = model.run()
+    executed, demanded, wasted = model.engine.work_balance()
+    assert executed == pytest.approx(demanded + wasted)
+    assert result.summary["copies_launched"] > wl.n_tasks
