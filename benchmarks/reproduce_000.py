@@ -15,7 +15,8 @@ numbers: the k-th copy of a task draws the same work under every scheduler):
 Runs are saved under ``results/reproduce-000/`` and an interrupted study resumes. For
 every study the script prints the weighted and unweighted means, the fractions within
 100 s and 1000 s and, against the study's reference, the paired difference of the
-per-seed means (mean over seeds and its 95% t interval over the seeds' differences).
+(weighted) mean flowtime with a 95% interval from batch means of the per-job
+differences (job j of a seed is the same job under every scheduler; see ``paired``).
 
     python benchmarks/reproduce_000.py [--jobs 6064] [--seeds 1 2] [--study epsilon r ...]
 """
@@ -31,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 import geosim
-from geosim.experiment import t_halfwidth
+from geosim.experiment import batch_means, safe_name, t_halfwidth
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "cloning-google.toml"
@@ -61,12 +62,34 @@ def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
     return out
 
 
-def paired(runs: pd.DataFrame, label: str, reference: str, column: str) -> tuple[float, float]:
-    """Mean over seeds of the relative difference of ``column`` against the reference."""
-    mine = runs[runs["label"] == label].set_index("seed")[column]
-    ref = runs[runs["label"] == reference].set_index("seed")[column]
-    diff = ((mine - ref.reindex(mine.index)) / ref.reindex(mine.index)).to_numpy()
-    return float(np.mean(diff)), t_halfwidth(diff)
+def _jobs(out: Path, label: str, seed: int) -> pd.DataFrame:
+    path = out / "runs" / safe_name(label) / f"seed-{seed}" / "jobs.parquet"
+    return pd.read_parquet(path, columns=["job", "arrival", "flowtime", "weight", "finished"])
+
+
+def paired(out: Path, seeds: list[int], label: str, reference: str,
+           weighted: bool, batches: int = 10) -> tuple[float, float]:
+    """Paired difference of the (weighted) mean flowtime against the reference.
+
+    Job j of seed s is the same job under both schedulers, so the per-job differences
+    ``w_j (F_j - F_ref,j)`` are taken job by job; they are correlated within a run, so
+    each seed's jobs in arrival order are cut into ``batches`` batches and the interval is
+    Student's t over all seeds' batch means (batch means, paired). Returns the mean
+    difference relative to the reference's (weighted) mean, and the half-width of its
+    95% interval, in the same relative units.
+    """
+    diffs, ref_total, ref_weight = [], 0.0, 0.0
+    for seed in seeds:
+        a, b = _jobs(out, label, seed), _jobs(out, reference, seed)
+        both = (a["finished"] & b["finished"]).to_numpy()
+        w = a["weight"].to_numpy() if weighted else np.ones(len(a))
+        d = (w * (a["flowtime"] - b["flowtime"]).to_numpy())[both]
+        diffs.append(batch_means(d, batches) / np.mean(w[both]))
+        ref_total += float(np.sum((w * b["flowtime"].to_numpy())[both]))
+        ref_weight += float(np.sum(w[both]))
+    means = np.concatenate(diffs)
+    ref = ref_total / ref_weight
+    return float(means.mean() / ref), t_halfwidth(means) / ref
 
 
 def _pct(value: float, half: float, is_reference: bool) -> str:
@@ -99,8 +122,8 @@ def main() -> None:
         runs = cmp.runs.copy()
         for row in cmp.summary.to_dict("records"):
             label = row["label"]
-            d, h = paired(runs, label, reference, "mean_flowtime")
-            dw, hw = paired(runs, label, reference, "weighted_mean_flowtime")
+            d, h = paired(args.out / study, args.seeds, label, reference, weighted=False)
+            dw, hw = paired(args.out / study, args.seeds, label, reference, weighted=True)
             wall_run = runs.loc[runs["label"] == label, "wall_seconds"].mean()
             print(f"| {label} | {row['weighted_mean_flowtime']:.1f} | "
                   f"{row['mean_flowtime']:.1f} | {row['ci95']:.1f} | "

@@ -71,7 +71,7 @@ WITHIN = (40.0, 200.0, 800.0)
 BATCHES = 10
 MANIFEST = "compare.json"
 #: Columns of a run's jobs table that the summary needs.
-JOB_COLUMNS = ("job", "arrival", "work", "flowtime", "finished")
+JOB_COLUMNS = ("job", "arrival", "work", "weight", "flowtime", "finished")
 
 
 def coerce_specs(schedulers: str | Sequence[str | Spec | tuple[str, Mapping[str, Any]]]

@@ -65,6 +65,10 @@ def test_grant_no_preemption_and_free_machines_in_priority_order():
     # job 0: 5 machines > 2 tasks -> 2 copies each = 4; job 2: min(10, 8) = 8 > 3 tasks
     # -> 2 copies each = 6; job 3: the 2 machines left, one copy on 2 random tasks.
     np.testing.assert_array_equal(used, [4, 0, 6, 2])
+    # With at most one copy per task (no cloning), job 0 uses 2, job 2 uses 3, job 3 gets 5.
+    np.testing.assert_array_equal(grant_machines(np.array([5, -1, 10, 3]),
+                                                 np.array([2, 4, 3, 5]), 12, max_copies=1),
+                                  [2, 0, 3, 3])
 
 
 def test_procedure_branches():
@@ -91,6 +95,7 @@ def test_procedure_choice_is_uniform():
 @pytest.mark.parametrize("params, message", [
     ({"epsilon": 0.0}, "epsilon"), ({"epsilon": 1.5}, "epsilon"), ({"r": -1}, "r must"),
     ({"epsilon": True}, "epsilon"), ({"r": float("nan")}, "r must"),
+    ({"max_copies": 0}, "max_copies"),
 ])
 def test_srptms_bad_parameters_are_one_line_errors(params, message):
     with pytest.raises(GeosimError, match=message):

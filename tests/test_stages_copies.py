@@ -110,3 +110,31 @@ def test_work_balance_holds_with_clones():
     executed, demanded, wasted = model.engine.work_balance()
     assert executed == pytest.approx(demanded + wasted)
     assert result.summary["copies_launched"] > wl.n_tasks
+
+
+def test_weighted_mean_flowtime_by_hand():
+    # Two slots, no variability: flowtimes 10 and 20 with weights 1 and 3.
+    wl = _jobs([[10.0], [20.0]], [[0], [0]], weight=[1.0, 3.0])
+    result = _model(wl, slots=2).run()
+    np.testing.assert_allclose(result.jobs["flowtime"], [10.0, 20.0])
+    assert result.summary["mean_flowtime"] == pytest.approx(15.0)
+    assert result.summary["weighted_mean_flowtime"] == pytest.approx((10 + 3 * 20) / 4)
+
+
+def test_compare_reports_the_weighted_mean_per_replication():
+    import pandas as pd
+
+    from geosim.experiment import _weighted_mean
+    jobs = pd.DataFrame({"seed": [1, 1, 2, 2], "flowtime": [10.0, 20.0, 30.0, 50.0],
+                         "weight": [1.0, 3.0, 1.0, 1.0], "finished": [True] * 4})
+    runs = pd.DataFrame({"seed": [1, 2]})
+    assert _weighted_mean(jobs, runs) == pytest.approx(((10 + 60) / 4 + 40.0) / 2)
+
+
+def test_srptms_never_preempts():
+    from conftest import mapreduce_world
+    # Loaded enough that jobs wait for machines, light enough that some get clones.
+    result = GeoModel(load_scenario(mapreduce_world(scheduler="srptms+c", slots=10,
+                                                    rate=0.08, n_jobs=40))).run()
+    outcome = result.copies["outcome"].value_counts()
+    assert outcome.get("killed", 0) == 0 and outcome.get("lost", 0) > 0
