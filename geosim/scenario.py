@@ -182,8 +182,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
                               "mean task duration (s at power 1; 000 Table II)"),
         "duration_mean": Field(1179.7, "float", lo=0, lo_open=True, doc="google jobs: mean "
                                "task duration (s at power 1; 000 Table II)"),
-        "task_cv": Field(0.3, "float", lo=0, doc="google jobs: coefficient of variation of a "
-                         "copy's work (000 §VI-B: small within a phase)"),
+        "task_cv": Field([0.1, 0.5], "range", lo=0, doc="google jobs: coefficient of variation "
+                         "of a copy's work, drawn per phase (000 §VI-B: small within a phase)"),
         "reduce_fraction": Field(0.2, "float", lo=0, hi=1, hi_open=True, doc="google jobs: "
                                  "share of a job's tasks in its reduce stage, rounded down"),
         "priority_probs": Field([0.30, 0.15, 0.10, 0.02, 0.20, 0.02, 0.02, 0.02, 0.02, 0.12,

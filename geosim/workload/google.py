@@ -32,9 +32,12 @@ Task durations (:func:`bounded_pareto`)
     numerically (:func:`bounded_pareto_shape`) so that its mean is ``duration_mean``: with
     Table II's figures ``shape = 0.2942`` (4 significant digits; standard deviation about
     3139 s). Every task of the phase gets ``task_work = E`` (work in seconds on a machine of
-    power 1, times ``work_scale``) and coefficient of variation ``task_cv`` (default 0.3:
-    000 §VI-B finds that "the variation of task duration within each job phase for this
-    particular job trace is small"); each copy draws its own work around ``E``. Since ``E``
+    power 1, times ``work_scale``) and the phase's coefficient of variation, drawn uniformly
+    from ``task_cv`` (default 0.1-0.5, mean 0.3: 000 §VI-B finds that "the variation of
+    task duration within each job phase for this particular job trace is small"; a range
+    rather than one value, because with one CV for every task ``r`` scales every job's
+    effective workload alike and cannot change SRPTMS+C's order); each copy draws its own
+    work around ``E``. Since ``E``
     is drawn independently of the task counts, the expected mean over tasks equals the mean
     over phases, ``duration_mean``, and every mean duration lies in Table II's range.
 
@@ -241,7 +244,8 @@ def _check_probs(priority_probs: Any) -> np.ndarray:
 def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
                 mean_tasks: float = 26.31, max_tasks: int = 5000,
                 duration_min: float = 12.8, duration_max: float = 22919.3,
-                duration_mean: float = 1179.7, task_cv: float = 0.3,
+                duration_mean: float = 1179.7,
+                task_cv: float | tuple[float, float] = (0.1, 0.5),
                 reduce_fraction: float = 0.2,
                 priority_probs: Sequence[float] = GOOGLE_PRIORITY_PROBS,
                 work_scale: float = 1.0, start: float = 0.0) -> Workload:
@@ -249,7 +253,8 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
 
     Drawn from ``rng`` in this order, each as one vector over the jobs: arrivals, task
     counts, map phase mean durations, reduce phase mean durations (drawn for every job, used
-    by those with reduce tasks), priorities.
+    by those with reduce tasks), priorities, then (for a ``task_cv`` range) the map and
+    reduce phases' coefficients of variation.
 
     Args:
         n_jobs: Number of jobs (Table II: 6064).
@@ -260,7 +265,8 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
         duration_min: Smallest mean task duration, seconds (Table II: 12.8).
         duration_max: Largest mean task duration, seconds (Table II: 22 919.3).
         duration_mean: Mean task duration, seconds (Table II: 1179.7).
-        task_cv: Coefficient of variation of each copy's work around its task's mean.
+        task_cv: Coefficient of variation of each copy's work around its task's mean: one
+            value, or a ``(low, high)`` range drawn uniformly per phase of each job.
         reduce_fraction: Share of a job's tasks in its reduce stage, ``[0, 1)``, rounded down.
         priority_probs: Probabilities of priorities 0..11; weight = priority + 1.
         work_scale: Work of one second of duration (1 on machines of power 1).
@@ -274,7 +280,7 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
     """
     cdf = _count_cdf(mean_tasks, max_tasks)
     shape = bounded_pareto_shape(duration_min, duration_max, duration_mean)
-    task_cv = _check_positive(task_cv, "task_cv", allow_zero=True)
+    cv_lo, cv_hi = _cv_range(task_cv)
     fraction = _check_positive(reduce_fraction, "reduce_fraction", allow_zero=True)
     if fraction >= 1.0:
         raise GeosimError(f"reduce_fraction must be in [0, 1), got {reduce_fraction!r}")
@@ -289,5 +295,20 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
     reduce_work = bounded_pareto(nj, rng, low, high, shape) * scale
     priority = rng.choice(12, size=nj, p=probs)
     r = np.floor(fraction * n + 1e-9).astype(np.int64)  # 0.29 * 100 is 28.999...
+    if cv_lo == cv_hi:
+        map_cv = reduce_cv = cv_lo
+    else:
+        map_cv, reduce_cv = rng.uniform(cv_lo, cv_hi, size=(2, nj))
     return _two_stage_workload(arrival, priority + 1.0, n - r, r, map_work, reduce_work,
-                               task_cv, task_cv)
+                               map_cv, reduce_cv)
+
+
+def _cv_range(task_cv: float | Sequence[float]) -> tuple[float, float]:
+    """A ``task_cv`` value or ``[low, high]`` range as a checked pair."""
+    values = list(task_cv) if isinstance(task_cv, list | tuple | np.ndarray) else [task_cv]
+    if len(values) not in (1, 2):
+        raise GeosimError(f"task_cv must be a number or a [low, high] pair, got {task_cv!r}")
+    lo, hi = (_check_positive(v, "task_cv", allow_zero=True) for v in (values[0], values[-1]))
+    if lo > hi:
+        raise GeosimError(f"task_cv low must not exceed high, got {task_cv!r}")
+    return lo, hi

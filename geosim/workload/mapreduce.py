@@ -46,8 +46,8 @@ def _range(value: Any, name: str, *, integer: bool, minimum: float,
 
 
 def _two_stage_workload(arrival: np.ndarray, weight: np.ndarray, m: np.ndarray, r: np.ndarray,
-                       map_work: np.ndarray, reduce_work: np.ndarray, map_cv: float,
-                       reduce_cv: float) -> Workload:
+                       map_work: np.ndarray, reduce_work: np.ndarray,
+                       map_cv: float | np.ndarray, reduce_cv: float | np.ndarray) -> Workload:
     """Build a map-then-reduce workload from per-job counts and phase mean work.
 
     Args:
@@ -57,8 +57,8 @@ def _two_stage_workload(arrival: np.ndarray, weight: np.ndarray, m: np.ndarray, 
         r: int[n_jobs] reduce tasks per job (>= 0).
         map_work: float64[n_jobs] mean work of each map task of the job.
         reduce_work: float64[n_jobs] mean work of each reduce task of the job.
-        map_cv: Coefficient of variation of a map copy's work.
-        reduce_cv: Coefficient of variation of a reduce copy's work.
+        map_cv: Coefficient of variation of a map copy's work (one, or one per job).
+        reduce_cv: Coefficient of variation of a reduce copy's work (one, or one per job).
 
     Returns:
         The workload, type names :data:`MAPREDUCE_TYPES`, stage = type, no edges, no raw input.
@@ -76,7 +76,8 @@ def _two_stage_workload(arrival: np.ndarray, weight: np.ndarray, m: np.ndarray, 
                     edge_src=i0, edge_dst=i0, edge_size=np.zeros(0),
                     raw_ptr=np.zeros(nt + 1, dtype=np.int64), raw_cluster=i0,
                     raw_size=np.zeros(0), task_stage=is_reduce.astype(np.int32),
-                    task_cv=np.where(is_reduce, reduce_cv, map_cv))
+                    task_cv=np.where(is_reduce, np.broadcast_to(reduce_cv, m.shape)[job],
+                                     np.broadcast_to(map_cv, m.shape)[job]))
 
 
 def mapreduce_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
