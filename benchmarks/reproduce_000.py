@@ -6,9 +6,9 @@ numbers: the k-th copy of a task draws the same work under every scheduler):
 - ``epsilon``: SRPTMS+C with r = 0 and ε ∈ {0.2, 0.4, 0.6, 0.8, 1.0} (Fig. 1);
 - ``r``: SRPTMS+C with ε = 0.6 and r ∈ {0, 1, 3, 5, 8} (Fig. 2);
 - ``machines``: SRPTMS+C (ε = 0.6, r = 3) on 8 000 and on 12 000 machines (Fig. 3);
-- ``baselines``: SRPTMS+C (as written, and with at most 2 copies per task) against Smart Cloning, 000's Mantri (a copy when
-  P(t_rem > 2 t_new) > δ, no restarts) and 000's Algorithm 1 (Figs. 4-6), with Mantri
-  as the reference of the paired statistics;
+- ``baselines``: SRPTMS+C (as written, and with at most 2 copies per task) against
+  Smart Cloning, 000's Mantri (a copy when P(t_rem > 2 t_new) > δ, no restarts) and
+  000's Algorithm 1 (Figs. 4-6), with Mantri as the reference of the paired statistics;
 - ``redundancy`` (not run by default; use ``--jobs 1000``): the redundancy family SRPT+R
   and Fair+R of 002 beside SRPTMS+C and its ε = 1, r = 0 (weighted fair) setting.
 
