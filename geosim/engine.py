@@ -839,7 +839,7 @@ class Engine:
         """
         live = self.live
         if live.size == 0 or limit <= 1:
-            return max(1, min(limit, 1))
+            return max(1, limit)      # nothing can finish: up to the limit
         cols = self.copies.cols
         task = cols["task"][live]
         rate = cols["share"][live] * self.world.power.level[cols["slot"][live]] \

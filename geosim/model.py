@@ -13,7 +13,10 @@ The cluster time series is sampled at the first boundary at or after each sampli
 time, after step 1 (the state at that boundary; traffic averaged since the last sample).
 
 When no job is alive, the model jumps to the slot boundary of the next arrival (or
-the next sampling time, if earlier); the processes are advanced exactly across it.
+the next sampling time, if earlier); the processes are advanced exactly across it. With
+an event-driven scheduler on a world of constant rates, step 4 runs every slot up to the
+next one that can hold an event in one engine call (a quiet span, see
+:meth:`GeoModel._quiet_slots`).
 """
 
 from __future__ import annotations
@@ -153,7 +156,9 @@ class GeoModel(mesa.Model):
         self.jobs_done = 0
         self.wall_seconds = 0.0
         self.scheduler_seconds = 0.0   # wall time spent in the scheduler's decisions
-        self.skip_idle = True   # jump over slots with no alive job (results are unchanged)
+        # Jump over slots with no alive job (results unchanged) and run quiet spans at once
+        # (unchanged up to floating-point rounding).
+        self.skip_idle = True
 
     # ------------------------------------------------------------------ running
     @property

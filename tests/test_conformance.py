@@ -129,9 +129,14 @@ def test_skipping_idle_slots_changes_nothing():
         pd.testing.assert_frame_equal(getattr(a, table), getattr(b, table))
 
 
-def test_quiet_spans_change_nothing_but_rounding():
-    # An event-driven policy on a world of constant rates runs quiet slots at once.
-    scenario = load_scenario(mapreduce_world(scheduler="srptms+c", n_jobs=30))
+@pytest.mark.parametrize("redraw", [0.0, 7.0])
+def test_quiet_spans_change_nothing_but_rounding(redraw):
+    # An event-driven policy on a world of constant rates runs quiet slots at once; a span
+    # stops where VM power is redrawn.
+    world = mapreduce_world(scheduler="srptms+c", n_jobs=30)
+    world["clusters"] = {"power_redraw_interval": redraw}
+    world["tiers"]["small"]["power_rsd"] = 0.3
+    scenario = load_scenario(world)
     spans, stepped = GeoModel(scenario), GeoModel(scenario)
     stepped.skip_idle = False
     a, b = spans.run(), stepped.run()
