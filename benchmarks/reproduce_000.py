@@ -9,6 +9,8 @@ numbers: the k-th copy of a task draws the same work under every scheduler):
 - ``baselines``: SRPTMS+C (as written, and with at most 2 copies per task) against
   Smart Cloning, 000's Mantri (a copy when P(t_rem > 2 t_new) > δ, no restarts) and
   000's Algorithm 1 (Figs. 4-6), with Mantri as the reference of the paired statistics;
+- ``contention`` (not run by default): ε ∈ {0.2, 0.6, 1.0} and 000's Mantri on 6 000
+  machines, where jobs wait for machines;
 - ``redundancy`` (not run by default; use ``--jobs 1000``): the redundancy family SRPT+R
   and Fair+R of 002 beside SRPTMS+C and its ε = 1, r = 0 (weighted fair) setting.
 
@@ -52,6 +54,11 @@ def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
     if "machines" in which:
         for m in (8000, 12000):
             out.append((f"machines-{m}", {"tiers.small.slots": m}, [SRPTMS], SRPTMS))
+    if "contention" in which:
+        # The epsilon sweep on half the machines (load about 90% before copies): does the
+        # sharing rule matter once machines are scarce?
+        specs = [f"srptms+c[epsilon={e},r=3.0]" for e in (0.2, 0.6, 1.0)]
+        out.append(("contention-6000", {"tiers.small.slots": 6000}, specs + [MANTRI], specs[1]))
     if "baselines" in which:
         out.append(("baselines", {}, [SRPTMS, "srptms+c[epsilon=0.6,r=3.0,max_copies=2]", "sca",
                                       MANTRI, "srptms-offline"], MANTRI))
