@@ -7,6 +7,18 @@ from typing import Any
 
 import pytest
 
+from geosim.workload import Workload
+
+
+def tiny_workload(**changes: Any) -> Workload:
+    """Two jobs: job 0 = tasks 0 -> 1, job 1 = task 2; one raw input per task."""
+    fields = {"arrival": [0.0, 1.0], "weight": [1.0, 1.0], "task_ptr": [0, 2, 3],
+              "task_work": [10.0, 20.0, 30.0], "task_type": [0, 1, 0], "type_names": ("a", "b"),
+              "edge_src": [0], "edge_dst": [1], "edge_size": [1.5], "raw_ptr": [0, 1, 2, 3],
+              "raw_cluster": [0, 1, 2], "raw_size": [1.0, 2.0, 3.0]}
+    fields.update(changes)
+    return Workload(**fields)
+
 
 def closed_world(slots: int = 1, rate: float = 0.05, n_jobs: int = 200,
                  work: dict | None = None, scheduler: str = "fifo",

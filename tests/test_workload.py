@@ -4,6 +4,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import tiny_workload
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -428,18 +429,10 @@ def test_wfformat_jobs(tmp_path):
 
 
 # ------------------------------------------------------------------------------- validate
-def _tiny(**changes) -> Workload:
-    """Two jobs: job 0 = tasks 0 -> 1, job 1 = task 2; one raw input per task."""
-    fields = {"arrival": [0.0, 1.0], "weight": [1.0, 1.0], "task_ptr": [0, 2, 3],
-              "task_work": [10.0, 20.0, 30.0], "task_type": [0, 1, 0], "type_names": ("a", "b"),
-              "edge_src": [0], "edge_dst": [1], "edge_size": [1.5], "raw_ptr": [0, 1, 2, 3],
-              "raw_cluster": [0, 1, 2], "raw_size": [1.0, 2.0, 3.0]}
-    fields.update(changes)
-    return Workload(**fields)
 
 
 def test_validate_accepts_consistent_workload():
-    w = _tiny()
+    w = tiny_workload()
     w.validate(3)
     np.testing.assert_array_equal(w.job_of_task, [0, 0, 1])
     np.testing.assert_allclose(w.task_data, [1.0, 3.5, 3.0])
@@ -447,7 +440,7 @@ def test_validate_accepts_consistent_workload():
 
 def test_validate_names_missing_cluster():
     with pytest.raises(GeosimError, match=r"task 2 \(job 1\).*cluster 2") as info:
-        _tiny().validate(2, source="scenario.toml")
+        tiny_workload().validate(2, source="scenario.toml")
     assert str(info.value).startswith("scenario.toml: ")
     w = montage_jobs(20, 0.1, np.random.default_rng(0), input_clusters=[7])
     with pytest.raises(GeosimError, match="cluster 7, which does not exist"):
@@ -470,17 +463,17 @@ def test_validate_names_missing_cluster():
 ])
 def test_validate_rejects(changes, match):
     with pytest.raises(GeosimError, match=match):
-        _tiny(**changes).validate(3)
+        tiny_workload(**changes).validate(3)
 
 
 def test_workload_arrays_are_coerced_and_read_only():
-    w = _tiny()
+    w = tiny_workload()
     assert w.task_ptr.dtype == np.int64 and w.task_type.dtype == np.int32
     assert w.task_work.dtype == np.float64
     with pytest.raises(ValueError):
         w.task_work[0] = 1.0
     with pytest.raises(GeosimError, match="not an integer"):
-        _tiny(task_ptr=[0, 1.5, 3])
+        tiny_workload(task_ptr=[0, 1.5, 3])
 
 
 # ------------------------------------------------------------------------------- subset, concat

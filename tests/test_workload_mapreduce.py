@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import tiny_workload
 
 from geosim.errors import GeosimError
 from geosim.model import build_workload
@@ -40,14 +41,6 @@ def same(a: Workload, b: Workload) -> bool:
         np.array_equal(getattr(a, k), getattr(b, k)) for k in ARRAYS)
 
 
-def _tiny(**changes) -> Workload:
-    """Two jobs: job 0 = tasks 0 -> 1, job 1 = task 2; one raw input per task."""
-    fields = {"arrival": [0.0, 1.0], "weight": [1.0, 1.0], "task_ptr": [0, 2, 3],
-              "task_work": [10.0, 20.0, 30.0], "task_type": [0, 1, 0], "type_names": ("a", "b"),
-              "edge_src": [0], "edge_dst": [1], "edge_size": [1.5], "raw_ptr": [0, 1, 2, 3],
-              "raw_cluster": [0, 1, 2], "raw_size": [1.0, 2.0, 3.0]}
-    fields.update(changes)
-    return Workload(**fields)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +56,7 @@ def google() -> Workload:
 
 # ------------------------------------------------------------------------------- the new fields
 def test_stage_and_cv_default_to_zeros():
-    w = _tiny()
+    w = tiny_workload()
     assert w.task_stage.dtype == np.int32 and w.task_cv.dtype == np.float64
     np.testing.assert_array_equal(w.task_stage, [0, 0, 0])
     np.testing.assert_array_equal(w.task_cv, [0.0, 0.0, 0.0])
@@ -82,12 +75,12 @@ def test_stage_and_cv_default_to_zeros():
 
 
 def test_stage_and_cv_are_coerced_and_checked():
-    w = _tiny(task_stage=[0.0, 1.0, 0.0], task_cv=[0, 1, 2])
+    w = tiny_workload(task_stage=[0.0, 1.0, 0.0], task_cv=[0, 1, 2])
     assert w.task_stage.dtype == np.int32 and w.task_cv.dtype == np.float64
     w.validate(3)
     np.testing.assert_array_equal(w.n_stages, [2, 1])
     with pytest.raises(GeosimError, match=r"task_stage\[1\] = .*0.5.* is not an integer"):
-        _tiny(task_stage=[0, 0.5, 0])
+        tiny_workload(task_stage=[0, 0.5, 0])
 
 
 @pytest.mark.parametrize(("changes", "match"), [
@@ -104,7 +97,7 @@ def test_stage_and_cv_are_coerced_and_checked():
 ])
 def test_stage_and_cv_validation(changes, match):
     with pytest.raises(GeosimError, match=match):
-        _tiny(**changes).validate(3)
+        tiny_workload(**changes).validate(3)
 
 
 def test_stages_must_not_decrease_within_a_job():

@@ -47,6 +47,18 @@ class Scheduler:
             rng: The scheduler's own random stream (from the run's seed).
         """
         self.rng = rng
+        self._pool = -1
+
+    def at_event(self, view: SchedulerView) -> bool:
+        """Whether this boundary is a decision point of an event-driven policy.
+
+        True after an arrival, a task completion or a copy lost to an outage, and when
+        the number of reachable slots changed since the last call.
+        """
+        pool = view.total_slots
+        changed = pool != self._pool
+        self._pool = pool
+        return bool(view.arrivals or view.completions or view.failures or changed)
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Act at the current slot boundary."""

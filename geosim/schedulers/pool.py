@@ -91,7 +91,6 @@ class PoolPolicy(Scheduler):
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Prepare per-run state."""
         super().reset(view, rng)
-        self._pool = -1
         self._want = np.zeros(view.task_job.size, dtype=np.int64)
 
     def allocate(self, view: SchedulerView, jobs: np.ndarray,
@@ -112,9 +111,8 @@ class PoolPolicy(Scheduler):
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """At an arrival, departure, failure or change of the pool: checkpoint, reallocate."""
         jobs = view.alive_jobs
+        event = self.at_event(view)
         pool = view.total_slots
-        event = view.arrivals or view.completions or view.failures or pool != self._pool
-        self._pool = pool
         if jobs.size == 0 or not event:
             return
         jobs = jobs[np.lexsort((jobs, view.job_arrival[jobs]))]

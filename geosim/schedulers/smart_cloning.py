@@ -99,15 +99,11 @@ class SmartCloning(Scheduler):
         """Learn the family of the copies' work (a property of the world)."""
         super().reset(view, rng)
         self._family = view.copy_variability
-        self._pool = -1
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Clone the unscheduled ready tasks over the free machines and launch them."""
-        pool = view.total_slots
-        event = view.arrivals or view.completions or view.failures or pool != self._pool
-        self._pool = pool
         jobs = view.alive_jobs
-        if not event or jobs.size == 0 or view.n_ready == 0:
+        if not self.at_event(view) or jobs.size == 0 or view.n_ready == 0:
             return
         free = int(view.free_slots().sum())
         if free == 0:

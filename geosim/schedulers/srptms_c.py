@@ -284,18 +284,17 @@ class SRPTMSC(Scheduler):
         self.max_copies = max_copies
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
-        """Compute every task's effective work once; forget the pool size seen last."""
+        """Compute every task's effective work once."""
         super().reset(view, rng)
         self._eff = effective_work(view, np.arange(view.task_work.size), self.r)
-        self._pool = -1
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Share the machines among the highest-priority jobs; clone where machines are spare."""
-        pool = view.total_slots
-        event = view.arrivals or view.completions or view.failures or pool != self._pool
-        self._pool = pool
         jobs = view.alive_jobs
-        if not event or jobs.size == 0 or view.n_ready == 0 or pool == 0:
+        if not self.at_event(view) or jobs.size == 0 or view.n_ready == 0:
+            return
+        pool = view.total_slots
+        if pool == 0:
             return
         phases = Phases(view, jobs, self._eff)
         idx = np.flatnonzero(phases.ready > 0)                # psi^s(l)
