@@ -232,36 +232,52 @@ class Engine:
         self.finished_jobs: list[int] = []
 
     def _init_stages(self, wl: Workload) -> None:
-        """Stage barriers: a task of stage s > 0 waits for every task of stage s - 1.
+        """Stage barriers: a stage waits for every task of the stages it depends on.
 
         Tasks of one job are ordered by stage, so a (job, stage) group is a contiguous
-        range of task ids; each group counts its unfinished tasks, and each task after
-        its job's first stage has one pending barrier (memory linear in tasks).
+        range of task ids. A stage depends on the previous one (a chain), or, for a job with
+        stage edges, on the stages its edges name. Each group counts its unfinished tasks
+        and its unfinished parent groups; each task of a group with parents has one pending
+        barrier (memory linear in tasks and stage edges).
         """
         stage = wl.task_stage
-        self.staged = bool(stage.size and stage.max() > 0)
+        job = self.task_job
+        self.staged = bool(stage.size and (stage.max() > 0 or wl.stage_edge_job.size))
         if not self.staged:
             return
-        job = self.task_job
         new = np.ones(stage.size, dtype=bool)
         new[1:] = (job[1:] != job[:-1]) | (stage[1:] != stage[:-1])
         self.group_of = np.cumsum(new) - 1
         starts = np.flatnonzero(new)
         self.group_ptr = np.append(starts, stage.size).astype(np.int64)
         self.group_left = np.diff(self.group_ptr)
-        # whether the next group belongs to the same job
-        self.group_has_next = np.append(job[starts[1:]] == job[starts[:-1]], False)
-        self.pending += (stage > 0)
+        # Parent -> child group edges: the chain for jobs without stage edges, else theirs.
+        first = self.group_of[wl.task_ptr[:-1]]        # each job's stage-0 group
+        explicit = np.zeros(wl.n_jobs, dtype=bool)
+        explicit[wl.stage_edge_job] = True
+        g_job, g_stage = job[starts], stage[starts]
+        chain = np.flatnonzero((g_stage > 0) & ~explicit[g_job])
+        src = np.concatenate([chain - 1, first[wl.stage_edge_job] + wl.stage_edge_src])
+        dst = np.concatenate([chain, first[wl.stage_edge_job] + wl.stage_edge_dst])
+        order = np.argsort(src, kind="stable")
+        self.group_child_ptr = _ptr(src, starts.size)
+        self.group_child = dst[order]
+        self.group_waiting = np.bincount(dst, minlength=starts.size)
+        self.pending += self.group_waiting[self.group_of] > 0
 
     def _release_stages(self, tasks: np.ndarray) -> np.ndarray:
         """Count finished ``tasks`` against their stage; return tasks whose barrier fell."""
         groups = self.group_of[tasks]
         np.subtract.at(self.group_left, groups, 1)
         groups = np.unique(groups)
-        done = groups[(self.group_left[groups] == 0) & self.group_has_next[groups]]
-        if done.size == 0:
+        done = groups[self.group_left[groups] == 0]
+        children = self.group_child[concat_ranges(self.group_child_ptr[done],
+                                                  self.group_child_ptr[done + 1])]
+        if children.size == 0:
             return np.empty(0, dtype=np.int64)
-        nxt = concat_ranges(self.group_ptr[done + 1], self.group_ptr[done + 2])
+        np.subtract.at(self.group_waiting, children, 1)
+        free = np.unique(children[self.group_waiting[children] == 0])
+        nxt = concat_ranges(self.group_ptr[free], self.group_ptr[free + 1])
         self.pending[nxt] -= 1
         return nxt[self.pending[nxt] == 0]
 

@@ -11,8 +11,9 @@ from geosim.workload import Workload
 
 
 def _jobs(works: list[list[float]], stages: list[list[int]], cv: float = 0.0,
-          arrival: list[float] | None = None, weight: list[float] | None = None) -> Workload:
-    """Jobs with the given task works and stages, no data, no edges."""
+          arrival: list[float] | None = None, weight: list[float] | None = None,
+          stage_edges: list[tuple[int, int, int]] = ()) -> Workload:
+    """Jobs with the given task works, stages and (job, src, dst) stage edges, no data."""
     n = len(works)
     flat = [w for job in works for w in job]
     return Workload(
@@ -22,7 +23,10 @@ def _jobs(works: list[list[float]], stages: list[list[int]], cv: float = 0.0,
         edge_dst=np.empty(0), edge_size=np.empty(0), raw_ptr=np.zeros(len(flat) + 1),
         raw_cluster=np.empty(0), raw_size=np.empty(0),
         task_stage=np.asarray([s for job in stages for s in job]),
-        task_cv=np.full(len(flat), cv))
+        task_cv=np.full(len(flat), cv),
+        stage_edge_job=np.asarray([e[0] for e in stage_edges], dtype=np.int64),
+        stage_edge_src=np.asarray([e[1] for e in stage_edges], dtype=np.int64),
+        stage_edge_dst=np.asarray([e[2] for e in stage_edges], dtype=np.int64))
 
 
 def _model(wl: Workload, slots: int, scheduler: str = "fifo", seed: int = 1,
@@ -49,6 +53,45 @@ def test_barriers_are_per_job_and_per_stage():
     result = _model(wl, slots=10).run()
     done = result.tasks["completion"].to_numpy()
     np.testing.assert_allclose(done, [4.0, 2.0, 7.0, 8.0, 6.0, 8.0])
+
+
+def test_stage_edges_make_a_dag_of_stages():
+    # Job 0: stage 0 (two tasks of 10 s) feeds stages 1 (30 s) and 2 (5 s), which run side
+    # by side. Job 1: a diamond 0 -> {1, 2} -> 3. Job 2 has no stage edges: a chain.
+    wl = _jobs([[10.0, 10.0, 30.0, 5.0], [10.0, 20.0, 5.0, 1.0], [4.0, 4.0, 2.0]],
+               [[0, 0, 1, 2], [0, 1, 2, 3], [0, 1, 2]],
+               stage_edges=[(0, 0, 1), (0, 0, 2), (1, 0, 1), (1, 0, 2), (1, 1, 3), (1, 2, 3)])
+    wl.validate(1)
+    result = _model(wl, slots=20).run()
+    done = result.tasks["completion"].to_numpy()
+    np.testing.assert_allclose(done[:4], [10.0, 10.0, 40.0, 15.0])
+    np.testing.assert_allclose(done[4:8], [10.0, 30.0, 15.0, 31.0])
+    np.testing.assert_allclose(done[8:], [4.0, 8.0, 10.0])
+
+
+@pytest.mark.parametrize("edges, match", [
+    ([(0, 1, 1)], "0 <= src < dst < 3"), ([(0, 0, 3)], "0 <= src < dst < 3"),
+    ([(1, 0, 1)], "names job 1, which does not exist"),
+    ([(0, 0, 1), (0, 0, 1)], "duplicate stage edge 0 -> 1"),
+])
+def test_bad_stage_edges_are_one_line_errors(edges, match):
+    from geosim.errors import GeosimError
+    with pytest.raises(GeosimError, match=match):
+        _jobs([[1.0, 1.0, 1.0]], [[0, 1, 2]], stage_edges=edges).validate(1)
+
+
+def test_slicing_and_joining_carry_stage_edges():
+    from geosim.workload import concat
+    wl = _jobs([[1.0, 1.0], [1.0, 1.0, 1.0]], [[0, 1], [0, 1, 2]], arrival=[0.0, 1.0],
+               stage_edges=[(1, 0, 2), (1, 1, 2)])
+    first = wl.subset(1)
+    assert first.stage_edge_job.size == 0
+    swapped = wl.take_jobs(np.array([1, 0]))
+    np.testing.assert_array_equal(swapped.stage_edge_job, [0, 0])
+    np.testing.assert_array_equal(swapped.stage_edge_dst, [2, 2])
+    both = concat([wl, wl.take_jobs(np.array([1]))], sort_by_arrival=True)
+    both.validate(1)
+    np.testing.assert_array_equal(np.sort(both.stage_edge_job), [1, 1, 2, 2])
 
 
 def test_a_staged_job_costs_memory_linear_in_tasks():

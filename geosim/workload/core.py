@@ -57,8 +57,12 @@ _DTYPES: dict[str, type] = {
     "raw_size": np.float64,
     "task_stage": np.int32,
     "task_cv": np.float64,
+    "stage_edge_job": np.int64,
+    "stage_edge_src": np.int32,
+    "stage_edge_dst": np.int32,
 }
 _DEFAULT_ZEROS = ("task_stage", "task_cv")  # per-task fields that default to all zeros
+_DEFAULT_EMPTY = ("stage_edge_job", "stage_edge_src", "stage_edge_dst")  # default: no edges
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -86,6 +90,11 @@ class Workload:
     DAG edges may coexist with stages but never go from a later stage to an earlier one. A
     workload whose stages are all 0 has no barriers.
 
+    Stage edges make a job's stages a DAG instead of a chain (a flow of MapReduce jobs, 004):
+    stage ``stage_edge_dst[k]`` of job ``stage_edge_job[k]`` waits for every task of its
+    stage ``stage_edge_src[k]`` (``src < dst``). A job with stage edges follows them instead
+    of the chain, and its stages without an incoming stage edge start at its arrival.
+
     Attributes:
         arrival: float64[n_jobs], non-decreasing arrival times, seconds.
         weight: float64[n_jobs], job weights (default 1.0).
@@ -103,6 +112,9 @@ class Workload:
         task_cv: float64[n_tasks], coefficient of variation (sd / mean) of the work of each copy
             of the task, finite and >= 0 (default all 0: every copy runs ``task_work``).
             ``task_work`` is the mean work of one copy; each copy draws its own work around it.
+        stage_edge_job: int64[n_stage_edges], the job of each stage edge (default: none).
+        stage_edge_src: int32[n_stage_edges], the stage that must finish first.
+        stage_edge_dst: int32[n_stage_edges], the stage that waits for it.
     """
 
     arrival: np.ndarray
@@ -119,12 +131,17 @@ class Workload:
     raw_size: np.ndarray
     task_stage: np.ndarray | None = None
     task_cv: np.ndarray | None = None
+    stage_edge_job: np.ndarray | None = None
+    stage_edge_src: np.ndarray | None = None
+    stage_edge_dst: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, dtype in _DTYPES.items():
             value = getattr(self, name)
             if value is None and name in _DEFAULT_ZEROS:
                 value = np.zeros(self.task_work.shape[0], dtype=dtype)  # coerced already
+            elif value is None and name in _DEFAULT_EMPTY:
+                value = np.zeros(0, dtype=dtype)
             try:
                 a = np.asarray(value)
             except (TypeError, ValueError) as exc:
@@ -223,6 +240,10 @@ class Workload:
             "edge_dst": (self.edge_dst.shape[0], ne, "len(edge_src)"),
             "edge_size": (self.edge_size.shape[0], ne, "len(edge_src)"),
             "raw_cluster": (self.raw_cluster.shape[0], nr, "len(raw_size)"),
+            "stage_edge_src": (self.stage_edge_src.shape[0], self.stage_edge_job.shape[0],
+                               "len(stage_edge_job)"),
+            "stage_edge_dst": (self.stage_edge_dst.shape[0], self.stage_edge_job.shape[0],
+                               "len(stage_edge_job)"),
         }
         for name, (got, want, what) in lengths.items():
             if got != want:
@@ -328,6 +349,25 @@ class Workload:
                 fail(f"task {t} (job {job[t]}) has stage {stage[t]} after stage {stage[t - 1]}: "
                      "a job's stages must be non-decreasing without gaps"
                      f"{_more(int(bad.sum()))}")
+        sj, ss, sd = self.stage_edge_job, self.stage_edge_src, self.stage_edge_dst
+        if sj.size:
+            bad = (sj < 0) | (sj >= nj)
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                fail(f"stage edge {k} names job {sj[k]}, which does not exist "
+                     f"(jobs: 0..{nj - 1}){_more(int(bad.sum()))}")
+            n_st = self.n_stages[sj]
+            bad = (ss < 0) | (ss >= sd) | (sd >= n_st)
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                fail(f"stage edge {k} of job {sj[k]} goes from stage {ss[k]} to stage {sd[k]}; "
+                     f"it needs 0 <= src < dst < {n_st[k]} (the job's stages)"
+                     f"{_more(int(bad.sum()))}")
+            key = (sj * int(n_st.max()) + ss) * int(n_st.max()) + sd
+            uniq, cnt = np.unique(key, return_counts=True)
+            if (cnt > 1).any():
+                k = int(np.flatnonzero(key == uniq[cnt > 1][0])[0])
+                fail(f"duplicate stage edge {ss[k]} -> {sd[k]} (job {sj[k]})")
 
         # raw inputs
         rtask = self.raw_task
@@ -365,6 +405,7 @@ class Workload:
         nt = int(self.task_ptr[n_jobs])
         nr = int(self.raw_ptr[nt])
         keep = self.edge_dst < nt  # edges never cross jobs
+        skeep = self.stage_edge_job < n_jobs
         return Workload(
             arrival=self.arrival[:n_jobs],
             weight=self.weight[:n_jobs],
@@ -380,6 +421,9 @@ class Workload:
             raw_ptr=self.raw_ptr[: nt + 1],
             raw_cluster=self.raw_cluster[:nr],
             raw_size=self.raw_size[:nr],
+            stage_edge_job=self.stage_edge_job[skeep],
+            stage_edge_src=self.stage_edge_src[skeep],
+            stage_edge_dst=self.stage_edge_dst[skeep],
         )
 
     def take_jobs(self, order: np.ndarray) -> Workload:
@@ -409,6 +453,9 @@ class Workload:
         new_raw_ptr = np.concatenate(([0], np.cumsum(rcounts))).astype(np.int64)
         nr = int(new_raw_ptr[-1])
         old_raw = np.repeat(self.raw_ptr[old_ids] - new_raw_ptr[:-1], rcounts) + np.arange(nr)
+        sjob = new_job_of_old_job[self.stage_edge_job]
+        skeep = np.flatnonzero(sjob >= 0)
+        sorder = skeep[np.argsort(sjob[skeep], kind="stable")]
         return Workload(
             arrival=self.arrival[order],
             weight=self.weight[order],
@@ -424,6 +471,9 @@ class Workload:
             raw_ptr=new_raw_ptr,
             raw_cluster=self.raw_cluster[old_raw],
             raw_size=self.raw_size[old_raw],
+            stage_edge_job=sjob[sorder],
+            stage_edge_src=self.stage_edge_src[sorder],
+            stage_edge_dst=self.stage_edge_dst[sorder],
         )
 
 
@@ -462,6 +512,7 @@ def concat(workloads: Sequence[Workload], *, sort_by_arrival: bool = False) -> W
                 index[name] = len(names)
                 names.append(name)
     toff = np.cumsum([0] + [w.n_tasks for w in workloads])
+    joff = np.cumsum([0] + [w.n_jobs for w in workloads])
     roff = np.cumsum([0] + [w.n_raw for w in workloads])
 
     def cat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
@@ -489,6 +540,10 @@ def concat(workloads: Sequence[Workload], *, sort_by_arrival: bool = False) -> W
                     + [np.array([roff[-1]])], np.int64),
         raw_cluster=cat([w.raw_cluster for w in workloads], np.int64),
         raw_size=cat([w.raw_size for w in workloads], np.float64),
+        stage_edge_job=cat([w.stage_edge_job + o for w, o in zip(workloads, joff[:-1],
+                                                                  strict=True)], np.int64),
+        stage_edge_src=cat([w.stage_edge_src for w in workloads], np.int32),
+        stage_edge_dst=cat([w.stage_edge_dst for w in workloads], np.int32),
     )
     dec = np.diff(out.arrival) < 0
     if dec.any():
