@@ -523,7 +523,7 @@ def _weighted_mean(jobs: pd.DataFrame, runs: pd.DataFrame) -> float:
     done = jobs[jobs["finished"]]
     if done.empty:
         return math.nan
-    weight = done["weight"] if "weight" in done else pd.Series(1.0, index=done.index)
+    weight = done["weight"]
     per_seed = (done["flowtime"] * weight).groupby(done["seed"]).sum() \
         / weight.groupby(done["seed"]).sum()
     return float(per_seed.reindex(runs["seed"]).mean())
@@ -606,7 +606,7 @@ def build_comparison(outcomes: Sequence[RunOutcome], labels: Sequence[str],
     per_job = per_job_table(jobs, labels, baseline)
     rows = [_summary_row(label, runs[runs["label"] == label], jobs[jobs["label"] == label],
                          per_job, within, baseline) for label in labels]
-    weighted = "weight" in jobs and bool((jobs["weight"] != 1.0).any())
+    weighted = bool((jobs["weight"] != 1.0).any())
     return Comparison(pd.DataFrame(rows), runs, per_job, baseline, tuple(within),
                       weighted=weighted)
 

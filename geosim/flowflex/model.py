@@ -20,12 +20,12 @@ Job keys are ``(flow index, job index)``.
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+import networkx as nx
 import numpy as np
 
 from geosim.flowflex.costs import CostFunction
@@ -138,26 +138,14 @@ class Flow:
         object.__setattr__(self, "_order", self._topological_order())
 
     def _topological_order(self) -> tuple[int, ...]:
-        """Kahn's algorithm, smallest index first; raises if the graph has a cycle."""
-        n = len(self.jobs)
-        indeg = [0] * n
-        succ: list[list[int]] = [[] for _ in range(n)]
-        for a, b in set(self.edges):
-            succ[a].append(b)
-            indeg[b] += 1
-        heap = [i for i in range(n) if indeg[i] == 0]
-        heapq.heapify(heap)
-        order = []
-        while heap:
-            i = heapq.heappop(heap)
-            order.append(i)
-            for k in succ[i]:
-                indeg[k] -= 1
-                if indeg[k] == 0:
-                    heapq.heappush(heap, k)
-        if len(order) != n:
-            raise ValueError("the precedence graph of a flow must be acyclic")
-        return tuple(order)
+        """A topological order, smallest index first; raises if the graph has a cycle."""
+        graph = nx.DiGraph()
+        graph.add_nodes_from(range(len(self.jobs)))
+        graph.add_edges_from(self.edges)
+        try:
+            return tuple(nx.lexicographical_topological_sort(graph))
+        except nx.NetworkXUnfeasible:
+            raise ValueError("the precedence graph of a flow must be acyclic") from None
 
     @property
     def n_jobs(self) -> int:
