@@ -242,7 +242,9 @@ class Engine:
         """
         stage = wl.task_stage
         job = self.task_job
-        self.staged = bool(stage.size and (stage.max() > 0 or wl.stage_edge_job.size))
+        self.capped = bool(np.any(wl.task_cap > 0))
+        self.staged = bool(stage.size and (stage.max() > 0 or wl.stage_edge_job.size)) \
+            or self.capped
         if not self.staged:
             return
         new = np.ones(stage.size, dtype=bool)
@@ -264,6 +266,34 @@ class Engine:
         self.group_child = dst[order]
         self.group_waiting = np.bincount(dst, minlength=starts.size)
         self.pending += self.group_waiting[self.group_of] > 0
+        if self.capped:
+            # Malleability caps: a capped group admits its tasks in order, at most
+            # ``cap`` of them unfinished at once; ``group_next`` is the next to admit.
+            cap = wl.task_cap[starts].astype(np.int64)
+            self.group_capped = cap > 0
+            self.group_room = cap
+            self.group_next = starts.astype(np.int64)
+
+    def _admit(self, tasks: np.ndarray) -> np.ndarray:
+        """Of tasks whose dependencies are met, those that may become ready now.
+
+        Tasks of capped groups beyond their group's room wait; :meth:`_complete` admits
+        them as tasks of the group finish. A capped group's tasks all meet their
+        dependencies together (no task edges lead into it), so admission is a pointer.
+        """
+        groups = self.group_of[tasks]
+        capped = self.group_capped[groups]
+        if not capped.any():
+            return tasks
+        return np.concatenate([tasks[~capped], self._admit_groups(np.unique(groups[capped]))])
+
+    def _admit_groups(self, groups: np.ndarray) -> np.ndarray:
+        """Admit as many waiting tasks of capped ``groups`` as their room allows."""
+        start = self.group_next[groups]
+        n = np.minimum(self.group_room[groups], self.group_ptr[groups + 1] - start)
+        self.group_next[groups] += n
+        self.group_room[groups] -= n
+        return concat_ranges(start, start + n)
 
     def _release_stages(self, tasks: np.ndarray) -> np.ndarray:
         """Count finished ``tasks`` against their stage; return tasks whose barrier fell."""
@@ -408,6 +438,12 @@ class Engine:
         self._flows = None
 
     def _make_ready(self, tasks: np.ndarray, at: float) -> None:
+        """Tasks whose dependencies are met become ready (those admitted, under caps)."""
+        if self.capped and tasks.size:
+            tasks = self._admit(tasks)
+        self._set_ready(tasks, at)
+
+    def _set_ready(self, tasks: np.ndarray, at: float) -> None:
         if tasks.size == 0:
             return
         self.task_state[tasks] = READY
@@ -886,6 +922,12 @@ class Engine:
             self._make_ready(ready, self._slot_end)
         if self.staged:
             self._make_ready(self._release_stages(tasks), self._slot_end)
+        if self.capped:
+            groups = self.group_of[tasks]
+            groups = groups[self.group_capped[groups]]
+            if groups.size:
+                np.add.at(self.group_room, groups, 1)
+                self._set_ready(self._admit_groups(np.unique(groups)), self._slot_end)
         done_jobs = np.unique(jobs[self.job_left[jobs] == 0])
         self.job_done[done_jobs] = self.job_last[done_jobs]
         self.finished_jobs.extend(done_jobs.tolist())

@@ -475,6 +475,8 @@ class CompareDir:
             comparison.per_job.to_parquet(self.path / "per_job.parquet", index=False)
         else:
             comparison.per_job.to_csv(self.path / "per_job.csv", index=False)
+        if comparison.flows is not None:
+            comparison.flows.to_csv(self.path / "flow_costs.csv", index=False)
 
 
 def _unique_dir(label: str, taken: set[str]) -> str:
@@ -633,6 +635,9 @@ class Comparison:
     out: Path | None = None
     #: Whether jobs carry different weights (the table then shows the weighted mean).
     weighted: bool = False
+    #: Flows of MapReduce jobs (004): one row per label, seed and metric of 004 Tables 1-2
+    #: with the cost, the lower bound and their ratio (:mod:`geosim.flowcost`).
+    flows: pd.DataFrame | None = None
 
     def format(self) -> str:
         """The summary as an aligned text table."""
@@ -663,7 +668,30 @@ class Comparison:
         if self.baseline is not None:
             lines.append(f"reduction: per-job flowtime reduction (F_base - F) / F_base against "
                          f"{self.baseline}; slower: share of jobs slower than under it")
+        if self.flows is not None:
+            lines += ["", self.format_flows()]
         return "\n".join(line.rstrip() for line in lines)
+
+    def format_flows(self) -> str:
+        """The flow cost metrics: per metric and label, mean cost and ratio (mean / worst)."""
+        f = self.flows
+        labels = list(dict.fromkeys(f["label"]))
+        grouped = f.groupby(["metric", "label"], sort=False)
+        cost, mean, worst = grouped["cost"].mean(), grouped["ratio"].mean(), \
+            grouped["ratio"].max()
+        bound = f.groupby("metric", sort=False)["bound"].mean()
+        cells = [["metric", "bound", *labels]]
+        for metric in dict.fromkeys(f["metric"]):
+            cells.append([metric, f"{bound[metric]:.4g}", *(
+                f"{cost[metric, lab]:.4g} ({mean[metric, lab]:.2f}/{worst[metric, lab]:.2f})"
+                for lab in labels)])
+        widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
+        lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                           for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+                 for r in cells]
+        lines.append("flow costs in time units of workload.flow_time_unit, averaged over seeds; "
+                     "(mean/worst) ratio (cost + 1) / (lower bound + 1) over seeds (004 §3)")
+        return "\n".join(lines)
 
 
 def _finite(value: Any) -> bool:
@@ -733,10 +761,35 @@ def compare(scenario: Scenario | str | os.PathLike | Mapping[str, Any],
         outcomes = _run_all(scenario, specs, seed_list, store, fmt, workers, client, progress)
     comparison = build_comparison(outcomes, [s.label for s in specs], seed_list, base,
                                   thresholds)
+    if scenario["workload"]["kind"] == "flows":
+        comparison.flows = flow_table(scenario, outcomes, [s.label for s in specs], seed_list)
     if store is not None:
         store.write_tables(comparison, fmt)
         comparison.out = store.path
     return comparison
+
+
+def flow_table(scenario: Scenario, outcomes: Sequence[RunOutcome], labels: Sequence[str],
+               seeds: Sequence[int]) -> pd.DataFrame:
+    """Cost, lower bound and ratio of every metric of 004 Tables 1-2, per label and seed.
+
+    The bound is computed once per seed, on that seed's flows, so every label's ratio in a
+    replication divides by the same number.
+    """
+    from geosim.flowcost import flow_bounds, ratio
+    from geosim.model import GeoModel
+    unit = scenario["workload"]["flow_time_unit"]
+    by_key = {(o.label, o.seed): o for o in outcomes}
+    rows = []
+    for seed in seeds:
+        model = GeoModel(scenario, scheduler="fifo", seed=seed)
+        bounds = flow_bounds(model.workload, model.world.n_slots, unit)
+        for label in labels:
+            summary = by_key[(label, seed)].summary
+            rows += [{"label": label, "seed": seed, "metric": m, "cost": summary[f"flow {m}"],
+                      "bound": b, "ratio": float(ratio(summary[f"flow {m}"], b))}
+                     for m, b in bounds.items()]
+    return pd.DataFrame(rows)
 
 
 def _check_workers(jobs_parallel: int | None) -> int:

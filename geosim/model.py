@@ -86,12 +86,34 @@ def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -
                 priority_probs=wl["priority_probs"])
         except GeosimError as exc:
             raise GeosimError(str(exc), source=scenario.source, key="workload") from None
+    if kind == "flows":
+        return _flow_jobs(scenario, world.n_slots, rng)
     common = {"input_clusters": world.input_clusters, "reference_mips": wl["reference_mips"]}
     if kind == "montage":
         mix = ((0.89, 1, 150), (0.08, 151, 500), (0.03, 501, wl["large_max_tasks"]))
         return montage_jobs(wl["n_jobs"], wl["arrival_rate"], rng, size_mix=mix, **common)
     files = [str(scenario.resolve(f)) for f in wl["files"]]
     return wfformat_jobs(files, wl["n_jobs"], wl["arrival_rate"], rng, **common)
+
+
+def _flow_jobs(scenario: Scenario, slots: int, rng: np.random.Generator) -> Workload:
+    """004 §3's flows on the world's ``slots`` slots (work in seconds at power 1)."""
+    from geosim.flowflex import GeneratorConfig
+    from geosim.workload import flow_jobs
+    wl = scenario["workload"]
+    keys = {f: wl[f"flow_{f}"] for f in (
+        "edge_probability", "big_probability", "big_factor", "tall_probability",
+        "wide_probability", "deadline_slack", "sla_gap")}
+    keys.update({f: tuple(wl[f"flow_{f}"]) for f in (
+        "jobs", "weights", "short_duration", "tall_duration", "narrow_cap", "sla_steps",
+        "sla_heights")})
+    try:
+        config = GeneratorConfig(slots=slots, flows=tuple(wl["flow_count"]), **keys)
+    except ValueError as exc:
+        raise GeosimError(str(exc), source=scenario.source, key="workload") from None
+    return flow_jobs(rng, config, batch=wl["flow_batch"], n_flows=wl["n_jobs"],
+                     arrival_rate=wl["arrival_rate"], time_unit=wl["flow_time_unit"],
+                     brick=wl["flow_brick"])
 
 
 class GeoModel(mesa.Model):

@@ -22,10 +22,12 @@ import pandas as pd
 
 from geosim.engine import OUTCOMES, WON
 from geosim.errors import GeosimError
+from geosim.flowcost import flow_costs, has_flows
 from geosim.topology import TIERS
 
 if TYPE_CHECKING:
     from geosim.model import GeoModel
+    from geosim.workload import Workload
 
 TABLES = ("jobs", "tasks", "copies", "clusters", "links")
 #: Columns of the link time series and their types.
@@ -171,6 +173,8 @@ def build_result(model: GeoModel) -> Result:
         "checkpoints": e.job_checkpoints,
         "finished": ~np.isnan(e.job_done),
     })
+    if np.isfinite(wl.deadline).any() or wl.sla_time.size:
+        jobs = jobs.join(service_levels(wl))
     tasks = pd.DataFrame({
         "task": np.arange(wl.n_tasks),
         "job": e.task_job,
@@ -225,6 +229,25 @@ def build_result(model: GeoModel) -> Result:
     return result
 
 
+def service_levels(wl: Workload) -> pd.DataFrame:
+    """Each job's deadline (``inf``: none) and SLA steps as ``sla_time_k``/``sla_height_k``.
+
+    A job with fewer steps than the most has ``inf`` times and zero heights in the rest.
+    """
+    counts = np.diff(wl.sla_ptr)
+    width = int(counts.max()) if counts.size else 0
+    rank = np.arange(wl.sla_time.size) - np.repeat(wl.sla_ptr[:-1], counts)
+    times = np.full((wl.n_jobs, width), np.inf)
+    heights = np.zeros((wl.n_jobs, width))
+    row = np.repeat(np.arange(wl.n_jobs), counts)
+    times[row, rank], heights[row, rank] = wl.sla_time, wl.sla_height
+    table = {"deadline": wl.deadline}
+    for k in range(width):
+        table[f"sla_time_{k + 1}"] = times[:, k]
+        table[f"sla_height_{k + 1}"] = heights[:, k]
+    return pd.DataFrame(table)
+
+
 def _link_table(records: list[dict[str, np.ndarray]]) -> pd.DataFrame:
     """The link time series from per-sample records (typed and empty without records)."""
     return pd.DataFrame({k: np.concatenate([r[k] for r in records]).astype(t) if records
@@ -248,7 +271,7 @@ def summarise(result: Result, model: GeoModel) -> dict[str, Any]:
     def q(p: float) -> float:
         return float(np.percentile(flow, p)) if flow.size else float("nan")
 
-    return {
+    summary = {
         "scheduler": model.policy.name,
         "seed": model.seed,
         "jobs": int(len(jobs)),
@@ -275,3 +298,7 @@ def summarise(result: Result, model: GeoModel) -> dict[str, Any]:
         "wall_seconds": float(model.wall_seconds),
         "scheduler_seconds": float(model.scheduler_seconds),
     }
+    if has_flows(jobs):       # flows of MapReduce jobs: 004's cost metrics, in time units
+        unit = model.scenario["workload"]["flow_time_unit"]
+        summary.update({f"flow {k}": v for k, v in flow_costs(jobs, unit).items()})
+    return summary

@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from geosim.errors import GeosimError
+from geosim.flowflex.generator import GeneratorConfig
+
+_FLOWS = GeneratorConfig()  # defaults of the flows workload
 
 Check = Callable[[Any], str | None]
 
@@ -138,7 +141,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     },
     "workload": {
         "kind": Field("montage", "str",
-                      choices=("montage", "single", "wfformat", "mapreduce", "google"),
+                      choices=("montage", "single", "wfformat", "mapreduce", "google", "flows"),
                       doc="job generator"),
         "n_jobs": Field(2000, "int", lo=1, doc="jobs in the run"),
         "arrival_rate": Field(0.07, "float", lo=0, lo_open=True, doc="Poisson arrival rate (1/s)"),
@@ -189,6 +192,46 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "priority_probs": Field([0.30, 0.15, 0.10, 0.02, 0.20, 0.02, 0.02, 0.02, 0.02, 0.12,
                                  0.02, 0.01], "list", doc="google jobs: probabilities of "
                                 "priorities 0..11 (weight = priority + 1)"),
+        "flow_batch": Field(True, "bool", doc="flows: one 004 §3 experiment, every flow at "
+                            "t = 0 (false: n_jobs flows arriving at arrival_rate)"),
+        "flow_count": Field(list(_FLOWS.flows), "irange", lo=1, doc="flows: flows per "
+                            "experiment (004 §3: 5-20)"),
+        "flow_jobs": Field(list(_FLOWS.jobs), "irange", lo=1, doc="flows: MapReduce jobs per "
+                           "flow (004 §3: 2-20)"),
+        "flow_edge_probability": Field(_FLOWS.edge_probability, "float", lo=0, hi=1,
+                                       doc="flows: probability of each forward precedence arc"),
+        "flow_weights": Field(list(_FLOWS.weights), "irange", lo=1, doc="flows: flow weight "
+                              "(004 §3: 1-10)"),
+        "flow_big_probability": Field(_FLOWS.big_probability, "float", lo=0, hi=1,
+                                      doc="flows: probability that a flow is big"),
+        "flow_big_factor": Field(_FLOWS.big_factor, "float", lo=0, lo_open=True,
+                                 doc="flows: running-time multiplier of a big flow's jobs"),
+        "flow_tall_probability": Field(_FLOWS.tall_probability, "float", lo=0, hi=1,
+                                       doc="flows: probability that a flow's jobs are tall"),
+        "flow_wide_probability": Field(_FLOWS.wide_probability, "float", lo=0, hi=1,
+                                       doc="flows: probability that a flow's jobs are wide "
+                                       "(cap = all slots)"),
+        "flow_short_duration": Field(list(_FLOWS.short_duration), "range", lo=0, lo_open=True,
+                                     doc="flows: running time at full width of a job that is "
+                                     "not tall (time units)"),
+        "flow_tall_duration": Field(list(_FLOWS.tall_duration), "range", lo=0, lo_open=True,
+                                    doc="flows: running time at full width of a tall job "
+                                    "(time units)"),
+        "flow_narrow_cap": Field(list(_FLOWS.narrow_cap), "irange", lo=1, doc="flows: cap of "
+                                 "a job of a flow that is not wide"),
+        "flow_deadline_slack": Field(_FLOWS.deadline_slack, "float", lo=0, doc="flows: extra "
+                                     "deadline time, fraction of the experiment's squashed "
+                                     "area"),
+        "flow_sla_steps": Field(list(_FLOWS.sla_steps), "irange", lo=1, doc="flows: SLA steps "
+                                "per flow (004: at most 5)"),
+        "flow_sla_heights": Field(list(_FLOWS.sla_heights), "irange", lo=1, doc="flows: "
+                                  "height of each SLA step"),
+        "flow_sla_gap": Field(_FLOWS.sla_gap, "float", lo=0, doc="flows: extra time between "
+                              "SLA steps, fraction of the squashed area"),
+        "flow_time_unit": Field(60.0, "float", lo=0, lo_open=True, doc="flows: seconds per "
+                                "time unit of the generator (and of the flow cost metrics)"),
+        "flow_brick": Field(10.0, "float", lo=0, lo_open=True, doc="flows: largest work of "
+                            "one brick task (s on a slot of power 1)"),
     },
 }
 

@@ -67,6 +67,17 @@ class SchedulerView:
         self.task_cv = _ro(wl.task_cv)
         #: Family of the copies' work around their task's mean (:mod:`geosim.variability`).
         self.copy_variability = engine.variability
+        #: Most tasks of each task's stage in progress at once (0: no cap; 004's ``δ``).
+        self.task_cap = _ro(wl.task_cap)
+        #: Deadline of each job (``inf``: none) and its SLA steps: those of job j are
+        #: ``sla_time[sla_ptr[j]:sla_ptr[j+1]]`` with costs ``sla_height[...]``.
+        self.job_deadline = _ro(wl.deadline)
+        self.sla_ptr, self.sla_time = _ro(wl.sla_ptr), _ro(wl.sla_time)
+        self.sla_height = _ro(wl.sla_height)
+        #: Stage edges: stage ``stage_edge_dst[k]`` of job ``stage_edge_job[k]`` waits for
+        #: its stage ``stage_edge_src[k]`` (a job without stage edges is a chain of stages).
+        self.stage_edge_job = _ro(wl.stage_edge_job)
+        self.stage_edge_src, self.stage_edge_dst = _ro(wl.stage_edge_src), _ro(wl.stage_edge_dst)
         self.task_job = _ro(engine.task_job)
         self.alive_jobs: np.ndarray = np.empty(0, dtype=np.int64)
         #: Jobs whose raw input came into existence at this boundary, ``workload.data_lag``
@@ -166,6 +177,46 @@ class SchedulerView:
         state = self._e.task_state[tasks]
         runnable = (state == READY) | (state == RUNNING)
         return np.bincount(pos[runnable], minlength=len(jobs))
+
+    def stage_groups(self, jobs: np.ndarray) -> dict[str, np.ndarray]:
+        """The stages of ``jobs``, one entry per (job, stage), grouped by job in that order.
+
+        In a flow of MapReduce jobs (004) each stage is one malleable job.
+
+        Returns:
+            ``job``, ``stage``; ``lo``/``hi``, the stage's task range; ``cap`` (0: none);
+            ``open``, whether every stage it waits for is done; ``left``, its unfinished
+            tasks; ``ready``, tasks ready and without a live copy; ``running``, tasks with
+            a live copy; ``work_left``, the work of its unfinished tasks less checkpoints.
+        """
+        e = self._e
+        tasks, pos = self.tasks_of(jobs)
+        jobs = np.asarray(jobs, dtype=np.int64)
+        if e.staged:
+            group = e.group_of[tasks]
+            start = np.flatnonzero(first_of_runs(group))
+            gid = group[start]
+            lo, hi = e.group_ptr[gid], e.group_ptr[gid + 1]
+            is_open = e.group_waiting[gid] == 0
+        else:
+            start = np.searchsorted(pos, np.arange(jobs.size))
+            lo, hi = self.job_task_ptr[jobs], self.job_task_ptr[jobs + 1]
+            is_open = np.ones(jobs.size, dtype=bool)
+        index = np.repeat(np.arange(start.size), hi - lo)
+        state = e.task_state[tasks]
+        n = start.size
+
+        def count(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+            w = None if weights is None else weights[mask]
+            return np.bincount(index[mask], weights=w, minlength=n)
+
+        unfinished = state != DONE
+        return {"job": jobs[pos[start]], "stage": self.task_stage[tasks[start]].astype(np.int64),
+                "lo": lo, "hi": hi, "cap": self.task_cap[lo].astype(np.int64), "open": is_open,
+                "left": count(unfinished), "ready": count(state == READY),
+                "running": count(state == RUNNING),
+                "work_left": count(unfinished, self.task_work[tasks] *
+                                   (1.0 - e.task_saved[tasks]))}
 
     def running_copies(self, jobs: np.ndarray) -> np.ndarray:
         """Live copies (machines in use) of each job of ``jobs``."""

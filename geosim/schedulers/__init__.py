@@ -9,6 +9,8 @@ from geosim.schedulers import (  # noqa: F401
     fair,
     fair_r,
     fifo,
+    flow_fair,
+    flowflex,
     laps,
     pingan,
     smart_cloning,

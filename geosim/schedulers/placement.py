@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from geosim.view import SchedulerView, rank_in_runs
+from geosim.view import READY, SchedulerView, concat_ranges, rank_in_runs
 
 
 def locality_cluster(view: SchedulerView, task: int, free: np.ndarray) -> int:
@@ -63,3 +63,28 @@ def fill_in_order(view: SchedulerView, actions, jobs: np.ndarray,
         clusters[i] = locality_cluster(view, int(task), free)
         free[clusters[i]] -= 1
     actions.launch_many(tasks, clusters, share)
+
+
+def launch_from_stages(view: SchedulerView, actions, lo: np.ndarray, hi: np.ndarray,
+                       counts: np.ndarray) -> int:
+    """Start the first ``counts[g]`` ready tasks of each stage ``lo[g]:hi[g]`` on free slots.
+
+    For stages of input-free "brick" tasks (flows of MapReduce jobs, 004): any free slot
+    serves, lowest slot id first. Stops when the free slots run out; returns the copies
+    started.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    keep = counts > 0
+    if not keep.any():
+        return 0
+    lo, hi, counts = lo[keep], hi[keep], counts[keep]
+    tasks = concat_ranges(lo, hi)
+    group = np.repeat(np.arange(lo.size), hi - lo)
+    ready = view.task_state[tasks] == READY
+    tasks, group = tasks[ready], group[ready]
+    tasks = tasks[rank_in_runs(group) < counts[group]]
+    slots = view.free_slot_ids()[: tasks.size]
+    tasks = tasks[: slots.size]
+    if tasks.size:
+        actions.launch_many(tasks, view.slot_cluster[slots], slots=slots)
+    return int(tasks.size)

@@ -19,6 +19,9 @@ Modules
       (``Workload.task_cv``, 000 §III).
     * :mod:`~geosim.workload.google` -- :func:`google_jobs`: MapReduce jobs whose laws are
       fitted to the Google-trace statistics of 000 Table II.
+    * :mod:`~geosim.workload.flows` -- :func:`flow_jobs`: flows of MapReduce jobs (004 §3),
+      each MapReduce job a stage of malleable "brick" tasks; :func:`flow_instance` reads
+      them back for the FlowFlex planner.
 
 Every public name is re-exported here, so ``from geosim.workload import montage_jobs`` works.
 """
@@ -31,6 +34,7 @@ from geosim.workload.core import (
     empty_workload,
     poisson_arrivals,
 )
+from geosim.workload.flows import FLOW_TYPES, flow_instance, flow_jobs, flow_workload
 from geosim.workload.google import (
     GOOGLE_PRIORITY_PROBS,
     bounded_pareto,
@@ -54,6 +58,7 @@ from geosim.workload.wfformat import read_wfformat, wfformat_jobs
 __all__ = [
     "BYTES_PER_MB",
     "FACEBOOK_SIZE_MIX",
+    "FLOW_TYPES",
     "GOOGLE_PRIORITY_PROBS",
     "MAPREDUCE_TYPES",
     "MONTAGE_TYPES",
@@ -65,6 +70,9 @@ __all__ = [
     "bounded_pareto_shape",
     "concat",
     "empty_workload",
+    "flow_instance",
+    "flow_jobs",
+    "flow_workload",
     "google_jobs",
     "google_task_counts",
     "mapreduce_jobs",

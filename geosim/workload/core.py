@@ -60,9 +60,16 @@ _DTYPES: dict[str, type] = {
     "stage_edge_job": np.int64,
     "stage_edge_src": np.int32,
     "stage_edge_dst": np.int32,
+    "task_cap": np.int32,
+    "deadline": np.float64,
+    "sla_ptr": np.int64,
+    "sla_time": np.float64,
+    "sla_height": np.float64,
 }
-_DEFAULT_ZEROS = ("task_stage", "task_cv")  # per-task fields that default to all zeros
-_DEFAULT_EMPTY = ("stage_edge_job", "stage_edge_src", "stage_edge_dst")  # default: no edges
+# per-task fields that default to all zeros
+_DEFAULT_ZEROS = ("task_stage", "task_cv", "task_cap")
+# fields that default to empty
+_DEFAULT_EMPTY = ("stage_edge_job", "stage_edge_src", "stage_edge_dst", "sla_time", "sla_height")
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -95,6 +102,15 @@ class Workload:
     stage ``stage_edge_src[k]`` (``src < dst``). A job with stage edges follows them instead
     of the chain, and its stages without an incoming stage edge start at its arrival.
 
+    Malleability caps (004): ``task_cap`` limits how many tasks of a (job, stage) group are in
+    progress (ready or running) at once; the others wait, in task order, until one of the
+    group finishes. A stage of equal "brick" tasks with cap ``δ`` is a malleable job that runs
+    on up to ``δ`` slots. A capped stage has no task-level edges into it.
+
+    Service levels: a job may carry a ``deadline`` and SLA steps (a cost ``sla_height[k]``
+    once it completes after ``sla_time[k]``), data for the cost metrics of 004 (a flow of
+    MapReduce jobs is one geosim job). They never change how the engine runs.
+
     Attributes:
         arrival: float64[n_jobs], non-decreasing arrival times, seconds.
         weight: float64[n_jobs], job weights (default 1.0).
@@ -115,6 +131,14 @@ class Workload:
         stage_edge_job: int64[n_stage_edges], the job of each stage edge (default: none).
         stage_edge_src: int32[n_stage_edges], the stage that must finish first.
         stage_edge_dst: int32[n_stage_edges], the stage that waits for it.
+        task_cap: int32[n_tasks], the most tasks of the task's (job, stage) group in progress
+            at once, the same for the whole group (default all 0: no cap).
+        deadline: float64[n_jobs], deadline of each job, seconds from time 0 (default all
+            ``inf``: none).
+        sla_ptr: int64[n_jobs + 1]; SLA steps of job j are ``sla_ptr[j]:sla_ptr[j+1]``
+            (default: none).
+        sla_time: float64[n_sla], time of each SLA step, seconds from time 0.
+        sla_height: float64[n_sla], cost of missing that step (>= 0).
     """
 
     arrival: np.ndarray
@@ -134,6 +158,11 @@ class Workload:
     stage_edge_job: np.ndarray | None = None
     stage_edge_src: np.ndarray | None = None
     stage_edge_dst: np.ndarray | None = None
+    task_cap: np.ndarray | None = None
+    deadline: np.ndarray | None = None
+    sla_ptr: np.ndarray | None = None
+    sla_time: np.ndarray | None = None
+    sla_height: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name, dtype in _DTYPES.items():
@@ -142,6 +171,10 @@ class Workload:
                 value = np.zeros(self.task_work.shape[0], dtype=dtype)  # coerced already
             elif value is None and name in _DEFAULT_EMPTY:
                 value = np.zeros(0, dtype=dtype)
+            elif value is None and name == "deadline":
+                value = np.full(self.arrival.shape[0], np.inf)
+            elif value is None and name == "sla_ptr":
+                value = np.zeros(self.arrival.shape[0] + 1, dtype=dtype)
             try:
                 a = np.asarray(value)
             except (TypeError, ValueError) as exc:
@@ -244,6 +277,10 @@ class Workload:
                                "len(stage_edge_job)"),
             "stage_edge_dst": (self.stage_edge_dst.shape[0], self.stage_edge_job.shape[0],
                                "len(stage_edge_job)"),
+            "task_cap": (self.task_cap.shape[0], nt, "n_tasks"),
+            "deadline": (self.deadline.shape[0], nj, "n_jobs"),
+            "sla_ptr": (self.sla_ptr.shape[0], nj + 1, "n_jobs + 1"),
+            "sla_height": (self.sla_height.shape[0], self.sla_time.shape[0], "len(sla_time)"),
         }
         for name, (got, want, what) in lengths.items():
             if got != want:
@@ -369,6 +406,40 @@ class Workload:
                 k = int(np.flatnonzero(key == uniq[cnt > 1][0])[0])
                 fail(f"duplicate stage edge {ss[k]} -> {sd[k]} (job {sj[k]})")
 
+        # malleability caps
+        cap = self.task_cap
+        if nt:
+            bad = cap < 0
+            if bad.any():
+                t = int(np.flatnonzero(bad)[0])
+                fail(f"task {t} (job {job[t]}) has negative cap {cap[t]}{_more(int(bad.sum()))}")
+            same = (job[1:] == job[:-1]) & (stage[1:] == stage[:-1])
+            bad = same & (cap[1:] != cap[:-1])
+            if bad.any():
+                t = int(np.flatnonzero(bad)[0]) + 1
+                fail(f"task {t} (job {job[t]}, stage {stage[t]}) has cap {cap[t]} but task "
+                     f"{t - 1} of the same stage has cap {cap[t - 1]}: a cap is per stage")
+            bad = cap[dst] > 0
+            if bad.any():
+                e = int(np.flatnonzero(bad)[0])
+                fail(f"edge {e} ({src[e]} -> {dst[e]}, job {job[dst[e]]}) leads into a capped "
+                     "stage; a capped stage waits for whole stages only")
+
+        # service levels
+        bad = np.isnan(self.deadline) | (self.deadline < 0)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            fail(f"job {j} has invalid deadline {self.deadline[j]!r}{_more(int(bad.sum()))}")
+        ns = self.sla_time.shape[0]
+        if self.sla_ptr[0] != 0 or self.sla_ptr[-1] != ns or (np.diff(self.sla_ptr) < 0).any():
+            fail(f"sla_ptr must run from 0 to len(sla_time) = {ns} without decreasing")
+        bad = ~np.isfinite(self.sla_time) | (self.sla_time < 0) | \
+            ~np.isfinite(self.sla_height) | (self.sla_height < 0)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            fail(f"SLA step {k} has time {self.sla_time[k]!r} and height "
+                 f"{self.sla_height[k]!r} (both must be finite and >= 0)")
+
         # raw inputs
         rtask = self.raw_task
         bad = ~np.isfinite(self.raw_size) | (self.raw_size < 0)
@@ -406,6 +477,7 @@ class Workload:
         nr = int(self.raw_ptr[nt])
         keep = self.edge_dst < nt  # edges never cross jobs
         skeep = self.stage_edge_job < n_jobs
+        ns = int(self.sla_ptr[n_jobs])
         return Workload(
             arrival=self.arrival[:n_jobs],
             weight=self.weight[:n_jobs],
@@ -424,6 +496,11 @@ class Workload:
             stage_edge_job=self.stage_edge_job[skeep],
             stage_edge_src=self.stage_edge_src[skeep],
             stage_edge_dst=self.stage_edge_dst[skeep],
+            task_cap=self.task_cap[:nt],
+            deadline=self.deadline[:n_jobs],
+            sla_ptr=self.sla_ptr[: n_jobs + 1],
+            sla_time=self.sla_time[:ns],
+            sla_height=self.sla_height[:ns],
         )
 
     def take_jobs(self, order: np.ndarray) -> Workload:
@@ -456,6 +533,10 @@ class Workload:
         sjob = new_job_of_old_job[self.stage_edge_job]
         skeep = np.flatnonzero(sjob >= 0)
         sorder = skeep[np.argsort(sjob[skeep], kind="stable")]
+        scounts = np.diff(self.sla_ptr)[order]
+        new_sla_ptr = np.concatenate(([0], np.cumsum(scounts))).astype(np.int64)
+        old_sla = np.repeat(self.sla_ptr[order] - new_sla_ptr[:-1], scounts) + \
+            np.arange(int(new_sla_ptr[-1]))
         return Workload(
             arrival=self.arrival[order],
             weight=self.weight[order],
@@ -474,6 +555,11 @@ class Workload:
             stage_edge_job=sjob[sorder],
             stage_edge_src=self.stage_edge_src[sorder],
             stage_edge_dst=self.stage_edge_dst[sorder],
+            task_cap=self.task_cap[old_ids],
+            deadline=self.deadline[order],
+            sla_ptr=new_sla_ptr,
+            sla_time=self.sla_time[old_sla],
+            sla_height=self.sla_height[old_sla],
         )
 
 
@@ -514,6 +600,7 @@ def concat(workloads: Sequence[Workload], *, sort_by_arrival: bool = False) -> W
     toff = np.cumsum([0] + [w.n_tasks for w in workloads])
     joff = np.cumsum([0] + [w.n_jobs for w in workloads])
     roff = np.cumsum([0] + [w.n_raw for w in workloads])
+    soff = np.cumsum([0] + [w.sla_time.shape[0] for w in workloads])
 
     def cat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
         return np.concatenate(arrays).astype(dtype, copy=False) if arrays else \
@@ -544,6 +631,12 @@ def concat(workloads: Sequence[Workload], *, sort_by_arrival: bool = False) -> W
                                                                   strict=True)], np.int64),
         stage_edge_src=cat([w.stage_edge_src for w in workloads], np.int32),
         stage_edge_dst=cat([w.stage_edge_dst for w in workloads], np.int32),
+        task_cap=cat([w.task_cap for w in workloads], np.int32),
+        deadline=cat([w.deadline for w in workloads], np.float64),
+        sla_ptr=cat([w.sla_ptr[:-1] + o for w, o in zip(workloads, soff[:-1], strict=True)]
+                    + [np.array([soff[-1]])], np.int64),
+        sla_time=cat([w.sla_time for w in workloads], np.float64),
+        sla_height=cat([w.sla_height for w in workloads], np.float64),
     )
     dec = np.diff(out.arrival) < 0
     if dec.any():
