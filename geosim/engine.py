@@ -266,6 +266,11 @@ class Engine:
         self.group_child = dst[order]
         self.group_waiting = np.bincount(dst, minlength=starts.size)
         self.pending += self.group_waiting[self.group_of] > 0
+        # Tasks of each group that are ready (no live copy) and running, and each job's
+        # groups (``job_groups[j]:job_groups[j+1]``), for stage-level policies.
+        self.group_ready = np.zeros(starts.size, dtype=np.int64)
+        self.group_running = np.zeros(starts.size, dtype=np.int64)
+        self.job_groups = _ptr(g_job, wl.n_jobs)
         if self.capped:
             # Malleability caps: a capped group admits its tasks in order, at most
             # ``cap`` of them unfinished at once; ``group_next`` is the next to admit.
@@ -449,6 +454,8 @@ class Engine:
         self.task_state[tasks] = READY
         self.task_ready[tasks] = at
         self.n_ready += tasks.size
+        if self.staged:
+            np.add.at(self.group_ready, self.group_of[tasks], 1)
         self.task_home[tasks] = self._homes(tasks)
 
     def _homes(self, tasks: np.ndarray) -> np.ndarray:
@@ -531,6 +538,9 @@ class Engine:
         ready = np.unique(tasks[state == READY])
         self.task_state[ready] = RUNNING
         self.n_ready -= ready.size
+        if self.staged:
+            np.add.at(self.group_ready, self.group_of[ready], -1)
+            np.add.at(self.group_running, self.group_of[ready], 1)
         fresh = ready[np.isnan(self.task_start[ready])]
         self.task_start[fresh] = self.time
         np.add.at(self.task_copies, tasks, 1)
@@ -606,6 +616,9 @@ class Engine:
         idle = tasks[(self.task_live[tasks] == 0) & (self.task_state[tasks] == RUNNING)]
         self.task_state[idle] = READY
         self.n_ready += idle.size
+        if self.staged:
+            np.add.at(self.group_ready, self.group_of[idle], 1)
+            np.add.at(self.group_running, self.group_of[idle], -1)
 
     def checkpoint(self, job: int) -> None:
         """Bring every running copy of ``job`` to its task's most advanced copy (002 §3)."""
@@ -908,6 +921,8 @@ class Engine:
         self._end(ending, at, outcome)
         self.task_state[tasks] = DONE
         self.task_done[tasks] = times
+        if self.staged:
+            np.add.at(self.group_running, self.group_of[tasks], -1)
         self.task_cluster[tasks] = cols["cluster"][winners]
         jobs = self.task_job[tasks]
         np.subtract.at(self.job_left, jobs, 1)

@@ -178,45 +178,48 @@ class SchedulerView:
         runnable = (state == READY) | (state == RUNNING)
         return np.bincount(pos[runnable], minlength=len(jobs))
 
-    def stage_groups(self, jobs: np.ndarray) -> dict[str, np.ndarray]:
+    def stage_groups(self, jobs: np.ndarray, work: bool = False) -> dict[str, np.ndarray]:
         """The stages of ``jobs``, one entry per (job, stage), grouped by job in that order.
 
-        In a flow of MapReduce jobs (004) each stage is one malleable job.
+        In a flow of MapReduce jobs (004) each stage is one malleable job. On a workload
+        with stages the engine keeps the counts, so this costs time in the number of
+        stages, not tasks.
+
+        Args:
+            jobs: Job ids.
+            work: Also return ``work_left`` (time in the number of their tasks).
 
         Returns:
             ``job``, ``stage``; ``lo``/``hi``, the stage's task range; ``cap`` (0: none);
             ``open``, whether every stage it waits for is done; ``left``, its unfinished
             tasks; ``ready``, tasks ready and without a live copy; ``running``, tasks with
-            a live copy; ``work_left``, the work of its unfinished tasks less checkpoints.
+            a live copy; with ``work``, ``work_left``: the work of its unfinished tasks
+            less checkpoints.
         """
         e = self._e
-        tasks, pos = self.tasks_of(jobs)
         jobs = np.asarray(jobs, dtype=np.int64)
         if e.staged:
-            group = e.group_of[tasks]
-            start = np.flatnonzero(first_of_runs(group))
-            gid = group[start]
+            gid = concat_ranges(e.job_groups[jobs], e.job_groups[jobs + 1])
+            job = np.repeat(jobs, e.job_groups[jobs + 1] - e.job_groups[jobs])
             lo, hi = e.group_ptr[gid], e.group_ptr[gid + 1]
-            is_open = e.group_waiting[gid] == 0
+            out = {"open": e.group_waiting[gid] == 0, "left": e.group_left[gid],
+                   "ready": e.group_ready[gid], "running": e.group_running[gid]}
         else:
-            start = np.searchsorted(pos, np.arange(jobs.size))
-            lo, hi = self.job_task_ptr[jobs], self.job_task_ptr[jobs + 1]
-            is_open = np.ones(jobs.size, dtype=bool)
-        index = np.repeat(np.arange(start.size), hi - lo)
-        state = e.task_state[tasks]
-        n = start.size
-
-        def count(mask: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-            w = None if weights is None else weights[mask]
-            return np.bincount(index[mask], weights=w, minlength=n)
-
-        unfinished = state != DONE
-        return {"job": jobs[pos[start]], "stage": self.task_stage[tasks[start]].astype(np.int64),
-                "lo": lo, "hi": hi, "cap": self.task_cap[lo].astype(np.int64), "open": is_open,
-                "left": count(unfinished), "ready": count(state == READY),
-                "running": count(state == RUNNING),
-                "work_left": count(unfinished, self.task_work[tasks] *
-                                   (1.0 - e.task_saved[tasks]))}
+            job, lo, hi = jobs, self.job_task_ptr[jobs], self.job_task_ptr[jobs + 1]
+            tasks, pos = self.tasks_of(jobs)
+            state = e.task_state[tasks]
+            out = {"open": np.ones(jobs.size, dtype=bool), "left": e.job_left[jobs],
+                   "ready": np.bincount(pos[state == READY], minlength=jobs.size),
+                   "running": np.bincount(pos[state == RUNNING], minlength=jobs.size)}
+        out.update(job=job, stage=self.task_stage[lo].astype(np.int64), lo=lo, hi=hi,
+                   cap=self.task_cap[lo].astype(np.int64))
+        if work:
+            tasks = concat_ranges(lo, hi)
+            index = np.repeat(np.arange(lo.size), hi - lo)
+            tasks, index = tasks[e.task_state[tasks] != DONE], index[e.task_state[tasks] != DONE]
+            left = self.task_work[tasks] * (1.0 - e.task_saved[tasks])
+            out["work_left"] = np.bincount(index, weights=left, minlength=lo.size)
+        return out
 
     def running_copies(self, jobs: np.ndarray) -> np.ndarray:
         """Live copies (machines in use) of each job of ``jobs``."""

@@ -189,3 +189,25 @@ def test_caps_change_nothing_without_them():
     capped = GeoModel(world, scheduler="fifo", workload=wl).run().copies
     uncapped = GeoModel(world, scheduler="fifo", workload=free).run().copies
     assert capped["start"].max() > uncapped["start"].max()
+
+
+def test_stage_counts_match_the_tasks_under_preemption():
+    from conftest import mapreduce_world
+
+    from geosim.view import READY, RUNNING
+    model = GeoModel(load_scenario(mapreduce_world(scheduler="srpt", n_jobs=12)))
+    decide, checked = model.policy.decide, []
+
+    def check(view, actions):
+        decide(view, actions)
+        g = view.stage_groups(view.alive_jobs)
+        for k in range(g["lo"].size):
+            state = view.task_state[g["lo"][k]:g["hi"][k]]
+            assert g["ready"][k] == (state == READY).sum()
+            assert g["running"][k] == (state == RUNNING).sum()
+            assert g["left"][k] == (state != 3).sum()
+        checked.append(g["lo"].size)
+
+    model.policy.decide = check
+    result = model.run()
+    assert sum(checked) > 100 and (result.copies["outcome"] == "killed").any()

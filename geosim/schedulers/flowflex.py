@@ -93,7 +93,7 @@ class FlowFlex(Scheduler):
         """Plan every alive flow's remaining work from now on."""
         now, slots = view.time, view.total_slots
         jobs = view.alive_jobs
-        g = view.stage_groups(jobs)
+        g = view.stage_groups(jobs, work=True)
         work = g["work_left"].copy()
         info = view.copy_info()
         if info["copy"].size:                          # less the progress of running bricks
