@@ -50,6 +50,15 @@ def mapreduce_world(slots: int = 12, n_jobs: int = 25, rate: float = 0.05, seed:
     return world
 
 
+def flows_world(scheduler: str = "fifo", params: dict | None = None, seed: int = 1
+                ) -> dict[str, Any]:
+    """004's world, small: 25 unit-speed slots, 2-3 flows of 2-4 capped brick stages."""
+    world = closed_world(slots=25, scheduler=scheduler, params=params, seed=seed, dt=5.0)
+    world["workload"] = {"kind": "flows", "flow_count": [2, 3], "flow_jobs": [2, 4],
+                         "flow_time_unit": 10.0, "flow_brick": 5.0}
+    return world
+
+
 def geo_world(n_clusters: int = 8, n_jobs: int = 12, rate: float = 0.05, seed: int = 3,
               scheduler: str = "fifo", params: dict | None = None) -> dict[str, Any]:
     """A small geo-distributed world with every process on: availability, outages, WAN.

@@ -1,9 +1,10 @@
 """Checks every registered scheduler must pass (like scikit-learn's estimator checks).
 
 Each scheduler runs on a small geo-distributed world with every process on (availability,
-outages, WAN) and on a one-cluster world; after every decision and every slot the
-invariants are checked: no slot share above 1, every live copy's share in (0, 1], no gate
-carrying more than its bandwidth. At the end every job has finished, every task has exactly
+outages, WAN), on one-cluster worlds and on flows of capped MapReduce stages (004); after
+every decision and every slot the invariants are checked: no slot share above 1, every
+live copy's share in (0, 1], no gate carrying more than its bandwidth, no stage with more
+tasks in progress than its cap. At the end every job has finished, every task has exactly
 one winning copy, work is conserved, and a second run with the same seed gives identical
 tables.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import closed_world, geo_world, mapreduce_world
+from conftest import closed_world, flows_world, geo_world, mapreduce_world
 
 from geosim import GeoModel, load_scenario, make_scheduler, registered
 from geosim.engine import ALIVE
@@ -46,6 +47,7 @@ WORLDS = {
     "geo": lambda name, params: geo_world(scheduler=name, params=params),
     "closed": lambda name, params: closed_world(slots=3, rate=0.2, n_jobs=150, scheduler=name,
                                                 params=params, availability=True),
+    "flows": lambda name, params: flows_world(scheduler=name, params=params),
 }
 
 
@@ -65,6 +67,10 @@ class Checked(GeoModel):
         assert np.all(e.gate_in <= self.world.gate * (1 + 1e-9)), "ingress gate oversubscribed"
         on_down = ~e.reachable[e.copies.cols["cluster"][live]]
         assert not on_down.any(), "copy running on an unreachable cluster"
+        if e.capped:
+            cap = self.workload.task_cap[e.group_ptr[:-1]]
+            busy = e.group_ready + e.group_running
+            assert np.all((cap == 0) | (busy <= cap)), "a stage beyond its cap"
 
 
 def run_checked(world: dict, name: str):
