@@ -154,6 +154,10 @@ def _format_summary(summary: dict) -> str:
     if weighted is not None and weighted == weighted \
             and abs(weighted - summary["mean_flowtime"]) > 1e-9:
         rows.insert(4, ("weighted flowtime mean (s)", f"{weighted:.2f}"))
+    flows = [(key, f"{value:.4g}") for key, value in summary.items() if key.startswith("flow ")]
+    if flows:
+        rows += [("flow costs (004 Tables 1-2)", "in time units of workload.flow_time_unit"),
+                 *flows]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
