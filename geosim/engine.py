@@ -42,6 +42,8 @@ finished run ``sum(executed) == sum(task work) + sum(wasted)``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -785,15 +787,17 @@ class Engine:
             self._drop_moves(done)
 
     # ------------------------------------------------------------------ time
-    def advance(self, slots: int = 1) -> None:
+    def advance(self, slots: int = 1, span: float | None = None) -> None:
         """Run every live copy through ``slots`` time slots ``[time, time + slots * dt]``.
 
         More than one slot at once is exact only when every rate is constant over the
         span: no availability process, no transfers or moves, power not redrawn, and no
-        copy finishing before the last slot (see :meth:`quiet_slots`).
+        copy finishing before the last slot (see :meth:`quiet_slots`). ``span`` (seconds)
+        replaces ``slots * dt``: event timing runs to the next event instant
+        (:meth:`time_to_completion`).
         """
         t, world = self.time, self.world
-        dt = self.dt * slots
+        dt = self.dt * slots if span is None else float(span)
         t_end = t + dt
         factor = world.availability.advance(t_end, t) if world.availability is not None else None
         live = self.live
@@ -902,16 +906,22 @@ class Engine:
         is then exact, so :meth:`advance` may run that many slots at once and every
         completion falls in its last slot.
         """
-        live = self.live
-        if live.size == 0 or limit <= 1:
+        if self.live.size == 0 or limit <= 1:
             return max(1, limit)      # nothing can finish: up to the limit
+        left = self.time_to_completion()
+        return int(max(1, min(limit, np.floor(left / self.dt * (1.0 - _EPS)))))
+
+    def time_to_completion(self) -> float:
+        """Seconds until the first live copy finishes (``inf`` if none), at constant rates."""
+        live = self.live
+        if live.size == 0:
+            return math.inf
         cols = self.copies.cols
         task = cols["task"][live]
         rate = cols["share"][live] * self.world.power.level[cols["slot"][live]] \
             / (self.task_work[task] * cols["factor"][live])
         with np.errstate(divide="ignore"):
-            left = float(np.min((1.0 - cols["progress"][live]) / rate))
-        return int(max(1, min(limit, np.floor(left / self.dt * (1.0 - _EPS)))))
+            return float(np.min((1.0 - cols["progress"][live]) / rate))
 
     def _complete(self, ending: np.ndarray, at: np.ndarray, winners: np.ndarray,
                   tasks: np.ndarray, times: np.ndarray) -> None:

@@ -21,6 +21,7 @@ next one that can hold an event in one engine call (a quiet span, see
 
 from __future__ import annotations
 
+import math
 import time as _time
 from collections.abc import Mapping
 from typing import Any
@@ -181,6 +182,14 @@ class GeoModel(mesa.Model):
         # Jump over slots with no alive job (results unchanged) and run quiet spans at once
         # (unchanged up to floating-point rounding).
         self.skip_idle = True
+        self.event_timing = scenario["run"]["timing"] == "event"
+        if self.event_timing:
+            why = ("the scheduler decides every slot" if not scheduler.event_driven else
+                   self._varying_rates())
+            if why:
+                raise GeosimError(f"timing 'event' needs an event-driven scheduler on a world "
+                                  f"of constant rates, but {why}", source=scenario.source,
+                                  key="run.timing")
 
     # ------------------------------------------------------------------ running
     @property
@@ -217,7 +226,10 @@ class GeoModel(mesa.Model):
             start = _time.perf_counter()
             self.scheduler_agent.step()
             self.scheduler_seconds += _time.perf_counter() - start
-        e.advance(self._quiet_slots() if self._static else 1)
+        if self.event_timing:
+            e.advance(span=self._to_next_event())
+        else:
+            e.advance(self._quiet_slots() if self._static else 1)
         self.steps_run += 1
         view.completions = sum(int(w.size) for w in e.completed)
         if e.completed:
@@ -268,6 +280,36 @@ class GeoModel(mesa.Model):
                 and w.outages is None and not e.has_inputs and not e.move_raw.size
                 and not self._places_data)
 
+    def _varying_rates(self) -> str:
+        """Why copies' rates may change between events ('' when they cannot)."""
+        w, e = self.world, self.engine
+        for cause, present in (("the world has availability periods", w.availability),
+                               ("the world has outages", w.outages),
+                               ("tasks read input over the network", e.has_inputs),
+                               ("raw input is moved before arrival", self._places_data)):
+            if present:
+                return cause
+        return ""
+
+    def _stops(self) -> list[float]:
+        """Instants a span must not cross: a sample, an arrival, the horizon, a power redraw."""
+        e = self.engine
+        stops = [self._next_record]
+        if e.next_job < self.workload.n_jobs:
+            stops.append(float(self.workload.arrival[e.next_job]))
+        if self.horizon > 0:
+            stops.append(self.horizon)
+        period = self.world.power.period
+        if period > 0:
+            stops.append((self.world.power.epoch + 1) * period)
+        return stops
+
+    def _to_next_event(self) -> float:
+        """Event timing: seconds to the next arrival, completion, sample, redraw or horizon."""
+        e = self.engine
+        span = min(min(self._stops()) - e.time, e.time_to_completion())
+        return span if math.isfinite(span) and span > 0 else self.dt
+
     def _quiet_slots(self) -> int:
         """Slots from now that no arrival, sample, redraw, horizon or completion can end.
 
@@ -277,15 +319,7 @@ class GeoModel(mesa.Model):
         the same result as slot by slot up to floating-point rounding.
         """
         e, dt = self.engine, self.dt
-        stops = [self._next_record]
-        if e.next_job < self.workload.n_jobs:
-            stops.append(float(self.workload.arrival[e.next_job]))
-        if self.horizon > 0:
-            stops.append(self.horizon)
-        period = self.world.power.period
-        if period > 0:
-            stops.append((self.world.power.epoch + 1) * period)
-        limit = int(np.ceil((min(stops) - e.time) / dt - 1e-9))
+        limit = int(np.ceil((min(self._stops()) - e.time) / dt - 1e-9))
         return e.quiet_slots(limit) if limit > 1 else 1
 
     @property
@@ -304,10 +338,12 @@ class GeoModel(mesa.Model):
     def _jump(self, arrival: float) -> None:
         """Skip idle slots up to the boundary at or after ``arrival``."""
         e = self.engine
-        target = max(e.time, np.ceil(arrival / self.dt - 1e-9) * self.dt)
+        target = max(e.time, arrival if self.event_timing else
+                     np.ceil(arrival / self.dt - 1e-9) * self.dt)
         while e.time < target - 1e-9:
             stop = min(target, max(self._next_record, e.time + self.dt))
-            stop = e.time + max(1, round((stop - e.time) / self.dt)) * self.dt
+            if not self.event_timing:
+                stop = e.time + max(1, round((stop - e.time) / self.dt)) * self.dt
             if self.world.availability is not None:
                 self.world.availability.advance(stop)
             e.time = stop

@@ -76,6 +76,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
                          doc="stop at this time (s); 0 = when all jobs are done"),
         "record_interval": Field(10.0, "float", lo=0, lo_open=True,
                                  doc="sampling period of the cluster time series (s)"),
+        "timing": Field("slot", "str", choices=("slot", "event"),
+                        doc="slot: decisions at slot boundaries; event: an event-driven "
+                        "scheduler decides at the instant of each arrival and completion "
+                        "(needs constant rates: no availability, outages or transfers)"),
     },
     "scheduler": {
         "name": Field("fifo", "str", doc="registered scheduler name (geosim schedulers)"),

@@ -1,8 +1,9 @@
-"""Closed-form queueing results on the one-cluster world.
+"""Closed-form queueing results on the one-cluster world, with event timing.
 
-Decisions happen at slot boundaries, so a job waits on average dt/2 for the boundary
-after its arrival; the theoretical means below add that (and the tolerances cover the
-second-order effect of a freed slot idling until the next boundary, at most dt).
+``run.timing = "event"`` lets an event-driven scheduler decide at the instant of every
+arrival and completion, so the engine is an exact event simulation of the queue and the
+closed forms apply as they are. With slotted timing a job waits for the next boundary and
+a freed slot idles until it; ``test_slotted_bias_shrinks_with_dt`` measures that bias.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import math
 import numpy as np
 import pytest
 from conftest import closed_world
+from scipy import stats
+from scipy.integrate import cumulative_trapezoid, trapezoid
 
 import geosim
 
@@ -25,42 +28,96 @@ def erlang_c_response(lam: float, mu: float, c: int) -> float:
     return tail / (head + tail) / (c * mu - lam) + 1 / mu
 
 
+def srpt_response(lam: float, dist, n: int = 200_001) -> float:
+    """Schrage & Miller's mean response time of M/G/1 preemptive SRPT, by quadrature.
+
+    ``T(x) = ∫_0^x dt / (1 − ρ(t)) + λ (∫_0^x t² dF + x² (1 − F(x))) / (2 (1 − ρ(x))²)``
+    with ``ρ(x) = λ ∫_0^x t dF``, averaged over ``F``.
+    """
+    x = np.linspace(0.0, dist.ppf(1 - 1e-10), n)
+    f, cdf = dist.pdf(x), dist.cdf(x)
+    rho = lam * cumulative_trapezoid(x * f, x, initial=0.0)
+    second = cumulative_trapezoid(x * x * f, x, initial=0.0)
+    wait = cumulative_trapezoid(1.0 / (1.0 - rho), x, initial=0.0)
+    t = wait + lam * (second + x * x * (1.0 - cdf)) / (2.0 * (1.0 - rho) ** 2)
+    return float(trapezoid(t * f, x) / trapezoid(f, x))
+
+
+def event_world(**kwargs) -> dict:
+    world = closed_world(**kwargs)
+    world["run"]["timing"] = "event"
+    return world
+
+
 def mean_flowtime(world: dict, seeds: range) -> float:
     return float(np.mean([geosim.run(world, seed=s).jobs["flowtime"].mean() for s in seeds]))
 
 
 def test_mmc_fifo_matches_erlang_c():
-    c, mean, rho, dt = 4, 20.0, 0.6, 1.0
+    c, mean, rho = 4, 20.0, 0.6
     lam = rho * c / mean
-    world = closed_world(slots=c, rate=lam, n_jobs=6000, dt=dt,
-                         work={"distribution": "exponential", "mean": mean})
+    world = event_world(slots=c, rate=lam, n_jobs=6000,
+                        work={"distribution": "exponential", "mean": mean})
     sim = mean_flowtime(world, range(3))
-    theory = erlang_c_response(lam, 1 / mean, c) + dt / 2
-    assert sim == pytest.approx(theory, rel=0.04)
+    assert sim == pytest.approx(erlang_c_response(lam, 1 / mean, c), rel=0.03)
+
+
+@pytest.mark.parametrize("name, dist, work", [
+    ("exponential", stats.expon(scale=20.0), {"distribution": "exponential", "mean": 20.0}),
+    ("pareto", stats.pareto(b=2.5, scale=12.0),
+     {"distribution": "pareto", "scale": 12.0, "shape": 2.5}),
+])
+def test_mg1_srpt_matches_schrage_miller(name, dist, work):
+    lam = 0.5 / dist.mean()
+    world = event_world(slots=1, rate=lam, n_jobs=5000, scheduler="srpt", work=work)
+    sim = mean_flowtime(world, range(4))
+    assert sim == pytest.approx(srpt_response(lam, dist), rel=0.03)
 
 
 def test_processor_sharing_matches_es_over_one_minus_rho():
-    # M/G/1-PS: E[T | S] = S / (1 - rho) for every job, so sum(T - dt/2) / sum(S) estimates
+    # M/G/1-PS: E[T | S] = S / (1 - rho) for every job, so sum(T) / sum(S) estimates
     # 1 / (1 - rho) without the noise of the service times themselves.
-    mean, rho, dt = 20.0, 0.5, 1.0
-    world = closed_world(slots=1, rate=rho / mean, n_jobs=4000, dt=dt, scheduler="fair",
-                         params={"multitasking": True},
-                         work={"distribution": "exponential", "mean": mean})
+    mean, rho = 20.0, 0.5
+    world = event_world(slots=1, rate=rho / mean, n_jobs=4000, scheduler="fair",
+                        params={"multitasking": True},
+                        work={"distribution": "exponential", "mean": mean})
     ratios = []
     for seed in range(4):
         jobs = geosim.run(world, seed=seed).jobs
-        ratios.append((jobs["flowtime"] - dt / 2).sum() / jobs["work"].sum())
-    assert np.mean(ratios) == pytest.approx(1 / (1 - rho), rel=0.07)
+        ratios.append(jobs["flowtime"].sum() / jobs["work"].sum())
+    assert np.mean(ratios) == pytest.approx(1 / (1 - rho), rel=0.05)
 
 
 def test_md1_fifo_matches_pollaczek_khinchine():
     # One slot, deterministic work: W = S + rho S / (2 (1 - rho)).
-    s, rho, dt = 10.0, 0.5, 0.5
-    world = closed_world(slots=1, rate=rho / s, n_jobs=6000, dt=dt,
-                         work={"distribution": "deterministic", "value": s})
+    s, rho = 10.0, 0.5
+    world = event_world(slots=1, rate=rho / s, n_jobs=6000,
+                        work={"distribution": "deterministic", "value": s})
     sim = mean_flowtime(world, range(2))
-    theory = s + rho * s / (2 * (1 - rho)) + dt / 2
-    assert sim == pytest.approx(theory, rel=0.04)
+    assert sim == pytest.approx(s + rho * s / (2 * (1 - rho)), rel=0.02)
+
+
+def test_slotted_bias_shrinks_with_dt():
+    # The same jobs under slotted timing approach the event-timed run as dt falls; at
+    # dt = 1 the mean is about dt/2 high (a job waits for the boundary after it arrives).
+    world = closed_world(slots=2, rate=0.05, n_jobs=300, scheduler="srpt",
+                         work={"distribution": "exponential", "mean": 20.0})
+    event = dict(world, run={**world["run"], "timing": "event"})
+    exact = geosim.run(event).jobs["flowtime"].mean()
+    gaps = []
+    for dt in (1.0, 0.1, 0.01):
+        slotted = dict(world, run={**world["run"], "dt": dt})
+        gaps.append(geosim.run(slotted).jobs["flowtime"].mean() / exact - 1)
+    assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 1e-3
+
+
+def test_event_timing_needs_constant_rates():
+    world = event_world(availability=True)
+    with pytest.raises(geosim.GeosimError, match="timing 'event' .* availability periods"):
+        geosim.GeoModel(geosim.load_scenario(world))
+    world = event_world(scheduler="pingan")
+    with pytest.raises(geosim.GeosimError, match="decides every slot"):
+        geosim.GeoModel(geosim.load_scenario(world))
 
 
 def test_srpt_beats_fifo_on_heavy_tailed_work():

@@ -47,6 +47,7 @@ class Fair(Scheduler):
 
     name = "fair"
     description = "equal slot shares among alive jobs (optionally multitasking), locality"
+    event_driven = True     # shares change only at arrivals and departures
 
     def __init__(self, multitasking: bool = False):
         if not isinstance(multitasking, bool):

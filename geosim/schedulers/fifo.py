@@ -19,6 +19,7 @@ class FIFO(Scheduler):
 
     name = "fifo"
     description = "first come first served, one copy per task, locality-first placement"
+    event_driven = True     # free slots and ready tasks change only at events
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Fill free slots with ready tasks in arrival order."""

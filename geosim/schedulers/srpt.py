@@ -29,6 +29,7 @@ class SRPT(Scheduler):
 
     name = "srpt"
     description = "least remaining work first, checkpointed preemption, locality placement"
+    event_driven = True     # ranks change only at arrivals and departures
 
     def __init__(self, preemptive: bool = True):
         if not isinstance(preemptive, bool):
