@@ -9,6 +9,7 @@ of the planner's own schedule on the same flows (:func:`geosim.flowflex.plan`,
 difference is what executing in whole bricks at slot boundaries costs.
 
     python benchmarks/flowflex_engine.py [--seeds 5] [--dt 10] [--workers 2]
+        [--out results/flowflex-engine]
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--dt", type=float, default=10.0, help="slot length = brick size (s)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", default="results/flowflex-engine",
+                        help="comparison directory (runs are kept; a rerun resumes)")
     args = parser.parse_args()
     start = time.perf_counter()
     scenario = load_scenario(SCENARIO, {"run.dt": args.dt, "workload.flow_brick": args.dt})
@@ -41,7 +44,7 @@ def main() -> None:
               .label for m in METRICS}
     seeds = list(range(1, args.seeds + 1))
     comparison = compare(scenario, list(dict.fromkeys([*labels.values(), "flow-fair", "fifo"])),
-                         seeds=seeds, jobs_parallel=args.workers)
+                         seeds=seeds, jobs_parallel=args.workers, out=args.out)
     flows = comparison.flows.set_index(["label", "seed", "metric"])
     rows = {m: {"flowflex": [], "fair": [], "fifo": []} for m in METRICS}
     for seed in seeds:
