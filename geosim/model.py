@@ -275,10 +275,8 @@ class GeoModel(mesa.Model):
         True for an event-driven policy on a world without availability periods,
         outages, transfers or data moves; VM power may be redrawn (spans stop there).
         """
-        w, e = self.world, self.engine
-        return (self.skip_idle and self.policy.event_driven and w.availability is None
-                and w.outages is None and not e.has_inputs and not e.move_raw.size
-                and not self._places_data)
+        return (self.skip_idle and self.policy.event_driven and not self.engine.move_raw.size
+                and not self._varying_rates())
 
     def _varying_rates(self) -> str:
         """Why copies' rates may change between events ('' when they cannot)."""

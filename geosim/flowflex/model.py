@@ -157,21 +157,22 @@ class Flow:
         """Job indices in topological order (smallest available index first)."""
         return self._order
 
+    def _neighbours(self, arcs) -> tuple[tuple[int, ...], ...]:
+        """For each job, the sorted heads of the ``(tail, head)`` arcs leaving it."""
+        out: list[set[int]] = [set() for _ in self.jobs]
+        for a, b in arcs:
+            out[a].add(b)
+        return tuple(tuple(sorted(s)) for s in out)
+
     @cached_property
     def predecessors(self) -> tuple[tuple[int, ...], ...]:
         """Each job's immediate predecessors."""
-        pred: list[set[int]] = [set() for _ in self.jobs]
-        for a, b in self.edges:
-            pred[b].add(a)
-        return tuple(tuple(sorted(p)) for p in pred)
+        return self._neighbours((b, a) for a, b in self.edges)
 
     @cached_property
     def successors(self) -> tuple[tuple[int, ...], ...]:
         """Each job's immediate successors."""
-        succ: list[set[int]] = [set() for _ in self.jobs]
-        for a, b in self.edges:
-            succ[a].add(b)
-        return tuple(tuple(sorted(s)) for s in succ)
+        return self._neighbours(self.edges)
 
     @cached_property
     def earliest_start(self) -> np.ndarray:
