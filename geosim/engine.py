@@ -912,14 +912,16 @@ class Engine:
         return int(max(1, min(limit, np.floor(left / self.dt * (1.0 - _EPS)))))
 
     def time_to_completion(self) -> float:
-        """Seconds until the first live copy finishes (``inf`` if none), at constant rates."""
+        """Seconds until the first live copy finishes (``inf`` if none), at today's rates."""
         live = self.live
         if live.size == 0:
             return math.inf
-        cols = self.copies.cols
-        task = cols["task"][live]
-        rate = cols["share"][live] * self.world.power.level[cols["slot"][live]] \
-            / (self.task_work[task] * cols["factor"][live])
+        cols, avail = self.copies.cols, self.world.availability
+        task, slot = cols["task"][live], cols["slot"][live]
+        speed = self.world.power.level[slot]
+        if avail is not None:
+            speed = speed * avail.level[slot]
+        rate = cols["share"][live] * speed / (self.task_work[task] * cols["factor"][live])
         with np.errstate(divide="ignore"):
             return float(np.min((1.0 - cols["progress"][live]) / rate))
 

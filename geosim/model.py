@@ -29,6 +29,7 @@ from typing import Any
 import mesa
 import numpy as np
 
+from geosim import poolsim
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
 from geosim.engine import READY, Engine, concat_ranges
 from geosim.errors import GeosimError
@@ -183,13 +184,17 @@ class GeoModel(mesa.Model):
         # (unchanged up to floating-point rounding).
         self.skip_idle = True
         self.event_timing = scenario["run"]["timing"] == "event"
+        # Event-timed runs of 002's pool policies on a pool of machines use the compiled
+        # loop of :mod:`geosim.poolsim` (the same model); False forces the general step.
+        self.compiled = True
         if self.event_timing:
             why = ("the scheduler decides every slot" if not scheduler.event_driven else
-                   self._varying_rates())
+                   self._varying_rates(exact=True))
             if why:
                 raise GeosimError(f"timing 'event' needs an event-driven scheduler on a world "
-                                  f"of constant rates, but {why}", source=scenario.source,
-                                  key="run.timing")
+                                  f"whose rates change only at known instants, but {why}",
+                                  source=scenario.source, key="run.timing")
+        self._event = True     # event timing: something happened since the last decision
 
     # ------------------------------------------------------------------ running
     @property
@@ -222,16 +227,18 @@ class GeoModel(mesa.Model):
                 start = _time.perf_counter()
                 self.policy.place_data(view, self.actions)
                 self.scheduler_seconds += _time.perf_counter() - start
-        if self.jobs:
+        if self.jobs and (self._event or view.arrivals or not self.event_timing):
             start = _time.perf_counter()
             self.scheduler_agent.step()
             self.scheduler_seconds += _time.perf_counter() - start
+        self._event = False
         if self.event_timing:
             e.advance(span=self._to_next_event())
         else:
             e.advance(self._quiet_slots() if self._static else 1)
         self.steps_run += 1
         view.completions = sum(int(w.size) for w in e.completed)
+        self._event = self._event or view.completions > 0
         if e.completed:
             self._observe(np.concatenate(e.completed))
         if view.completions or not self.jobs:
@@ -258,6 +265,8 @@ class GeoModel(mesa.Model):
             bar = tqdm(total=self.workload.n_jobs, unit="job", desc=self.policy.name,
                        leave=False, dynamic_ncols=True)
         start = _time.perf_counter()
+        if self.compiled and not self.steps_run and not poolsim.unsupported(self):
+            poolsim.run(self)
         while not self.done:
             self.step()
             if bar is not None and self.jobs_done != bar.n:
@@ -278,10 +287,15 @@ class GeoModel(mesa.Model):
         return (self.skip_idle and self.policy.event_driven and not self.engine.move_raw.size
                 and not self._varying_rates())
 
-    def _varying_rates(self) -> str:
-        """Why copies' rates may change between events ('' when they cannot)."""
+    def _varying_rates(self, exact: bool = False) -> str:
+        """Why copies' rates may change between events ('' when they cannot).
+
+        With ``exact``, availability periods do not count: their phase changes are known
+        instants, at which event timing stops (:meth:`_to_next_event`).
+        """
         w, e = self.world, self.engine
-        for cause, present in (("the world has availability periods", w.availability),
+        for cause, present in (("the world has availability periods",
+                                w.availability is not None and not exact),
                                ("the world has outages", w.outages),
                                ("tasks read input over the network", e.has_inputs),
                                ("raw input is moved before arrival", self._places_data)):
@@ -303,9 +317,19 @@ class GeoModel(mesa.Model):
         return stops
 
     def _to_next_event(self) -> float:
-        """Event timing: seconds to the next arrival, completion, sample, redraw or horizon."""
+        """Event timing: seconds to the next arrival, completion, sample, redraw or horizon.
+
+        With availability periods, also to the next phase change of a slot that runs a
+        copy: rates are then constant over the span, so progress and completion times are
+        exact. Such a change is not a decision point (002 §6 decides at arrivals and
+        departures only).
+        """
         e = self.engine
         span = min(min(self._stops()) - e.time, e.time_to_completion())
+        avail = self.world.availability
+        if avail is not None and e.live.size:
+            span = min(span, float(avail.next_change[e.copies.cols["slot"][e.live]].min())
+                       - e.time)
         return span if math.isfinite(span) and span > 0 else self.dt
 
     def _quiet_slots(self) -> int:
@@ -352,7 +376,8 @@ class GeoModel(mesa.Model):
     def _boundary(self, t: float) -> None:
         """Bring power, bandwidth and outages to time ``t``; kill copies hit by outages."""
         world, e = self.world, self.engine
-        world.power.advance(t)
+        if world.power.advance(t):
+            self._event = True      # a redraw changes rates: a decision point
         if world.link_bw is not None:
             world.link_bw.advance(t)
         self.view.failures = 0

@@ -91,62 +91,269 @@ def expected_min(atoms: np.ndarray, quantiles: bool = False
     if r == 1:
         return atoms[:, 0].mean(axis=1), (atoms[:, 0].copy() if quantiles else None)
     m = r * k
-    v, log_surv = _sorted_atoms(atoms.reshape(n, m), _survival_steps(r, k), r, k)
-    row = np.arange(n)[:, None]
+    v, log_surv, ptr = _merged_atoms(np.ascontiguousarray(atoms.reshape(n, m)),
+                                     _survival_steps(r, k), r, k)
     surv = np.exp(log_surv)
-    before = np.empty_like(surv)
-    before[:, 0] = 1.0
-    before[:, 1:] = surv[:, :-1]
-    width = np.empty_like(v)
-    width[:, 0] = 0.0
-    np.subtract(v[:, 1:], v[:, :-1], out=width[:, 1:])
-    mean = v[:, 0] + np.sum(width * before, axis=1)
-    if not quantiles:
-        return mean, None
-    # The CDF rises along each row; offset row i by 2i and search all rows at once.
-    cdf = (1.0 - surv) + 2.0 * row
-    idx = np.searchsorted(cdf.ravel(), levels(k) - 1e-9 + 2.0 * row) - row * m
-    np.minimum(idx, m - 1, out=idx)
-    return mean, v[row, idx]
+    # The CDF rises along each row; quantile i is its first atom at level >= (i + 1/2) / K.
+    mean, q = _min_moments(v, surv, ptr, m, levels(k) - 1e-9, quantiles)
+    return mean, (q if quantiles else None)
 
 
 @njit(cache=True)
-def _sorted_atoms(vals, step, r, k):  # pragma: no cover - compiled
-    """Each row's atoms in ascending order, and the log-survival after each.
+def _merged_atoms(vals, step, r, k):  # pragma: no cover - compiled
+    """Each row's atoms in ascending order and the log-survival after each, row by row.
 
     A row holds ``r`` variables of ``k`` ascending atoms; they are merged, ties taken
     from the earlier variable (what a stable sort of the row gives). Absent atoms
     (``±inf``) count as the row's largest finite atom and do not lower the survival.
+
+    Two parts of a row need not be stored. A variable with no finite atom (absent) only
+    repeats the row's largest atom after every other atom below it, leaving the
+    survival as it is: such variables are left out when the row's other variables
+    ascend. And once the survival is 0 no later atom adds to the mean or moves a
+    quantile, so the row stops there. Rows where neither holds are merged in full.
+
+    Returns:
+        The stored atoms and log-survivals of all rows, concatenated, and where each
+        row's start (``n + 1`` entries).
     """
     n, m = vals.shape
-    v = np.empty((n, m))
-    log_surv = np.empty((n, m))
-    key = np.empty(m)
-    head = np.empty(r, dtype=np.int64)
+    use = np.zeros((n, r), dtype=np.bool_)
+    compact = np.ones(n, dtype=np.bool_)
+    count = np.empty(n, dtype=np.int64)
+    tops = np.empty(n)
+    total = 0
     for i in range(n):
         top = -np.inf
-        for j in range(m):
-            if np.isfinite(vals[i, j]) and vals[i, j] > top:
-                top = vals[i, j]
-        for j in range(m):
-            key[j] = vals[i, j] if np.isfinite(vals[i, j]) else top
+        n_use = 0
+        ascending = True
         for x in range(r):
-            head[x] = x * k
-        acc = 0.0
-        for j in range(m):
-            best = -1
+            seen = False        # a finite atom
+            gap = False         # a non-finite atom, after which only the largest may come
+            prev = -np.inf
+            for j in range(x * k, (x + 1) * k):
+                val = vals[i, j]
+                if np.isfinite(val):
+                    if gap or val < prev:
+                        ascending = False
+                    seen = True
+                    prev = val
+                    if val > top:
+                        top = val
+                else:
+                    gap = True
+            use[i, x] = seen
+            if seen:
+                n_use += 1
+        tops[i] = top
+        if n_use == 0 or not ascending:
             for x in range(r):
-                if head[x] < (x + 1) * k and (best < 0 or key[head[x]] < key[head[best]]):
-                    best = x
-            o = head[best]
-            head[best] += 1
-            v[i, j] = key[o]
+                use[i, x] = True
+            n_use = r
+            compact[i] = False
+        count[i] = n_use * k
+        total += count[i]
+    v = np.empty(total)
+    log_surv = np.empty(total)
+    out = np.empty(n + 1, dtype=np.int64)
+    w = 0
+    head = np.empty(r, dtype=np.int64)
+    end = np.empty(r, dtype=np.int64)
+    cur = np.empty(r)
+    heap = np.empty(r, dtype=np.int64)
+    for i in range(n):
+        out[i] = w
+        top = tops[i]
+        p = 0
+        for x in range(r):
+            if use[i, x]:
+                head[p] = x * k
+                end[p] = (x + 1) * k
+                p += 1
+        acc = 0.0
+        if not compact[i]:
+            # The general rule: the smallest head, the earliest variable on ties.
+            for _ in range(count[i]):
+                best = -1
+                best_key = 0.0
+                for y in range(p):
+                    if head[y] < end[y]:
+                        val = vals[i, head[y]]
+                        key = val if np.isfinite(val) else top
+                        if best < 0 or key < best_key:
+                            best, best_key = y, key
+                o = head[best]
+                head[best] += 1
+                v[w] = best_key
+                if np.isfinite(vals[i, o]):
+                    acc += step[o]
+                else:
+                    acc += 0.0
+                log_surv[w] = acc
+                w += 1
+            continue
+        # Ascending variables: the same order from a heap on (head, variable).
+        for y in range(p):
+            val = vals[i, head[y]]
+            cur[y] = val if np.isfinite(val) else top
+            heap[y] = y
+        for y in range(p // 2 - 1, -1, -1):
+            _sift(heap, cur, y, p)
+        size = p
+        for _ in range(count[i]):
+            y = heap[0]
+            o = head[y]
+            v[w] = cur[y]
             if np.isfinite(vals[i, o]):
                 acc += step[o]
             else:
                 acc += 0.0
-            log_surv[i, j] = acc
-    return v, log_surv
+            log_surv[w] = acc
+            w += 1
+            if acc == -np.inf:
+                break       # survival 0: no later atom changes the mean or a quantile
+            head[y] += 1
+            if head[y] < end[y]:
+                val = vals[i, head[y]]
+                cur[y] = val if np.isfinite(val) else top
+            else:
+                size -= 1
+                heap[0] = heap[size]
+            _sift(heap, cur, 0, size)
+    out[n] = w
+    return v[:w], log_surv[:w], out
+
+
+@njit(cache=True)
+def _sift(heap, key, at, size):  # pragma: no cover - compiled
+    """Restore the min-heap on ``(key[y], y)`` below position ``at`` of ``heap[:size]``."""
+    while True:
+        low = at
+        for child in (2 * at + 1, 2 * at + 2):
+            if child < size:
+                a, b = heap[child], heap[low]
+                if key[a] < key[b] or (key[a] == key[b] and a < b):
+                    low = child
+        if low == at:
+            return
+        heap[at], heap[low] = heap[low], heap[at]
+        at = low
+
+
+@njit(cache=True)
+def _block_sum(a, lo, n, p):  # pragma: no cover - compiled
+    """NumPy's sum of ``a[lo:lo+n]`` (``n <= 128``): eight running sums, then the rest.
+
+    Entries from ``p`` on are +0 and are not read (adding them changes no sum).
+    """
+    if n < 8:
+        res = 0.0
+        for i in range(lo, min(lo + n, p)):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    stop = n - n % 8
+    i = 8
+    while i < stop and lo + i < p:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(lo + stop, min(lo + n, p)):
+        res += a[i]
+    return res
+
+
+@njit(cache=True)
+def _pairwise_sum(a, n, p):  # pragma: no cover - compiled
+    """Sum of ``a[:n]`` in NumPy's pairwise order (the rounding of ``np.sum``).
+
+    Blocks of more than 128 values are halved (the first half a multiple of 8) and the
+    halves' sums added; the recursion runs on an explicit stack. Entries from ``p`` on
+    are +0: a block made of them sums to +0 and is not visited.
+    """
+    if n <= 128:
+        return _block_sum(a, 0, n, p)
+    f_lo = np.empty(64, dtype=np.int64)
+    f_n = np.empty(64, dtype=np.int64)
+    f_stage = np.empty(64, dtype=np.int64)
+    f_left = np.empty(64)
+    f_lo[0], f_n[0], f_stage[0] = 0, n, 0
+    depth = 1
+    value = 0.0
+    returned = False
+    while depth > 0:
+        f = depth - 1
+        if returned:
+            if f_stage[f] == 1:
+                f_left[f] = value
+                f_stage[f] = 2
+                half = f_n[f] // 2
+                half -= half % 8
+                f_lo[depth], f_n[depth], f_stage[depth] = f_lo[f] + half, f_n[f] - half, 0
+                depth += 1
+                returned = False
+            else:
+                value = f_left[f] + value
+                depth -= 1
+            continue
+        if f_lo[f] >= p:
+            value = 0.0
+            depth -= 1
+            returned = True
+            continue
+        if f_n[f] <= 128:
+            value = _block_sum(a, f_lo[f], f_n[f], p)
+            depth -= 1
+            returned = True
+            continue
+        half = f_n[f] // 2
+        half -= half % 8
+        f_stage[f] = 1
+        f_lo[depth], f_n[depth], f_stage[depth] = f_lo[f], half, 0
+        depth += 1
+    return value
+
+
+@njit(cache=True)
+def _min_moments(v, surv, ptr, m, thresholds, quantiles):  # pragma: no cover - compiled
+    """Mean and quantile atoms of each row's minimum from :func:`_merged_atoms`.
+
+    The mean is ``v_0 + sum_j (v_j - v_{j-1}) S_{j-1}`` over the ``m`` atoms of the whole
+    row, summed in NumPy's order (atoms a row does not store add nothing). Quantile
+    ``q`` is the first atom whose CDF ``1 - S`` (offset by ``2i`` in row ``i``, as one
+    search over all rows sees it) reaches ``thresholds[q]`` (offset alike), else the
+    row's last atom.
+    """
+    n = ptr.size - 1
+    k = thresholds.size
+    mean = np.empty(n)
+    q = np.empty((n if quantiles else 0, k))
+    terms = np.zeros(m)
+    for i in range(n):
+        lo, hi = ptr[i], ptr[i + 1]
+        p = hi - lo
+        terms[0] = 0.0
+        for j in range(1, p):
+            terms[j] = (v[lo + j] - v[lo + j - 1]) * surv[lo + j - 1]
+        mean[i] = v[lo] + (0.0 + _pairwise_sum(terms, m, p))
+        terms[:p] = 0.0
+        if quantiles:
+            offset = 2.0 * i
+            j = 0
+            for c in range(k):
+                level = thresholds[c] + offset
+                while j < p and not (1.0 - surv[lo + j]) + offset >= level:
+                    j += 1
+                q[i, c] = v[lo + j] if j < p else v[hi - 1]
+    return mean, q
 
 
 @functools.lru_cache(maxsize=64)

@@ -75,7 +75,8 @@ class _BlockSequence:
 
 @njit(cache=True)
 def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_block, k,
-                    idx, state, acc, seg, with_acc, t_start):  # pragma: no cover - compiled
+                    idx, state, acc, seg, with_acc, t_start,
+                    log_e, log_t, log_level, log_n):  # pragma: no cover - compiled
     """Advance the entities in ``idx[:state[0]]`` to ``t_end``, phase change by phase change.
 
     Iterations are the same as a level-synchronous loop in NumPy: every entity due
@@ -85,6 +86,11 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
     kernel resumes at the same point (``state = [n_due, stage]``). Returns ``(-1, -1)`` when
     every entity has reached ``t_end``; ``acc`` then holds the time-average levels over
     ``[t_start, t_end]`` when ``with_acc``. Called first with ``state[0] = -1``.
+
+    With a log (``log_e.size > 0``) every phase change is appended to ``log_e``,
+    ``log_t``, ``log_level`` (entity, instant, new level) at ``log_n[0]``; when the log
+    cannot hold an iteration's changes the kernel returns ``(2, rows needed)`` before
+    making them, and resumes once the caller has grown it.
     """
     n, stage = state[0], state[1]
     if n < 0:
@@ -97,10 +103,17 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
                 idx[n] = e
                 n += 1
         stage = 0 if n else 3
+    logging = log_e.size > 0
     while True:
         if stage == 0:
+            if logging and log_n[0] + n > log_e.size:
+                state[0], state[1] = n, 0
+                return 2, log_n[0] + n
             for j in range(n):
                 e = idx[j]
+                if logging:
+                    log_e[log_n[0] + j] = e
+                    log_t[log_n[0] + j] = next_change[e]
                 if with_acc:
                     at = next_change[e]
                     acc[e] += level[e] * (at - seg[e])
@@ -130,6 +143,10 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
                     count[kind, e] = c + 1
             stage += 1
         if stage == 3:
+            if logging:
+                for j in range(n):
+                    log_level[log_n[0] + j] = level[idx[j]]
+                log_n[0] += n
             m = 0
             for j in range(n):
                 e = idx[j]
@@ -192,6 +209,27 @@ class AlternatingRenewal:
         Returns:
             The time-average levels, or None when ``t_start`` is None.
         """
+        self._run(t_end, t_start, _NO_LOG)
+        return self._acc.copy() if t_start is not None else None
+
+    def changes(self, t_end: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Move every entity to time ``t_end`` and return the phase changes on the way.
+
+        The realisation is the same as with :meth:`advance` (the same draws in the same
+        order), so a caller may consume the process as a list of events.
+
+        Returns:
+            Entity, instant and new level of every change in ``(now, t_end]``, by instant
+            (ties in the order the process made them).
+        """
+        log = (np.empty(max(64, self.n), dtype=np.int64), np.empty(max(64, self.n)),
+               np.empty(max(64, self.n)), np.zeros(1, dtype=np.int64))
+        log = self._run(t_end, None, log)
+        n = int(log[3][0])
+        order = np.argsort(log[1][:n], kind="stable")
+        return log[0][:n][order], log[1][:n][order], log[2][:n][order]
+
+    def _run(self, t_end: float, t_start: float | None, log: tuple) -> tuple:
         with_acc = t_start is not None
         state, seq = self._state, self._seq
         state[:] = -1, 0            # the kernel finds the due entities itself
@@ -200,11 +238,19 @@ class AlternatingRenewal:
             kind, last = _renewal_kernel(
                 t_end, self.on, self.level, self.next_change, self.count, seq[0].ring,
                 seq[1].ring, self._next_block, seq[0].k, self._idx, state, self._acc,
-                self._seg, with_acc, -1.0 if t_start is None else t_start)
+                self._seg, with_acc, -1.0 if t_start is None else t_start, *log)
             if kind < 0:
-                break
+                return log
+            if kind == 2:       # the log is full: double it
+                size = max(2 * log[0].size, int(last))
+                log = tuple(np.concatenate([a, np.empty(size - a.size, dtype=a.dtype)])
+                            for a in log[:3]) + (log[3],)
+                continue
             seq[kind].ensure(last, int(self.count[kind].min()) // seq[kind].k)
-        return self._acc.copy() if with_acc else None
+
+
+#: No phase-change log (:meth:`AlternatingRenewal.advance`).
+_NO_LOG = (np.empty(0, dtype=np.int64), np.empty(0), np.empty(0), np.zeros(1, dtype=np.int64))
 
 
 def gamma_draw(shape: float, scale: float) -> BlockDraw:

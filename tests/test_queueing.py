@@ -17,6 +17,7 @@ from scipy import stats
 from scipy.integrate import cumulative_trapezoid, trapezoid
 
 import geosim
+from geosim.world import build_world, spawn_streams
 
 
 def erlang_c_response(lam: float, mu: float, c: int) -> float:
@@ -111,9 +112,49 @@ def test_slotted_bias_shrinks_with_dt():
     assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 1e-3
 
 
-def test_event_timing_needs_constant_rates():
-    world = event_world(availability=True)
-    with pytest.raises(geosim.GeosimError, match="timing 'event' .* availability periods"):
+def availability_phases(world: dict, until: float) -> tuple[np.ndarray, np.ndarray]:
+    """Phase starts and speed factors of slot 0's availability, rebuilt from the seed."""
+    scenario = geosim.load_scenario(world)
+    avail = build_world(scenario, spawn_streams(world["run"]["seed"])).availability
+    starts, levels = [0.0], [float(avail.level[0])]
+    while starts[-1] < until:
+        starts.append(float(avail.next_change[0]))
+        avail.advance(starts[-1])
+        levels.append(float(avail.level[0]))
+    return np.array(starts), np.array(levels)
+
+
+def test_event_timing_is_exact_under_availability_periods():
+    # One machine alternating between available and unavailable periods, FIFO: each job
+    # starts when it arrives or its predecessor leaves and finishes when the integral of
+    # the speed factor reaches its work, computed here from the phases alone.
+    world = event_world(availability=True, rate=0.02, n_jobs=150)
+    result = geosim.run(world)
+    jobs = result.jobs
+    starts, levels = availability_phases(world, jobs["completion"].max() + 1)
+    done_work = np.concatenate([[0.0], np.cumsum(levels[:-1] * np.diff(starts))])
+
+    def finish(t: float, work: float) -> float:
+        k = np.searchsorted(starts, t, side="right") - 1
+        target = done_work[k] + levels[k] * (t - starts[k]) + work
+        k = np.searchsorted(done_work, target, side="left") - 1
+        return float(starts[k] + (target - done_work[k]) / levels[k])
+
+    free, expected = 0.0, []
+    for arrival, work in zip(jobs["arrival"], jobs["work"], strict=True):
+        free = finish(max(arrival, free), work)
+        expected.append(free)
+    assert jobs["completion"].to_numpy() == pytest.approx(expected, rel=1e-9, abs=1e-6)
+    # Slotted timing with the same world approaches it as dt falls.
+    gaps = [abs(geosim.run(dict(world, run={**world["run"], "timing": "slot", "dt": dt}))
+                .jobs["flowtime"].mean() / jobs["flowtime"].mean() - 1) for dt in (1.0, 0.1)]
+    assert gaps[1] < gaps[0] and gaps[1] < 0.01
+
+
+def test_event_timing_needs_rates_that_change_at_known_instants():
+    world = event_world()
+    world["outages"] = {"enabled": True}
+    with pytest.raises(geosim.GeosimError, match="timing 'event' .* outages"):
         geosim.GeoModel(geosim.load_scenario(world))
     world = event_world(scheduler="pingan")
     with pytest.raises(geosim.GeosimError, match="decides every slot"):

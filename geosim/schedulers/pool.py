@@ -84,6 +84,8 @@ class PoolPolicy(Scheduler):
             given beyond its tasks' caps stay idle.
     """
 
+    event_driven = True     # decisions at arrivals, departures and changes of the pool
+
     def __init__(self, reassign: str = "keep", max_copies: int | None = None):
         self.reassign = check_reassign(reassign)
         self.max_copies = check_max_copies(max_copies)

@@ -1,0 +1,120 @@
+"""The compiled loop of 002's model (:mod:`geosim.poolsim`) against the general step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import closed_world
+
+import geosim
+from geosim import poolsim
+
+
+def pool_world(n_jobs: int, rate: float, availability: bool, slots: int = 20,
+               seed: int = 1) -> dict:
+    """002's world, smaller: Pareto work, ``slots`` machines, event timing."""
+    world = closed_world(slots=slots, rate=rate, n_jobs=n_jobs, seed=seed,
+                         availability=availability,
+                         work={"distribution": "pareto", "scale": 2.0, "shape": 2.0})
+    world["run"]["timing"] = "event"
+    world["run"]["record_interval"] = 5.0
+    return world
+
+
+def both(world: dict, scheduler: str) -> tuple[geosim.Result, geosim.Result]:
+    scenario = geosim.load_scenario(world)
+    out = []
+    for compiled in (True, False):
+        model = geosim.GeoModel(scenario, scheduler)
+        model.compiled = compiled
+        out.append(model.run())
+    return out[0], out[1]
+
+
+def assert_same(a: pd.DataFrame, b: pd.DataFrame, drop: tuple[str, ...] = ()) -> None:
+    a, b = a.drop(columns=list(drop)), b.drop(columns=list(drop))
+    assert a.shape == b.shape and list(a.columns) == list(b.columns)
+    for col in a.columns:
+        x, y = a[col].to_numpy(), b[col].to_numpy()
+        if x.dtype.kind in "fiub":
+            np.testing.assert_allclose(x.astype(float), y.astype(float), rtol=1e-9, atol=1e-7,
+                                       err_msg=col)
+        else:
+            assert (x == y).all(), col
+
+
+# At rate 2.4 the 20 machines hold more jobs than machines much of the time, so Fair+R
+# and LAPS+R multitask (share 1/k) as well as running redundant copies.
+@pytest.mark.parametrize("scheduler", [
+    "srpt+r", "srpt+r[reassign=random]", "fair+r", "fair+r[reassign=random]",
+    "laps+r[beta=0.5]", "srpt+r[max_copies=1,reassign=random]", "fair+r[max_copies=2]"])
+def test_same_tables_as_the_general_step_on_identical_machines(scheduler):
+    # Machines are identical and always available, so which machines a copy gets does not
+    # matter: every time, count and amount of work is the general step's.
+    fast, slow = both(pool_world(300, 2.4, availability=False), scheduler)
+    assert_same(fast.jobs, slow.jobs)
+    assert_same(fast.tasks, slow.tasks, drop=("cluster",))
+    assert_same(fast.copies, slow.copies, drop=("slot", "cluster"))
+    assert_same(fast.clusters, slow.clusters)
+    assert fast.summary["copies_launched"] == slow.summary["copies_launched"]
+
+
+def test_laps_multitasking_same_jobs():
+    # With LAPS+R at share 1/(z+1), which copies stay depends on which share the same
+    # machine; job times do not.
+    fast, slow = both(pool_world(300, 2.4, availability=False), "laps+r[beta=0.8]")
+    assert_same(fast.jobs, slow.jobs)
+
+
+def test_same_model_under_availability_periods():
+    # Machines now differ (available or not, at their own levels): the two loops draw
+    # different machines, so runs differ job by job, but over the same jobs and world
+    # their means agree within the spread of the paired per-seed differences.
+    diffs = []
+    for seed in (1, 2, 3, 4):
+        fast, slow = both(pool_world(400, 1.0, availability=True, seed=seed),
+                          "srpt+r[max_copies=1,reassign=random]")
+        diffs.append(fast.jobs["flowtime"].mean() / slow.jobs["flowtime"].mean() - 1)
+    assert abs(np.mean(diffs)) < 3 * np.std(diffs, ddof=1) / 2 + 0.01
+
+
+def test_exact_against_the_phases_on_one_machine():
+    # One machine under SRPT+R is preemptive SRPT at the machine's speed: replayed here
+    # event by event from the availability phases alone.
+    from test_queueing import availability_phases
+    world = pool_world(150, 0.04, availability=True, slots=1)
+    world["workload"]["work"] = {"distribution": "exponential", "mean": 5.0}
+    model = geosim.GeoModel(geosim.load_scenario(world), "srpt+r")
+    assert not poolsim.unsupported(model)
+    jobs = model.run().jobs
+    starts, levels = availability_phases(world, jobs["completion"].max() + 1)
+    arrival, left = jobs["arrival"].to_numpy(), jobs["work"].to_numpy().copy()
+    done = np.full(arrival.size, np.nan)
+    t, k, nxt = 0.0, 0, 0
+    while np.isnan(done).any():
+        alive = np.flatnonzero((arrival <= t) & np.isnan(done))
+        while starts[k + 1] <= t:
+            k += 1
+        stop = min(starts[k + 1], arrival[nxt] if nxt < arrival.size else np.inf)
+        if alive.size:
+            j = alive[np.argmin(left[alive])]
+            if t + left[j] / levels[k] <= stop:
+                t, left[j], done[j] = t + left[j] / levels[k], 0.0, t + left[j] / levels[k]
+                continue
+            left[j] -= levels[k] * (stop - t)
+        t = stop
+        while nxt < arrival.size and arrival[nxt] <= t:
+            nxt += 1
+    np.testing.assert_allclose(jobs["completion"], done, rtol=1e-9, atol=1e-7)
+
+
+def test_reproducible_and_used_only_where_it_applies():
+    world = pool_world(200, 1.5, availability=True)
+    a = geosim.run(world, scheduler="srpt+r[reassign=random]")
+    b = geosim.run(world, scheduler="srpt+r[reassign=random]")
+    assert a.copies.equals(b.copies) and a.jobs.equals(b.jobs)
+    scenario = geosim.load_scenario(world)
+    assert "pool policies" in poolsim.unsupported(geosim.GeoModel(scenario, "srpt"))
+    slotted = geosim.load_scenario(dict(world, run={**world["run"], "timing": "slot"}))
+    assert "timing" in poolsim.unsupported(geosim.GeoModel(slotted, "srpt+r"))
