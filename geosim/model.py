@@ -363,8 +363,10 @@ class GeoModel(mesa.Model):
         target = max(e.time, arrival if self.event_timing else
                      np.ceil(arrival / self.dt - 1e-9) * self.dt)
         while e.time < target - 1e-9:
-            stop = min(target, max(self._next_record, e.time + self.dt))
-            if not self.event_timing:
+            if self.event_timing:       # samples at their instants
+                stop = min(target, self._next_record)
+            else:
+                stop = min(target, max(self._next_record, e.time + self.dt))
                 stop = e.time + max(1, round((stop - e.time) / self.dt)) * self.dt
             if self.world.availability is not None:
                 self.world.availability.advance(stop)
