@@ -31,7 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
-from geosim.engine import ALIVE, DONE, KILLED, LOST, READY, RUNNING, WAITING, WON
+from geosim.engine import ALIVE, DONE, KILLED, LOST, READY, RUNNING, WON
 
 #: Allocation rules of the PoolPolicy family, by registered base name.
 KINDS = {"srpt+r": 0, "fair+r": 1, "laps+r": 2}
@@ -81,7 +81,9 @@ def run(model) -> None:
     rec_cap = 1024
     records = _record_arrays(rec_cap, n_clusters)
     fs = np.array([e.time, model._next_record, e.time, model._last_record])
-    iv = np.zeros(9, dtype=np.int64)
+    # next job, live copies, alive jobs, decision pending, steps, copies, samples, phase
+    # change, jobs in and length of the SRPT order
+    iv = np.zeros(10, dtype=np.int64)
     iv[3] = 1                                   # an event is pending: decide first
     rng = np.array([int(policy.rng.integers(1, 2 ** 63))], dtype=np.uint64)
     level = np.ones(m) if avail is None else avail.level.copy()
@@ -114,10 +116,10 @@ def run(model) -> None:
         if code == _CHUNK:
             continue
         if code == _COPIES:
-            copies = tuple(_grow(a, 2 * a.shape[0]) for a in copies)
+            copies = _grow(copies, _copy_arrays(2 * copies[0].size))
             continue
         if code == _RECORDS:
-            records = tuple(_grow(a, 2 * a.shape[0]) for a in records)
+            records = _grow(records, _record_arrays(2 * records[0].size, n_clusters))
             continue
         break
     _write_back(model, copies, live[:iv[1]], records, int(iv[6]), fs, iv)
@@ -129,13 +131,19 @@ def run(model) -> None:
             "finish", source=model.scenario.source)
 
 
+#: Columns of the engine's copies table the loop fills, in the order it keeps them; then
+#: its own: the instant progress was last brought up to date, the rate since, and the
+#: instant the copy finishes at that rate.
+_COLUMNS = ("task", "slot", "share", "progress", "base", "start", "end", "executed",
+            "wasted", "share_time", "speed_time", "outcome")
+
+
 def _copy_arrays(cap: int) -> tuple[np.ndarray, ...]:
-    """task, slot, share, progress, base, start, end, executed, wasted, share_time,
-    speed_time, outcome."""
-    i, f = np.int64, np.float64
+    i = np.int64
     return (np.full(cap, -1, i), np.full(cap, -1, i), np.zeros(cap), np.zeros(cap),
-            np.zeros(cap), np.full(cap, np.nan), np.full(cap, np.nan), np.zeros(cap, f),
-            np.zeros(cap), np.zeros(cap), np.zeros(cap), np.full(cap, ALIVE, np.int8))
+            np.zeros(cap), np.full(cap, np.nan), np.full(cap, np.nan), np.zeros(cap),
+            np.zeros(cap), np.zeros(cap), np.zeros(cap), np.full(cap, ALIVE, np.int8),
+            np.zeros(cap), np.zeros(cap), np.full(cap, np.inf))
 
 
 def _record_arrays(cap: int, n_clusters: int) -> tuple[np.ndarray, ...]:
@@ -144,23 +152,18 @@ def _record_arrays(cap: int, n_clusters: int) -> tuple[np.ndarray, ...]:
             np.zeros((cap, n_clusters)), np.zeros((cap, n_clusters), np.int64))
 
 
-def _grow(a: np.ndarray, size: int) -> np.ndarray:
-    out = np.empty((size,) + a.shape[1:], dtype=a.dtype)
-    out[: a.shape[0]] = a
-    if a.ndim == 1:
-        fill = {np.dtype(np.int64): -1, np.dtype(np.int8): ALIVE}.get(a.dtype, 0.0)
-        out[a.shape[0]:] = fill
-    return out
+def _grow(old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    for a, b in zip(old, new, strict=True):
+        b[: a.shape[0]] = a
+    return new
 
 
 def _write_back(model, copies, live, records, n_rec, fs, iv) -> None:
     """Put the loop's copies, job times and samples where the general step keeps them."""
     e, world = model.engine, model.world
     n_copies = int(iv[5])
-    names = ("task", "slot", "share", "progress", "base", "start", "end", "executed",
-             "wasted", "share_time", "speed_time", "outcome")
     rows = e.copies.append(n_copies)
-    for name, col in zip(names, copies, strict=True):
+    for name, col in zip(_COLUMNS, copies, strict=False):
         e.copies.cols[name][rows] = col[:n_copies]
     e.copies.cols["cluster"][rows] = world.slot_cluster[copies[1][:n_copies]]
     e.live = live.copy()
@@ -206,6 +209,50 @@ def _choose(rng, cand, n_cand, k):  # pragma: no cover - compiled
     for i in range(k):
         j = i + _below(rng, n_cand - i)
         cand[i], cand[j] = cand[j], cand[i]
+
+
+@njit(cache=True, inline="always")
+def _below(rng, n):  # pragma: no cover - compiled
+    """A uniform integer in [0, n) from the xorshift64* state ``rng[0]``."""
+    x = rng[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    rng[0] = x
+    r = x * np.uint64(2685821657736338717)
+    return np.int64((r >> np.uint64(11)) % np.uint64(n))
+
+
+@njit(cache=True, inline="always")
+def _choose(rng, cand, n_cand, k):  # pragma: no cover - compiled
+    """Move ``k`` of ``cand[:n_cand]`` drawn without replacement to its front."""
+    for i in range(k):
+        j = i + _below(rng, n_cand - i)
+        cand[i], cand[j] = cand[j], cand[i]
+
+
+@njit(cache=True, inline="always")
+def _catch_up(c, t, work, power, level, ctask, cslot, cshare, cprog, cexec, cshare_t,
+              cspeed_t, ct0, crate):  # pragma: no cover - compiled
+    """Bring copy ``c``'s progress and time integrals to ``t`` (its rate is constant)."""
+    el = t - ct0[c]
+    if el > 0:
+        reached = min(cprog[c] + crate[c] * el, 1.0)
+        cexec[c] += (reached - cprog[c]) * work[ctask[c]]
+        cprog[c] = reached
+        cshare_t[c] += cshare[c] * el
+        cspeed_t[c] += power[cslot[c]] * level[cslot[c]] * el
+        ct0[c] = t
+
+
+@njit(cache=True, inline="always")
+def _set_rate(c, t, work, power, level, ctask, cslot, cshare, cprog, crate,
+              cfin):  # pragma: no cover - compiled
+    """Rate of copy ``c`` from ``t`` (its progress is up to date) and when it finishes."""
+    s = cslot[c]
+    rate = cshare[c] * power[s] * level[s] / work[ctask[c]]
+    crate[c] = rate
+    cfin[c] = t + (1.0 - cprog[c]) / rate if rate > 0 else math.inf
 
 
 @njit(cache=True, inline="always")
@@ -265,14 +312,45 @@ def _allocate(kind, beta, n, m, counts):  # pragma: no cover - compiled
     return 1.0
 
 
+@njit(cache=True, inline="always")
+def _launch(j, s, share, t, iv, work, power, level, saved, tstate, tstart, tcopies, tlive,
+            slot_used, slot_copies, ctask, cslot, cshare, cprog, cbase, cstart, ct0, crate,
+            cfin, live, n_live):  # pragma: no cover - compiled
+    c = iv[5]
+    iv[5] = c + 1
+    ctask[c] = j
+    cslot[c] = s
+    cshare[c] = share
+    cprog[c] = saved[j]
+    cbase[c] = saved[j]
+    cstart[c] = t
+    ct0[c] = t
+    _set_rate(c, t, work, power, level, ctask, cslot, cshare, cprog, crate, cfin)
+    slot_used[s] += share
+    slot_copies[s] += 1
+    if tstate[j] == READY:
+        tstate[j] = RUNNING
+        if np.isnan(tstart[j]):
+            tstart[j] = t
+    tcopies[j] += 1
+    tlive[j] += 1
+    live[n_live] = c
+    return n_live + 1
+
+
 @njit(cache=True)
 def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, level, on,
           ch_e, ch_t, ch_lv, tstate, saved, tready, tstart, tdone, tcluster, tcopies, tckpt,
           tlive, jwork_left, jckpt, slot_used, slot_copies,
           ctask, cslot, cshare, cprog, cbase, cstart, cend, cexec, cwaste, cshare_t, cspeed_t,
-          cout, live, alive, cmax, clead, want, have, units, cand, order, counts,
-          rec_t, rec_avail, rec_busy, rec_copies):  # pragma: no cover - compiled
-    """Run events until the end, the chunk's end, or a full table (see the return codes)."""
+          cout, ct0, crate, cfin, live, alive, cmax, clead, want, have, units, cand, order,
+          counts, rec_t, rec_avail, rec_busy, rec_copies):  # pragma: no cover - compiled
+    """Run events until the end, the chunk's end, or a full table (see the return codes).
+
+    A copy's progress is brought up to date only when something reads or changes it (a
+    decision, its completion, a phase change of its machine): between those instants its
+    rate is constant and ``cfin`` is when it finishes.
+    """
     n, m = arrival.size, power.size
     kind, max_copies, random = params[0], params[1], params[2] != 0
     beta, horizon, interval, chunk_end, stall = (fparams[0], fparams[1], fparams[2],
@@ -310,6 +388,9 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             iv[0] = j + 1
             iv[3] = 1
         if horizon > 0 and t >= horizon - 1e-9 or iv[0] >= n and n_alive == 0:
+            for i in range(n_live):
+                _catch_up(live[i], t, work, power, level, ctask, cslot, cshare, cprog, cexec,
+                          cshare_t, cspeed_t, ct0, crate)
             iv[1], iv[2] = n_live, n_alive
             fs[0] = t
             return _DONE
@@ -323,6 +404,8 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             # checkpoint (002 §3): every copy of a task continues from its best copy
             for i in range(n_live):
                 c = live[i]
+                _catch_up(c, t, work, power, level, ctask, cslot, cshare, cprog, cexec,
+                          cshare_t, cspeed_t, ct0, crate)
                 j = ctask[c]
                 if clead[j] < 0 or cprog[c] > cmax[j]:
                     clead[j] = c
@@ -345,15 +428,31 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
                     jckpt[j] += 1
                     clead[j] = -1
             # allocation, in the policy's order of jobs
-            for i in range(n_alive):
-                order[i] = alive[i]
             if kind == 0:
-                rem = np.empty(n_alive)
+                # SRPT order by remaining work, ties by arrival: last decision's order,
+                # less the jobs gone, plus the new ones, re-sorted by insertion (it is
+                # nearly sorted: only running jobs' remaining work moved).
+                k = 0
+                for i in range(iv[9]):
+                    if tstate[order[i]] != DONE:
+                        order[k] = order[i]
+                        k += 1
+                for j in range(iv[8], iv[0]):
+                    order[k] = j
+                    k += 1
+                iv[8], iv[9] = iv[0], k
+                for i in range(1, k):
+                    j = order[i]
+                    key = max(jwork_left[j], 0.0)
+                    q = i - 1
+                    while q >= 0 and (max(jwork_left[order[q]], 0.0) > key or
+                                      max(jwork_left[order[q]], 0.0) == key and order[q] > j):
+                        order[q + 1] = order[q]
+                        q -= 1
+                    order[q + 1] = j
+            else:
                 for i in range(n_alive):
-                    rem[i] = max(jwork_left[alive[i]], 0.0)
-                idx = np.argsort(rem, kind="mergesort")
-                for i in range(n_alive):
-                    order[i] = alive[idx[i]]
+                    order[i] = alive[i]
             share = _allocate(kind, beta, n_alive, m, counts)
             any_multi = False
             for i in range(n_alive):
@@ -366,8 +465,7 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             # which copies stay: by copy id within the task, then within the machine
             per_machine = int(math.floor(1.0 / share + 1e-9))
             for i in range(n_live):
-                c = live[i]
-                j = ctask[c]
+                j = ctask[live[i]]
                 keep = not random and have[j] < want[j]
                 if keep:
                     have[j] += 1
@@ -393,9 +491,11 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
                             cand[i] = 0
                         units[cslot[c]] += 1
             for i in range(n_live):
+                c = live[i]
+                j = ctask[c]
                 if cand[i] == 0:
-                    _end(live[i], t, KILLED, work, ctask, cslot, cshare, cprog, cbase, cend,
-                         cwaste, cout, slot_used, slot_copies, tlive)
+                    _end(c, t, KILLED, work, ctask, cslot, cshare, cprog, cbase, cend, cwaste,
+                         cout, slot_used, slot_copies, tlive)
             for i in range(n_live):
                 c = live[i]
                 j = ctask[c]
@@ -406,6 +506,9 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
                 elif tlive[j] == 0 and tstate[j] == RUNNING:
                     tstate[j] = READY
             n_live = _compact(live, n_live, cout)
+            for i in range(n_live):
+                _set_rate(live[i], t, work, power, level, ctask, cslot, cshare, cprog, crate,
+                          cfin)
             # place the missing copies on free units drawn at random (pool._place)
             for s in range(m):
                 units[s] = int(math.floor((1.0 - slot_used[s] + 1e-9) / share))
@@ -434,16 +537,16 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
                                 cand[q] = cand[n_cand - 1]
                                 n_cand -= 1
                                 break
-                # keep the candidates in slot order, as the general step sees them
-                cand[:n_cand].sort()
+                cand[:n_cand].sort()            # candidates in slot order
                 k = min(miss, n_cand)
                 _choose(rng, cand, n_cand, k)
                 for q in range(k):
                     s = cand[q]
                     units[s] -= 1
-                    n_live = _launch(j, s, share, t, iv, saved, tstate, tstart, tcopies, tlive,
-                                     slot_used, slot_copies, ctask, cslot, cshare, cprog, cbase,
-                                     cstart, live, n_live)
+                    n_live = _launch(j, s, share, t, iv, work, power, level, saved, tstate,
+                                     tstart, tcopies, tlive, slot_used, slot_copies, ctask,
+                                     cslot, cshare, cprog, cbase, cstart, ct0, crate, cfin,
+                                     live, n_live)
             n_pool = 0
             for s in range(m):
                 for _ in range(units[s]):
@@ -452,9 +555,10 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             k = min(n_single, n_pool)
             _choose(rng, cand, n_pool, k)
             for q in range(k):
-                n_live = _launch(counts[q], cand[q], share, t, iv, saved, tstate, tstart,
-                                 tcopies, tlive, slot_used, slot_copies, ctask, cslot, cshare,
-                                 cprog, cbase, cstart, live, n_live)
+                n_live = _launch(counts[q], cand[q], share, t, iv, work, power, level, saved,
+                                 tstate, tstart, tcopies, tlive, slot_used, slot_copies, ctask,
+                                 cslot, cshare, cprog, cbase, cstart, ct0, crate, cfin, live,
+                                 n_live)
             for i in range(n_alive):
                 want[alive[i]] = 0
         # ---- the next event: arrival, completion, phase change, sample, horizon, chunk
@@ -469,65 +573,38 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             t_next = min(t_next, chunk_end)
         first = math.inf
         for i in range(n_live):
-            c = live[i]
-            s = cslot[c]
-            rate = cshare[c] * power[s] * level[s] / work[ctask[c]]
-            if rate > 0:
-                first = min(first, (1.0 - cprog[c]) / rate)
-        if t + first < t_next:
-            t_next = t + first
-        span = t_next - t
-        if not span > 0:
-            span = 0.0
-        # ---- run every copy through the span; the first to finish wins its task
-        finish = math.inf
-        for i in range(n_live):
-            c = live[i]
-            s = cslot[c]
-            speed = power[s] * level[s]
-            rate = cshare[c] * speed / work[ctask[c]]
-            left = (1.0 - cprog[c]) / rate if rate > 0 else math.inf
-            if left <= span * (1.0 + _EPS) or t + left <= t_next:
+            first = min(first, cfin[live[i]])
+        if first < t_next:
+            # ---- completions: the first copy of a task to finish wins it
+            t_next = first
+            span = t_next - t
+            for i in range(n_live):
+                c = live[i]
+                if cfin[c] - t <= span * (1.0 + _EPS) or cfin[c] <= t_next:
+                    j = ctask[c]
+                    if clead[j] < 0 or cfin[c] < cmax[j]:
+                        clead[j] = c
+                        cmax[j] = cfin[c]
+            for i in range(n_live):
+                c = live[i]
                 j = ctask[c]
-                at = t + left
-                if clead[j] < 0 or at < cmax[j]:
-                    clead[j] = c
-                    cmax[j] = at
-                finish = min(finish, at)
-        completed = False
-        for i in range(n_live):
-            c = live[i]
-            j = ctask[c]
-            s = cslot[c]
-            speed = power[s] * level[s]
-            rate = cshare[c] * speed / work[j]
-            el = span
-            if clead[j] >= 0:
-                el = min(max(cmax[j] - t, 0.0), span)
-            reached = min(cprog[c] + rate * el, 1.0)
-            if clead[j] == c:
-                reached = 1.0
-            cexec[c] += (reached - cprog[c]) * work[j]
-            cprog[c] = reached
-            cshare_t[c] += cshare[c] * el
-            cspeed_t[c] += speed * el
-        for i in range(n_live):
-            c = live[i]
-            j = ctask[c]
-            if clead[j] >= 0:
-                w = clead[j]
-                _end(c, cmax[j], WON if c == w else LOST, work, ctask, cslot, cshare, cprog,
-                     cbase, cend, cwaste, cout, slot_used, slot_copies, tlive)
+                if clead[j] < 0:
+                    continue
+                w, at = clead[j], cmax[j]
+                _catch_up(c, max(min(at, t_next), t), work, power, level, ctask, cslot,
+                          cshare, cprog, cexec, cshare_t, cspeed_t, ct0, crate)
+                if c == w:
+                    cexec[c] += (1.0 - cprog[c]) * work[j]
+                    cprog[c] = 1.0
+                _end(c, at, WON if c == w else LOST, work, ctask, cslot, cshare, cprog, cbase,
+                     cend, cwaste, cout, slot_used, slot_copies, tlive)
                 if tlive[j] == 0:
                     tstate[j] = DONE
-                    tdone[j] = cmax[j]
+                    tdone[j] = at
                     tcluster[j] = slot_cluster[cslot[w]]
                     jwork_left[j] -= (1.0 - saved[j]) * work[j]
                     saved[j] = 1.0
                     clead[j] = -1
-                    cmax[j] = 0.0
-                    completed = True
-        if completed:
             n_live = _compact(live, n_live, cout)
             k = 0
             for i in range(n_alive):
@@ -540,11 +617,21 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
         t = t_next
         fs[0] = t
         iv[4] += 1
-        # ---- availability phase changes at this instant
+        # ---- availability phase changes at this instant: copies there change rate
         while iv[7] < ch_t.size and ch_t[iv[7]] <= t:
             s = ch_e[iv[7]]
+            for i in range(n_live):
+                c = live[i]
+                if cslot[c] == s:
+                    _catch_up(c, t, work, power, level, ctask, cslot, cshare, cprog, cexec,
+                              cshare_t, cspeed_t, ct0, crate)
             level[s] = ch_lv[iv[7]]
             on[s] = not on[s]
+            for i in range(n_live):
+                c = live[i]
+                if cslot[c] == s:
+                    _set_rate(c, t, work, power, level, ctask, cslot, cshare, cprog, crate,
+                              cfin)
             iv[7] += 1
         if n_alive > 0 and t - fs[2] > stall:
             iv[1], iv[2] = n_live, n_alive
@@ -555,29 +642,3 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             iv[1], iv[2] = n_live, n_alive
             return _CHUNK
 
-
-@njit(cache=True, inline="always")
-def _launch(j, s, share, t, iv, saved, tstate, tstart, tcopies, tlive, slot_used,
-            slot_copies, ctask, cslot, cshare, cprog, cbase, cstart, live,
-            n_live):  # pragma: no cover - compiled
-    c = iv[5]
-    iv[5] = c + 1
-    ctask[c] = j
-    cslot[c] = s
-    cshare[c] = share
-    cprog[c] = saved[j]
-    cbase[c] = saved[j]
-    cstart[c] = t
-    slot_used[s] += share
-    slot_copies[s] += 1
-    if tstate[j] == READY:
-        tstate[j] = RUNNING
-        if np.isnan(tstart[j]):
-            tstart[j] = t
-    tcopies[j] += 1
-    tlive[j] += 1
-    live[n_live] = c
-    return n_live + 1
-
-
-__all__ = ["CHUNK_SECONDS", "KINDS", "run", "unsupported", "WAITING"]
