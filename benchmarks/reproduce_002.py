@@ -1,8 +1,8 @@
 """Reproduce the numerical studies of 002 §6 on ``scenarios/redundancy-gamma.toml``.
 
 The paper simulates 100 machines for 100 000 time units, so each arrival rate λ runs
-``λ × 100 000`` jobs (one replication, as the paper reports; the confidence intervals are
-batch means). Runs are saved under ``results/reproduce-002/`` and an interrupted run
+``λ × 100 000`` jobs under event timing, 002's model exactly (one replication, as the
+paper reports; the confidence intervals are batch means). Runs are saved under ``results/reproduce-002/`` and an interrupted run
 resumes where it stopped. Prints the tables of ``docs/results.md`` as Markdown.
 
     python benchmarks/reproduce_002.py [--horizon 100000] [--jobs-parallel 2] [--seed 1]
@@ -23,13 +23,18 @@ ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "redundancy-gamma.toml"
 
 #: (experiment, λ, schedulers): Fig. 5/6 (redundancy vs none at λ = 1), Fig. 7 (λ sweep),
-#: Fig. 8 (β at λ = 2.5), and the two readings of "machines chosen at random".
+#: Fig. 8 (β at λ = 2.5), and the two readings of "machines chosen at random". The
+#: no-redundancy twins are 002's: one copy per job, machines re-drawn at every decision.
+TWINS = {"srpt": "srpt+r[max_copies=1,reassign=random]",
+         "fair": "fair+r[max_copies=1,reassign=random]",
+         "laps0.2": "laps[beta=0.2,reassign=random]", "laps0.8": "laps[beta=0.8,reassign=random]"}
 EXPERIMENTS = [
-    ("benefit", 1.0, ["srpt", "srpt+r", "laps[beta=0.2]", "laps+r[beta=0.2]",
-                      "fair[multitasking=true]", "fair+r", "laps[beta=0.8]",
-                      "laps+r[beta=0.8]", "srpt+r[reassign=random]"]),
+    ("benefit", 1.0, [TWINS["srpt"], "srpt+r", TWINS["laps0.2"], "laps+r[beta=0.2]",
+                      TWINS["fair"], "fair+r", TWINS["laps0.8"], "laps+r[beta=0.8]",
+                      "srpt+r[reassign=random]"]),
     ("lambda", 1.5, ["srpt+r", "fair+r", "laps+r[beta=0.8]"]),
-    ("lambda", 2.0, ["srpt+r", "fair+r", "laps+r[beta=0.8]"]),
+    ("lambda", 2.0, ["srpt+r", "fair+r", "laps+r[beta=0.8]", TWINS["srpt"],
+                     "srpt+r[max_copies=1]"]),
     ("lambda", 2.5, ["srpt+r", "fair+r", "laps+r[beta=0.2]", "laps+r[beta=0.4]",
                      "laps+r[beta=0.6]", "laps+r[beta=0.8]"]),
 ]
@@ -38,7 +43,9 @@ EXPERIMENTS = [
 def run_all(horizon: float, jobs_parallel: int, seed: int, out: Path) -> pd.DataFrame:
     rows = []
     for _, lam, schedulers in EXPERIMENTS:
-        overrides = {"workload.arrival_rate": lam, "workload.n_jobs": int(lam * horizon)}
+        # 002's model decides at arrivals and departures: event timing (exact).
+        overrides = {"workload.arrival_rate": lam, "workload.n_jobs": int(lam * horizon),
+                     "run.timing": "event"}
         start = time.perf_counter()
         cmp = geosim.compare(SCENARIO, schedulers, seeds=[seed], jobs_parallel=jobs_parallel,
                              out=out / f"lambda-{lam:g}", within=(40, 200),
