@@ -2,8 +2,9 @@
 
 The paper simulates 100 machines for 100 000 time units, so each arrival rate λ runs
 ``λ × 100 000`` jobs under event timing, 002's model exactly (one replication, as the
-paper reports; the confidence intervals are batch means). Runs are saved under ``results/reproduce-002/`` and an interrupted run
-resumes where it stopped. Prints the tables of ``docs/results.md`` as Markdown.
+paper reports; the confidence intervals are batch means). Runs are saved under
+``results/reproduce-002/`` and an interrupted run resumes where it stopped. Prints the
+tables of ``docs/results.md`` as Markdown.
 
     python benchmarks/reproduce_002.py [--horizon 100000] [--jobs-parallel 2] [--seed 1]
 """
