@@ -1,17 +1,22 @@
-"""Core performance figures, printed as JSON.
+"""Core performance figures, side by side: one JSON line per run, then a table.
 
-(a) the redundancy paper's world (002 §6): 100 machines, 20 000 Pareto jobs, SRPT, λ = 2;
+(a) the redundancy paper's world (002 §6): 100 machines, 20 000 Pareto jobs, λ = 2,
+    event-timed (002's model), 002's SRPT: one copy per job, machines re-drawn at every
+    arrival and departure (a new copy each time: about 3.3 million copies);
+(a1) the same with SRPT keeping each job on its machine (``reassign = "keep"``);
 (b) ``pingan-medium`` (003 §6.1, 100 clusters, 2000 Montage workflows) with Fair;
-(c) the 002 world as in (a) with SRPT+R (002 Alg. 1), which checkpoints and reallocates
-    at almost every slot;
+(c) the 002 world as in (a) with SRPT+R (002 Alg. 1);
 (d) ``pingan-medium`` with PingAn (003 Alg. 1, ε = 0.6), with the share of time spent in
     the scheduler;
 (e) ``cloning-google`` (000 §VI: 12 000 machines, 6064 MapReduce jobs, about 160 000
-    tasks) with SRPTMS+C (ε = 0.6, r = 3), the whole §VI run.
+    tasks) with SRPTMS+C (ε = 0.6, r = 3), the whole §VI run;
+(f) ``pingan-medium`` with Flutter+Mantri; (g) with Iridium.
 
-Each case runs in a fresh process so its peak memory is its own. Usage:
+Each run is a fresh process (its peak memory is its own, and compiled kernels load from
+the cache as in any new run). The machine is shared, so each case runs ``--repeat`` times
+and the table gives the minimum and median wall time. Usage:
 
-    python benchmarks/bench_core.py [a] [b] [c] [d] [e]   # default: all five
+    python benchmarks/bench_core.py [--repeat 3] [a] [a1] [b] ...   # default: all
 """
 
 from __future__ import annotations
@@ -19,24 +24,26 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import resource
+import statistics
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+WORLD_002 = {"workload.arrival_rate": 2.0, "workload.n_jobs": 20_000, "run.timing": "event"}
 CASES = {
-    "a": ("redundancy-gamma.toml", "srpt", {"workload.arrival_rate": 2.0,
-                                            "workload.n_jobs": 20_000}),
+    "a": ("redundancy-gamma.toml", "srpt+r[max_copies=1,reassign=random]", WORLD_002),
+    "a1": ("redundancy-gamma.toml", "srpt+r[max_copies=1]", WORLD_002),
     "b": ("pingan-medium.toml", "fair", {}),
-    "c": ("redundancy-gamma.toml", "srpt+r", {"workload.arrival_rate": 2.0,
-                                              "workload.n_jobs": 20_000}),
+    "c": ("redundancy-gamma.toml", "srpt+r", WORLD_002),
     "d": ("pingan-medium.toml", "pingan[epsilon=0.6]", {}),
     "e": ("cloning-google.toml", "srptms+c", {}),
+    "f": ("pingan-medium.toml", "flutter+mantri", {}),
+    "g": ("pingan-medium.toml", "iridium", {}),
 }
 
-
 #: Cases run without arguments.
-DEFAULT = ["a", "b", "c", "d", "e"]
+DEFAULT = ["a", "a1", "c", "b", "d", "f", "g", "e"]
 
 
 def _run(case: str, queue: mp.Queue) -> None:
@@ -63,15 +70,32 @@ def _run(case: str, queue: mp.Queue) -> None:
     })
 
 
-def main(cases: list[str]) -> None:
+def main(argv: list[str]) -> None:
+    repeat = 3
+    if "--repeat" in argv:
+        at = argv.index("--repeat")
+        repeat = int(argv[at + 1])
+        argv = argv[:at] + argv[at + 2:]
     ctx = mp.get_context("spawn")
-    for case in cases or DEFAULT:
-        queue = ctx.Queue()
-        proc = ctx.Process(target=_run, args=(case, queue))
-        proc.start()
-        figures = queue.get()
-        proc.join()
-        print(json.dumps(figures), flush=True)
+    table = []
+    for case in argv or DEFAULT:
+        walls = []
+        for _ in range(repeat):
+            queue = ctx.Queue()
+            proc = ctx.Process(target=_run, args=(case, queue))
+            proc.start()
+            figures = queue.get()
+            proc.join()
+            print(json.dumps(figures), flush=True)
+            walls.append(figures["wall_seconds"])
+        table.append((case, figures["scenario"], figures["scheduler"], min(walls),
+                      statistics.median(walls), figures["peak_memory_mib"],
+                      figures["tasks"]))
+    print(f"\n{'case':<5}{'scenario':<24}{'scheduler':<40}{'min s':>8}{'median s':>10}"
+          f"{'peak MiB':>10}{'KiB/task':>10}")
+    for case, scenario, scheduler, low, mid, mib, tasks in table:
+        print(f"{case:<5}{scenario:<24}{scheduler:<40}{low:>8.2f}{mid:>10.2f}{mib:>10.0f}"
+              f"{mib * 1024 / max(tasks, 1):>10.2f}")
 
 
 if __name__ == "__main__":
