@@ -195,6 +195,7 @@ class GeoModel(mesa.Model):
                                   f"whose rates change only at known instants, but {why}",
                                   source=scenario.source, key="run.timing")
         self._event = True     # event timing: something happened since the last decision
+        self._reachable_slots = self.view.total_slots
 
     # ------------------------------------------------------------------ running
     @property
@@ -296,7 +297,7 @@ class GeoModel(mesa.Model):
         w, e = self.world, self.engine
         for cause, present in (("the world has availability periods",
                                 w.availability is not None and not exact),
-                               ("the world has outages", w.outages),
+                               ("the world has outages", w.outages is not None and not exact),
                                ("tasks read input over the network", e.has_inputs),
                                ("raw input is moved before arrival", self._places_data)):
             if present:
@@ -322,14 +323,17 @@ class GeoModel(mesa.Model):
         With availability periods, also to the next phase change of a slot that runs a
         copy: rates are then constant over the span, so progress and completion times are
         exact. Such a change is not a decision point (002 §6 decides at arrivals and
-        departures only).
+        departures only). With outages, also to the next outage start or end of any
+        cluster, which is one (copies are lost, the reachable slots change).
         """
         e = self.engine
         span = min(min(self._stops()) - e.time, e.time_to_completion())
-        avail = self.world.availability
+        avail, outages = self.world.availability, self.world.outages
         if avail is not None and e.live.size:
             span = min(span, float(avail.next_change[e.copies.cols["slot"][e.live]].min())
                        - e.time)
+        if outages is not None:
+            span = min(span, float(outages.next_change.min()) - e.time)
         return span if math.isfinite(span) and span > 0 else self.dt
 
     def _quiet_slots(self) -> int:
@@ -390,6 +394,9 @@ class GeoModel(mesa.Model):
         self._outages_seen = world.outages.count[1].copy()
         e.reachable = world.outages.on.copy()
         self.view.failures = e.fail_clusters(np.flatnonzero(started > 0))
+        if started.any() or self.view.total_slots != self._reachable_slots:
+            self._event = True
+            self._reachable_slots = self.view.total_slots
         self.monitor.record_reachability(e.reachable, started, t - self._last_boundary)
         self._last_boundary = t
 

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import closed_world
+from conftest import closed_world, geo_world
 from scipy import stats
 from scipy.integrate import cumulative_trapezoid, trapezoid
 
@@ -180,9 +180,9 @@ def test_event_timing_is_exact_under_availability_periods():
 
 
 def test_event_timing_needs_rates_that_change_at_known_instants():
-    world = event_world()
-    world["outages"] = {"enabled": True}
-    with pytest.raises(geosim.GeosimError, match="timing 'event' .* outages"):
+    world = geo_world()
+    world["run"]["timing"] = "event"
+    with pytest.raises(geosim.GeosimError, match="timing 'event' .* read input"):
         geosim.GeoModel(geosim.load_scenario(world))
     world = event_world(scheduler="pingan")
     with pytest.raises(geosim.GeosimError, match="decides every slot"):
@@ -198,3 +198,24 @@ def test_srpt_beats_fifo_on_heavy_tailed_work():
     fair = geosim.run(world, scheduler="fair").jobs["flowtime"].mean()
     assert srpt < 0.8 * fifo
     assert srpt <= fair <= fifo * 1.05
+
+
+def test_event_timing_stops_at_outages():
+    # A cluster's outages start and end at instants fixed by the seed: event timing loses
+    # the copies at the start instant itself, and launches nothing while it lasts.
+    world = event_world(slots=3, rate=0.05, n_jobs=80, scheduler="srpt")
+    world["tiers"]["small"]["outage_probability"] = [0.3, 0.3]
+    world["outages"] = {"enabled": True, "trial_interval": 20.0, "duration": "exponential",
+                        "duration_scale": 15.0}
+    result = geosim.run(world)
+    assert result.jobs["finished"].all()
+    outages = build_world(geosim.load_scenario(world),
+                          spawn_streams(world["run"]["seed"])).outages
+    _, at, level = outages.changes(result.jobs["completion"].max() + 1)
+    down, up = at[level == 0.0], at[level == 1.0]
+    copies = result.copies
+    failed = copies[copies["outcome"] == "failed"]
+    assert len(failed) > 0
+    assert np.isin(failed["end"].to_numpy(), down).all()
+    for start, end in zip(down, np.append(up, np.inf)[:down.size], strict=True):
+        assert not ((copies["start"] > start) & (copies["start"] < end)).any()
