@@ -10,7 +10,8 @@
     the scheduler;
 (e) ``cloning-google`` (000 §VI: 12 000 machines, 6064 MapReduce jobs, about 160 000
     tasks) with SRPTMS+C (ε = 0.6, r = 3), the whole §VI run;
-(f) ``pingan-medium`` with Flutter+Mantri; (g) with Iridium.
+(f) ``pingan-medium`` with Flutter+Mantri; (g) with Iridium;
+(c10) case (c) with 10× the jobs (200 000): cost per job and memory per task at scale.
 
 Each run is a fresh process (its peak memory is its own, and compiled kernels load from
 the cache as in any new run). The machine is shared, so each case runs ``--repeat`` times
@@ -36,6 +37,7 @@ CASES = {
     "a1": ("redundancy-gamma.toml", "srpt+r[max_copies=1]", WORLD_002),
     "b": ("pingan-medium.toml", "fair", {}),
     "c": ("redundancy-gamma.toml", "srpt+r", WORLD_002),
+    "c10": ("redundancy-gamma.toml", "srpt+r", {**WORLD_002, "workload.n_jobs": 200_000}),
     "d": ("pingan-medium.toml", "pingan[epsilon=0.6]", {}),
     "e": ("cloning-google.toml", "srptms+c", {}),
     "f": ("pingan-medium.toml", "flutter+mantri", {}),
@@ -43,7 +45,7 @@ CASES = {
 }
 
 #: Cases run without arguments.
-DEFAULT = ["a", "a1", "c", "b", "d", "f", "g", "e"]
+DEFAULT = ["a", "a1", "c", "c10", "b", "d", "f", "g", "e"]
 
 
 def _run(case: str, queue: mp.Queue) -> None:

@@ -77,7 +77,7 @@ def run(model) -> None:
     n_clusters = world.n_clusters
     avail = world.availability
     cap = max(1024, 4 * n)
-    copies = _copy_arrays(cap)
+    copies = _copy_arrays(e.copies, cap)
     rec_cap = 1024
     records = _record_arrays(rec_cap, n_clusters)
     fs = np.array([e.time, model._next_record, e.time, model._last_record])
@@ -116,7 +116,8 @@ def run(model) -> None:
         if code == _CHUNK:
             continue
         if code == _COPIES:
-            copies = _grow(copies, _copy_arrays(2 * copies[0].size))
+            e.copies.n = int(iv[5])        # the rows to keep
+            copies = _copy_arrays(e.copies, 2 * copies[0].size, copies[-3:])
             continue
         if code == _RECORDS:
             records = _grow(records, _record_arrays(2 * records[0].size, n_clusters))
@@ -131,19 +132,29 @@ def run(model) -> None:
             "finish", source=model.scenario.source)
 
 
-#: Columns of the engine's copies table the loop fills, in the order it keeps them; then
-#: its own: the instant progress was last brought up to date, the rate since, and the
-#: instant the copy finishes at that rate.
+#: Columns of the engine's copies table the loop fills, in the order it takes them.
 _COLUMNS = ("task", "slot", "share", "progress", "base", "start", "end", "executed",
             "wasted", "share_time", "speed_time", "outcome")
 
 
-def _copy_arrays(cap: int) -> tuple[np.ndarray, ...]:
-    i = np.int64
-    return (np.full(cap, -1, i), np.full(cap, -1, i), np.zeros(cap), np.zeros(cap),
-            np.zeros(cap), np.full(cap, np.nan), np.full(cap, np.nan), np.zeros(cap),
-            np.zeros(cap), np.zeros(cap), np.zeros(cap), np.full(cap, ALIVE, np.int8),
-            np.zeros(cap), np.zeros(cap), np.full(cap, np.inf))
+def _copy_arrays(table, cap: int, own: tuple[np.ndarray, ...] | None = None
+                 ) -> tuple[np.ndarray, ...]:
+    """The engine's copy columns, grown to ``cap`` rows, then the loop's own per copy.
+
+    The loop writes the engine's table in place (no second copy of what may be millions
+    of rows). Its own columns: the instant progress was last brought up to date, the rate
+    since, and the instant the copy finishes at that rate.
+    """
+    if len(table.cols["task"]) < cap:
+        for name, (dtype, fill) in table._spec.items():
+            col = np.full(cap, fill, dtype=dtype)
+            col[: table.n] = table.cols[name][: table.n]
+            table.cols[name] = col
+    mine = (np.zeros(cap), np.zeros(cap), np.full(cap, np.inf))
+    if own is not None:
+        for a, b in zip(own, mine, strict=True):
+            b[: a.size] = a
+    return tuple(table.cols[name] for name in _COLUMNS) + mine
 
 
 def _record_arrays(cap: int, n_clusters: int) -> tuple[np.ndarray, ...]:
@@ -161,11 +172,8 @@ def _grow(old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...]) -> tuple[np.
 def _write_back(model, copies, live, records, n_rec, fs, iv) -> None:
     """Put the loop's copies, job times and samples where the general step keeps them."""
     e, world = model.engine, model.world
-    n_copies = int(iv[5])
-    rows = e.copies.append(n_copies)
-    for name, col in zip(_COLUMNS, copies, strict=False):
-        e.copies.cols[name][rows] = col[:n_copies]
-    e.copies.cols["cluster"][rows] = world.slot_cluster[copies[1][:n_copies]]
+    n_copies = e.copies.n = int(iv[5])
+    e.copies.cols["cluster"][:n_copies] = world.slot_cluster[copies[1][:n_copies]]
     e.live = live.copy()
     done = e.task_state == DONE
     e.job_done[done] = e.task_done[done]

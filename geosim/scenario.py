@@ -79,7 +79,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "timing": Field("slot", "str", choices=("slot", "event"),
                         doc="slot: decisions at slot boundaries; event: an event-driven "
                         "scheduler decides at the instant of each arrival and completion "
-                        "(needs constant rates: no availability, outages or transfers)"),
+                        "(availability periods and outages are exact; network transfers "
+                        "need slots)"),
     },
     "scheduler": {
         "name": Field("fifo", "str", doc="registered scheduler name (geosim schedulers)"),
