@@ -60,6 +60,8 @@ OUTCOMES = ("alive", "won", "lost", "killed", "failed")
 _EPS = 1e-9
 #: How a copy's inputs and its processing combine over time (see the module docstring).
 TRANSFER_MODES = ("fetch", "stream")
+_NO_INT = np.empty(0, dtype=np.int64)
+_NO_FLOAT = np.empty(0)
 
 
 class SchedulingError(RuntimeError):
@@ -333,15 +335,9 @@ class Engine:
             task in ``tasks``, the cluster holding it, and its size (MB).
         """
         wl = self.wl
-        r_lo, r_hi = wl.raw_ptr[tasks], wl.raw_ptr[tasks + 1]
-        p_lo, p_hi = self.in_ptr[tasks], self.in_ptr[tasks + 1]
-        raw, par = concat_ranges(r_lo, r_hi), concat_ranges(p_lo, p_hi)
-        owner = np.concatenate([np.repeat(np.arange(tasks.size), r_hi - r_lo),
-                                np.repeat(np.arange(tasks.size), p_hi - p_lo)])
-        src = np.concatenate([self.raw_cluster[raw], self.task_cluster[self.in_src[par]]])
-        size = np.concatenate([wl.raw_size[raw], self.in_size[par]])
-        order = np.argsort(owner, kind="stable")
-        return owner[order], src[order], size[order]
+        return _inputs_kernel(np.asarray(tasks, dtype=np.int64), wl.raw_ptr, self.raw_cluster,
+                              wl.raw_size, self.in_ptr, self.in_src, self.in_size,
+                              self.task_cluster)
 
     def task_inputs(self, task: int) -> tuple[np.ndarray, np.ndarray]:
         """Clusters and sizes (MB) of a ready task's inputs (raw, then parents' outputs)."""
@@ -468,17 +464,8 @@ class Engine:
         owner, src, size = self.inputs_of(tasks)
         if owner.size == 0:
             return home
-        n = self.world.n_clusters
-        key = owner * n + src
-        uniq, inv = np.unique(key, return_inverse=True)
-        total = np.bincount(inv, weights=size)
-        u_owner = uniq // n
-        # largest total per owner; ties -> smallest cluster id (uniq is sorted by cluster)
-        order = np.lexsort((uniq % n, -total, u_owner))
-        first = np.ones(order.size, dtype=bool)
-        first[1:] = u_owner[order][1:] != u_owner[order][:-1]
-        pick = order[first]
-        home[u_owner[pick]] = uniq[pick] % n
+        # largest total per task; ties -> smallest cluster id
+        _homes_kernel(owner, src, size, self.world.n_clusters, home)
         return home
 
     # ------------------------------------------------------------------ operations
@@ -567,18 +554,27 @@ class Engine:
     def _pick_slots(self, clusters: np.ndarray, share: float) -> np.ndarray:
         ptr = self.world.slot_ptr
         out = np.empty(clusters.size, dtype=np.int64)
+        if share >= 1.0:
+            # Per cluster (ascending): where its copies are and its free slots.
+            order = np.argsort(clusters, kind="stable")
+            uniq, first, count = np.unique(clusters[order], return_index=True,
+                                           return_counts=True)
+            free, free_ptr = _free_slots_kernel(uniq, ptr, self.slot_used, 1.0 - _EPS)
+            n_free = np.diff(free_ptr)
+            for g in range(uniq.size):
+                c, k = uniq[g], count[g]
+                where = order[first[g]:first[g] + k]
+                if n_free[g] < k:
+                    raise SchedulingError(f"cluster {c} has {n_free[g]} free slots, "
+                                          f"{k} asked")
+                got = free[free_ptr[g]:free_ptr[g + 1]]
+                out[where] = ptr[c] + (got if n_free[g] == k else
+                                       self.rng.choice(got, k, replace=False))
+            return out
         for c in np.unique(clusters):
             where = np.flatnonzero(clusters == c)
             lo = ptr[c]
             spare = 1.0 - self.slot_used[lo:ptr[c + 1]]
-            if share >= 1.0:
-                free = np.flatnonzero(spare >= 1.0 - _EPS)
-                if free.size < where.size:
-                    raise SchedulingError(f"cluster {c} has {free.size} free slots, "
-                                          f"{where.size} asked")
-                out[where] = lo + (free if free.size == where.size else
-                                   self.rng.choice(free, where.size, replace=False))
-                continue
             spare = spare.copy()
             for i in where:
                 fits = np.flatnonzero(spare >= share - _EPS)
@@ -713,7 +709,8 @@ class Engine:
         np.subtract.at(self.slot_copies, cols["slot"][copies], 1)
         np.subtract.at(self.task_live, t, 1)
         np.subtract.at(self.job_live, self.task_job[t], 1)
-        self.live = self.live[~np.isin(self.live, copies, assume_unique=True)]
+        # Every ended copy is live, and ``live`` ascends.
+        self.live = np.delete(self.live, np.searchsorted(self.live, copies))
         self._flows = None
 
     # ------------------------------------------------------------------ transfers
@@ -729,42 +726,21 @@ class Engine:
         """
         if self._flows is not None:
             return self._flows
-        cols, icols = self.copies.cols, self.inputs.cols
-        live = self.live
-        idx = concat_ranges(cols["in_lo"][live], cols["in_hi"][live])
-        pos = np.repeat(np.arange(live.size), cols["in_hi"][live] - cols["in_lo"][live])
-        src = icols["src"][idx]
-        dst = cols["cluster"][live][pos]
-        keep = (src != dst) & (icols["size"][idx] > 0) & (icols["received"][idx] < 1.0 - _EPS)
-        idx, pos, src, dst = idx[keep], pos[keep], src[keep], dst[keep]
-        res, starts = self._routes(src, dst)
-        move_res, move_starts = self._routes(self.move_src, self.move_dst)
-        n_res = 2 * self.world.n_links + 2 * self.world.n_clusters
-        users = np.bincount(res, minlength=n_res) + np.bincount(move_res, minlength=n_res)
-        group = np.flatnonzero(first_of_runs(pos))
-        self._flows = (idx, pos, src, dst, res, starts, group, users, move_res, move_starts)
+        cols, icols, world = self.copies.cols, self.inputs.cols, self.world
+        self._flows = _flow_kernel(
+            self.live, cols["in_lo"], cols["in_hi"], cols["cluster"], icols["src"],
+            icols["size"], icols["received"], self.move_src, self.move_dst, world.pair_ptr,
+            world.pair_res, world.n_clusters, 2 * world.n_links + 2 * world.n_clusters,
+            1.0 - _EPS)
         return self._flows
-
-    def _routes(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Resources crossed by each transfer, concatenated, and where each one's start."""
-        pair = src * self.world.n_clusters + dst
-        lo, hi = self.world.pair_ptr[pair], self.world.pair_ptr[pair + 1]
-        return self.world.pair_res[concat_ranges(lo, hi)], np.cumsum(hi - lo) - (hi - lo)
 
     def _account(self, src: np.ndarray, dst: np.ndarray, moved: np.ndarray, res: np.ndarray,
                  starts: np.ndarray) -> None:
         """Add MB moved over the slot to the gate, link and WAN counters."""
-        n = self.world.n_clusters
-        out = np.bincount(src, weights=moved, minlength=n)
-        into = np.bincount(dst, weights=moved, minlength=n)
-        self.gate_out += out / self.dt
-        self.gate_in += into / self.dt
-        self.egress_mb += out
-        self.ingress_mb += into
+        _account_kernel(src, dst, moved, res, starts, self.dt, self.gate_out, self.gate_in,
+                        self.egress_mb, self.ingress_mb, self.link_mb,
+                        2 * self.world.n_links + 2 * self.world.n_clusters)
         self.wan_mb += float(moved.sum())
-        hops = np.diff(starts, append=res.size)
-        n_dir = self.link_mb.size
-        self.link_mb += np.bincount(res, weights=np.repeat(moved, hops), minlength=n_dir)[:n_dir]
 
     def _advance_moves(self, flows: tuple, cap: np.ndarray) -> None:
         """Run the raw-input moves through the slot at their share of every resource."""
@@ -813,86 +789,46 @@ class Engine:
             self.time = t_end
             return
         cols, icols = self.copies.cols, self.inputs.cols
-        slot = cols["slot"][live]
-        task = cols["task"][live]
-        speed = world.power.level[slot]
-        if factor is not None:
-            speed = speed * factor[slot]
-        work = self.task_work[task]
-        share = cols["share"][live]
-        rate = share * speed / (work * cols["factor"][live])
-        progress = cols["progress"][live]
         if flows is None and self.has_inputs:
             flows = self._flow_structure()
         has_flows = flows is not None and flows[0].size > 0
         if has_flows:
             idx, pos, src, dst, res, starts, group, users = flows[:8]
             cap = world.resource_capacity() if cap is None else cap
-            bw = np.minimum.reduceat(cap[res] / users[res], starts)
-            bw[~self.reachable[src]] = 0.0
-            size = icols["size"][idx]
-            fetch_rate = bw / size
-            if self.fetch:
-                got = icols["received"][idx]
-                with np.errstate(divide="ignore"):
-                    fetch_left = np.where(fetch_rate > 0, (1.0 - got) / fetch_rate, np.inf)
-                # Processing never overtakes the least received input; the copy is done
-                # when both its processing and its slowest input are.
-                inputs_left = np.maximum.reduceat(fetch_left, group)
-            else:
-                rate[pos[group]] = np.minimum(rate[pos[group]],
-                                              np.minimum.reduceat(fetch_rate, group))
-        with np.errstate(divide="ignore"):
-            left = np.where(rate > 0, (1.0 - progress) / rate, np.inf)
-        if has_flows and self.fetch:
-            left[pos[group]] = np.maximum(left[pos[group]], inputs_left)
+        else:
+            idx = pos = src = dst = res = starts = group = users = _NO_INT
+            cap = _NO_FLOAT
+        speed, work, share, rate, progress, left, bw, size, fetch_rate, got, fetch_left = _rates(
+            live, cols["slot"], cols["task"], cols["share"], cols["factor"], cols["progress"],
+            world.power.level, _NO_FLOAT if factor is None else factor, self.task_work,
+            self.fetch, has_flows, idx, pos, src, res, starts, group, users, cap,
+            self.reachable, icols["size"], icols["received"])
         elapsed = np.full(live.size, dt)
         fin = left <= dt * (1.0 + _EPS)
-        winners = np.empty(0, dtype=np.int64)
+        winners = win_at = _NO_INT
         if fin.any():
+            task = cols["task"][live]
             fin_time = t + left[fin]
             fin_copies, fin_tasks = live[fin], task[fin]
             order = np.lexsort((fin_copies, fin_time, fin_tasks))
             first = first_of_runs(fin_tasks[order])
             win_pos = order[first]
             winners = fin_copies[win_pos]
+            win_at = np.flatnonzero(fin)[win_pos]
             done_tasks, done_time = fin_tasks[win_pos], fin_time[win_pos]
             self._task_scratch[done_tasks] = done_time
             ending_at = self._task_scratch[task]
             self._task_scratch[done_tasks] = np.nan
             ending = ~np.isnan(ending_at)
             elapsed[ending] = np.clip(ending_at[ending] - t, 0.0, dt)
-        reached = np.minimum(progress + rate * elapsed, 1.0)
-        if has_flows and self.fetch:
-            el = elapsed[pos]
-            # Exact for the slot: the least received fraction is concave in time, so the
-            # copy's progress is min(processing alone, inputs) at every instant.
-            arrived = np.minimum(got + fetch_rate * el, 1.0)
-            reached[pos[group]] = np.minimum(
-                reached[pos[group]],
-                np.maximum(np.minimum.reduceat(arrived, group), progress[pos[group]]))
-            new_got = arrived
-            new_got[fetch_left <= el * (1.0 + _EPS)] = 1.0
-            moved = (new_got - got) * size
-            icols["received"][idx] = new_got
-            busy = np.minimum(el, fetch_left)
-            icols["bw_time"][idx] += bw * busy
-            icols["fetch_time"][idx] += busy
-            if np.any(new_got >= 1.0):
-                self._flows = None
-        if winners.size:
-            reached[np.flatnonzero(fin)[win_pos]] = 1.0
-        step = reached - progress
-        cols["progress"][live] = reached
-        cols["executed"][live] += step * work
-        cols["share_time"][live] += share * elapsed
-        cols["speed_time"][live] += speed * elapsed
+        moved, arrived = _apply(
+            live, elapsed, speed, work, share, rate, progress, win_at, self.fetch, has_flows,
+            idx, pos, group, bw, size, fetch_rate, got, fetch_left, cols["progress"],
+            cols["executed"], cols["share_time"], cols["speed_time"], icols["received"],
+            icols["bw_time"], icols["fetch_time"], 1.0 + _EPS)
         if has_flows:
-            if not self.fetch:
-                el = elapsed[pos]
-                moved = rate[pos] * size * el
-                icols["bw_time"][idx] += bw * el
-                icols["fetch_time"][idx] += el
+            if self.fetch and arrived:
+                self._flows = None
             self._account(src, dst, moved, res, starts)
         if winners.size:
             self._slot_end = t_end
@@ -974,3 +910,312 @@ def _ptr(keys: np.ndarray, n: int) -> np.ndarray:
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
     return ptr
+
+
+# ---------------------------------------------------------------------- compiled kernels
+@njit(cache=True)
+def _min(a, b):  # pragma: no cover - compiled
+    """``np.minimum`` of two floats (NaN propagates)."""
+    return a if a <= b or a != a else b
+
+
+@njit(cache=True)
+def _max(a, b):  # pragma: no cover - compiled
+    """``np.maximum`` of two floats (NaN propagates)."""
+    return a if a >= b or a != a else b
+
+
+@njit(cache=True)
+def _flow_kernel(live, in_lo, in_hi, cluster, i_src, i_size, i_received, move_src, move_dst,
+                 pair_ptr, pair_res, n_clusters, n_res, done):  # pragma: no cover - compiled
+    """The arrays of :meth:`Engine._flow_structure` in one pass.
+
+    ``done`` is the received fraction from which an input counts as arrived.
+    """
+    total = 0
+    for p in range(live.size):
+        c = live[p]
+        total += max(in_hi[c] - in_lo[c], 0)
+    idx = np.empty(total, dtype=np.int64)
+    pos = np.empty(total, dtype=np.int64)
+    src = np.empty(total, dtype=np.int64)
+    dst = np.empty(total, dtype=np.int64)
+    n_flow = 0
+    n_hop = 0
+    for p in range(live.size):
+        c = live[p]
+        d = cluster[c]
+        for i in range(in_lo[c], in_hi[c]):
+            s = i_src[i]
+            if s != d and i_size[i] > 0 and i_received[i] < done:
+                idx[n_flow], pos[n_flow], src[n_flow], dst[n_flow] = i, p, s, d
+                pair = s * n_clusters + d
+                n_hop += pair_ptr[pair + 1] - pair_ptr[pair]
+                n_flow += 1
+    idx, pos, src, dst = idx[:n_flow], pos[:n_flow], src[:n_flow], dst[:n_flow]
+    res = np.empty(n_hop, dtype=np.int64)
+    starts = np.empty(n_flow, dtype=np.int64)
+    users = np.zeros(n_res, dtype=np.int64)
+    h = 0
+    n_group = 0
+    for j in range(n_flow):
+        starts[j] = h
+        pair = src[j] * n_clusters + dst[j]
+        for q in range(pair_ptr[pair], pair_ptr[pair + 1]):
+            res[h] = pair_res[q]
+            users[res[h]] += 1
+            h += 1
+        if j == 0 or pos[j] != pos[j - 1]:
+            n_group += 1
+    group = np.empty(n_group, dtype=np.int64)
+    g = 0
+    for j in range(n_flow):
+        if j == 0 or pos[j] != pos[j - 1]:
+            group[g] = j
+            g += 1
+    n_move_hop = 0
+    for j in range(move_src.size):
+        pair = move_src[j] * n_clusters + move_dst[j]
+        n_move_hop += pair_ptr[pair + 1] - pair_ptr[pair]
+    move_res = np.empty(n_move_hop, dtype=np.int64)
+    move_starts = np.empty(move_src.size, dtype=np.int64)
+    h = 0
+    for j in range(move_src.size):
+        move_starts[j] = h
+        pair = move_src[j] * n_clusters + move_dst[j]
+        for q in range(pair_ptr[pair], pair_ptr[pair + 1]):
+            move_res[h] = pair_res[q]
+            users[move_res[h]] += 1
+            h += 1
+    return idx, pos, src, dst, res, starts, group, users, move_res, move_starts
+
+
+@njit(cache=True)
+def _rates(live, slot_of, task_of, share_of, factor_of, progress_of, level, avail, task_work,
+           fetch, flows_on, idx, pos, src, res, starts, group, users, cap, reachable, i_size,
+           i_received):  # pragma: no cover - compiled
+    """Rates of the live copies and of their transfers, and the time each copy needs.
+
+    Returns:
+        Per copy: speed, work, share, rate, progress and time left; per transfer: its
+        bandwidth, size, fetch rate, received fraction and time left (fetch mode).
+    """
+    n = live.size
+    speed = np.empty(n)
+    work = np.empty(n)
+    share = np.empty(n)
+    rate = np.empty(n)
+    progress = np.empty(n)
+    left = np.empty(n)
+    for p in range(n):
+        c = live[p]
+        s = slot_of[c]
+        sp = level[s]
+        if avail.size:
+            sp = sp * avail[s]
+        speed[p] = sp
+        w = task_work[task_of[c]]
+        work[p] = w
+        share[p] = share_of[c]
+        rate[p] = share_of[c] * sp / (w * factor_of[c])
+        progress[p] = progress_of[c]
+    n_flow = idx.size if flows_on else 0
+    bw = np.empty(n_flow)
+    size = np.empty(n_flow)
+    fetch_rate = np.empty(n_flow)
+    got = np.empty(n_flow)
+    fetch_left = np.empty(n_flow)
+    for j in range(n_flow):
+        end = starts[j + 1] if j + 1 < n_flow else res.size
+        b = cap[res[starts[j]]] / users[res[starts[j]]]
+        for h in range(starts[j] + 1, end):
+            b = _min(b, cap[res[h]] / users[res[h]])
+        if not reachable[src[j]]:
+            b = 0.0
+        bw[j] = b
+        size[j] = i_size[idx[j]]
+        fetch_rate[j] = b / size[j]
+        got[j] = i_received[idx[j]]
+        if fetch:
+            fetch_left[j] = (1.0 - got[j]) / fetch_rate[j] if fetch_rate[j] > 0 else np.inf
+    if n_flow and not fetch:
+        for g in range(group.size):
+            lo = group[g]
+            hi = group[g + 1] if g + 1 < group.size else n_flow
+            low = fetch_rate[lo]
+            for j in range(lo + 1, hi):
+                low = _min(low, fetch_rate[j])
+            p = pos[lo]
+            rate[p] = _min(rate[p], low)
+    for p in range(n):
+        left[p] = (1.0 - progress[p]) / rate[p] if rate[p] > 0 else np.inf
+    if n_flow and fetch:
+        for g in range(group.size):
+            lo = group[g]
+            hi = group[g + 1] if g + 1 < group.size else n_flow
+            most = fetch_left[lo]
+            for j in range(lo + 1, hi):
+                most = _max(most, fetch_left[j])
+            p = pos[lo]
+            left[p] = _max(left[p], most)
+    return speed, work, share, rate, progress, left, bw, size, fetch_rate, got, fetch_left
+
+
+@njit(cache=True)
+def _apply(live, elapsed, speed, work, share, rate, progress, win_pos, fetch, flows_on, idx,
+           pos, group, bw, size, fetch_rate, got, fetch_left, c_progress, c_executed,
+           c_share_time, c_speed_time, i_received, i_bw_time, i_fetch_time,
+           slack):  # pragma: no cover - compiled
+    """Move the live copies and their transfers through the span (``elapsed`` each).
+
+    ``slack`` is ``1 + eps``. Writes progress, work and time integrals of the copies and
+    the received fractions and transfer integrals of their inputs.
+
+    Returns:
+        MB moved by each transfer, and whether any input has arrived in full.
+    """
+    n = live.size
+    reached = np.empty(n)
+    for p in range(n):
+        reached[p] = _min(progress[p] + rate[p] * elapsed[p], 1.0)
+    n_flow = idx.size if flows_on else 0
+    moved = np.empty(n_flow)
+    arrived_any = False
+    if n_flow and fetch:
+        for g in range(group.size):
+            lo = group[g]
+            hi = group[g + 1] if g + 1 < group.size else n_flow
+            p = pos[lo]
+            least = 0.0
+            for j in range(lo, hi):
+                el = elapsed[pos[j]]
+                arrived = _min(got[j] + fetch_rate[j] * el, 1.0)
+                least = arrived if j == lo else _min(least, arrived)
+                new_got = 1.0 if fetch_left[j] <= el * slack else arrived
+                if new_got >= 1.0:
+                    arrived_any = True
+                moved[j] = (new_got - got[j]) * size[j]
+                i_received[idx[j]] = new_got
+                busy = _min(el, fetch_left[j])
+                i_bw_time[idx[j]] += bw[j] * busy
+                i_fetch_time[idx[j]] += busy
+            reached[p] = _min(reached[p], _max(least, progress[p]))
+    for w in range(win_pos.size):
+        reached[win_pos[w]] = 1.0
+    for p in range(n):
+        c = live[p]
+        c_progress[c] = reached[p]
+        c_executed[c] += (reached[p] - progress[p]) * work[p]
+        c_share_time[c] += share[p] * elapsed[p]
+        c_speed_time[c] += speed[p] * elapsed[p]
+    if n_flow and not fetch:
+        for j in range(n_flow):
+            el = elapsed[pos[j]]
+            moved[j] = rate[pos[j]] * size[j] * el
+            i_bw_time[idx[j]] += bw[j] * el
+            i_fetch_time[idx[j]] += el
+    return moved, arrived_any
+
+
+@njit(cache=True)
+def _account_kernel(src, dst, moved, res, starts, dt, gate_out, gate_in, egress, ingress,
+                    link_mb, n_res):  # pragma: no cover - compiled
+    """Add MB moved to the gate (per second of ``dt``), egress, ingress and link counters.
+
+    Sums run in the order of the transfers, as ``np.bincount`` adds its weights.
+    """
+    n = gate_out.size
+    out = np.zeros(n)
+    into = np.zeros(n)
+    per_res = np.zeros(n_res)
+    for j in range(moved.size):
+        out[src[j]] += moved[j]
+        into[dst[j]] += moved[j]
+        end = starts[j + 1] if j + 1 < starts.size else res.size
+        for h in range(starts[j], end):
+            per_res[res[h]] += moved[j]
+    for c in range(n):
+        gate_out[c] += out[c] / dt
+        gate_in[c] += into[c] / dt
+        egress[c] += out[c]
+        ingress[c] += into[c]
+    for d in range(link_mb.size):
+        link_mb[d] += per_res[d]
+
+
+@njit(cache=True)
+def _inputs_kernel(tasks, raw_ptr, raw_cluster, raw_size, in_ptr, in_src, in_size,
+                   task_cluster):  # pragma: no cover - compiled
+    """Inputs of ``tasks`` (raw data, then parents' outputs), grouped by task in order."""
+    total = 0
+    for t in tasks:
+        total += raw_ptr[t + 1] - raw_ptr[t] + in_ptr[t + 1] - in_ptr[t]
+    owner = np.empty(total, dtype=np.int64)
+    src = np.empty(total, dtype=np.int64)
+    size = np.empty(total)
+    j = 0
+    for i in range(tasks.size):
+        t = tasks[i]
+        for r in range(raw_ptr[t], raw_ptr[t + 1]):
+            owner[j], src[j], size[j] = i, raw_cluster[r], raw_size[r]
+            j += 1
+        for e in range(in_ptr[t], in_ptr[t + 1]):
+            owner[j], src[j], size[j] = i, task_cluster[in_src[e]], in_size[e]
+            j += 1
+    return owner, src, size
+
+
+@njit(cache=True)
+def _homes_kernel(owner, src, size, n_clusters, home):  # pragma: no cover - compiled
+    """Cluster of the largest summed input of each owner (ties: lowest id) into ``home``.
+
+    ``owner`` is grouped; sizes add up in their order, as ``np.bincount`` adds weights.
+    """
+    total = np.zeros(n_clusters)
+    seen = np.zeros(n_clusters, dtype=np.bool_)
+    lo = 0
+    while lo < owner.size:
+        hi = lo
+        while hi < owner.size and owner[hi] == owner[lo]:
+            c = src[hi]
+            if seen[c]:
+                total[c] += size[hi]
+            else:
+                seen[c] = True
+                total[c] = 0.0 + size[hi]
+            hi += 1
+        best = -1
+        for j in range(lo, hi):
+            c = src[j]
+            if best < 0 or total[c] > total[best] or (total[c] == total[best] and c < best):
+                best = c
+        home[owner[lo]] = best
+        for j in range(lo, hi):
+            seen[src[j]] = False
+        lo = hi
+
+
+@njit(cache=True)
+def _free_slots_kernel(clusters, slot_ptr, slot_used, whole):  # pragma: no cover - compiled
+    """Free slots (offsets in their cluster) of each of ``clusters``, concatenated.
+
+    A slot is free when its spare share ``1 - used`` is at least ``whole``.
+
+    Returns:
+        The offsets, and where each cluster's start (``clusters.size + 1`` entries).
+    """
+    total = 0
+    for c in clusters:
+        total += slot_ptr[c + 1] - slot_ptr[c]
+    free = np.empty(total, dtype=np.int64)
+    free_ptr = np.empty(clusters.size + 1, dtype=np.int64)
+    n = 0
+    for g in range(clusters.size):
+        free_ptr[g] = n
+        lo = slot_ptr[clusters[g]]
+        for s in range(lo, slot_ptr[clusters[g] + 1]):
+            if 1.0 - slot_used[s] >= whole:
+                free[n] = s - lo
+                n += 1
+    free_ptr[clusters.size] = n
+    return free, free_ptr

@@ -41,7 +41,7 @@ import numpy as np
 from geosim.modeler import PerformanceModel
 from geosim.schedulers.base import Scheduler, register
 from geosim.schedulers.fair import waterfill
-from geosim.schedulers.placement import locality_cluster
+from geosim.schedulers.placement import locality_clusters
 from geosim.view import Actions, SchedulerView, rank_in_runs
 
 #: Job orders of a composite scheduler.
@@ -138,19 +138,13 @@ class NoRedundancy(Redundancy):
 
 
 class Locality(Placement):
-    """Locality-first placement (:func:`~geosim.schedulers.placement.locality_cluster`)."""
+    """Locality-first placement (:func:`~geosim.schedulers.placement.locality_clusters`)."""
 
     name = "locality"
 
     def place(self, view: SchedulerView, tasks: np.ndarray, free: np.ndarray) -> np.ndarray:
         """Each copy at its data if a slot is free there, else the nearest free slot."""
-        out = np.full(tasks.size, -1, dtype=np.int64)
-        for i, task in enumerate(tasks):
-            if not free.any():
-                break
-            out[i] = locality_cluster(view, int(task), free)
-            free[out[i]] -= 1
-        return out
+        return locality_clusters(view, tasks, free)
 
 
 class Composite(Scheduler):

@@ -12,7 +12,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment, linprog
 
 from geosim.schedulers.compose import Placement
-from geosim.schedulers.placement import locality_cluster
+from geosim.schedulers.placement import locality_clusters
 from geosim.view import Actions, SchedulerView, first_of_runs
 
 
@@ -24,7 +24,7 @@ class Iridium(Placement):
 
     - **Map (input) tasks**, whose input sits in one cluster (or which have none), run at
       their data: locality placement
-      (:func:`~geosim.schedulers.placement.locality_cluster`).
+      (:func:`~geosim.schedulers.placement.locality_clusters`).
     - **Reduce tasks**, which read inputs from more than one cluster, form the job's
       reduce stage. With ``I_i`` the stage's input MB at cluster ``i``, ``S = Σ I_i``
       and ``U_i``, ``D_i`` the egress and ingress gate bandwidths (``view.gate``), the
@@ -119,12 +119,8 @@ class Iridium(Placement):
             data = np.zeros((sub.size, n))
             np.add.at(data, (pos, src), size)
             reduce = np.count_nonzero(data, axis=1) >= 2
-            for i in np.flatnonzero(~reduce):
-                if not free.any():
-                    break
-                c = locality_cluster(view, int(sub[i]), free)
-                out[lo + i] = c
-                free[c] -= 1
+            maps = np.flatnonzero(~reduce)
+            out[lo + maps] = locality_clusters(view, sub[maps], free)
             red = np.flatnonzero(reduce)
             if red.size and free.any():
                 got = place_reduce(data[red], np.asarray(view.gate, dtype=float), free)

@@ -419,7 +419,9 @@ class PingAn(Scheduler):
         np.subtract.at(self._res_in, dst[ended], need[ended])
         self._held_in = tuple(a[~ended] for a in self._held_in)
         out_copy, src, amount = self._held_out
-        gone = np.isin(out_copy, copy[ended])
+        # Every copy holding egress also holds ingress: it has ended if it is not live.
+        at = np.minimum(np.searchsorted(live, out_copy), max(live.size - 1, 0))
+        gone = (live[at] != out_copy) if live.size else np.ones(out_copy.size, dtype=bool)
         np.subtract.at(self._res_out, src[gone], amount[gone])
         self._held_out = tuple(a[~gone] for a in self._held_out)
         if self._held_in[0].size == 0:      # clear rounding residue

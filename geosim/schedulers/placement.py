@@ -9,6 +9,7 @@ with a free slot fewest hops from its data (ties: most free slots, then lowest i
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from geosim.view import READY, SchedulerView, concat_ranges, rank_in_runs
 
@@ -38,6 +39,76 @@ def locality_cluster(view: SchedulerView, task: int, free: np.ndarray) -> int:
     return int(candidates[np.argmin(key)])
 
 
+def locality_clusters(view: SchedulerView, tasks: np.ndarray, free: np.ndarray,
+                      stop: bool = True) -> np.ndarray:
+    """:func:`locality_cluster` for each task in turn, taking a slot from ``free`` each time.
+
+    Args:
+        view: The scheduler's view.
+        tasks: Ready (or running) tasks, in the order they are served.
+        free: Free slots per cluster; decremented for every task placed.
+        stop: Stop (leaving ``-1``) at the first task that finds every entry of ``free``
+            zero; otherwise every task is served.
+
+    Returns:
+        The cluster of each task, ``-1`` where none was chosen.
+    """
+    tasks = np.asarray(tasks, dtype=np.int64)
+    out = np.full(tasks.size, -1, dtype=np.int64)
+    if tasks.size == 0:
+        return out
+    owner, src, size = view.inputs_of(tasks)
+    ptr = np.searchsorted(owner, np.arange(tasks.size + 1))
+    _locality_kernel(tasks, np.asarray(view.task_home), ptr, src, size, free,
+                     np.asarray(view.hops), stop, out)
+    return out
+
+
+@njit(cache=True)
+def _locality_kernel(tasks, home_of, ptr, src, size, free, hops, stop,
+                     out):  # pragma: no cover - compiled
+    """The rule of :func:`locality_cluster` for a sequence of tasks sharing ``free``."""
+    n = free.size
+    for i in range(tasks.size):
+        if stop:
+            empty = True
+            for c in range(n):
+                if free[c] != 0:
+                    empty = False
+                    break
+            if empty:
+                return
+        home = home_of[tasks[i]]
+        pick = -1
+        if home >= 0 and free[home] > 0:
+            pick = home
+        if pick < 0 and home >= 0:
+            best = -1
+            for j in range(ptr[i], ptr[i + 1]):
+                if free[src[j]] > 0 and (best < 0 or size[j] > size[best]):
+                    best = j
+            if best >= 0:
+                pick = src[best]
+        if pick < 0:
+            top = free[0]
+            for c in range(1, n):
+                if free[c] > top:
+                    top = free[c]
+            for c in range(n):
+                if free[c] <= 0:
+                    continue
+                if pick < 0:
+                    pick = c
+                elif home < 0:
+                    if free[c] > free[pick]:
+                        pick = c
+                elif hops[home, c] * (top + 1) - free[c] < \
+                        hops[home, pick] * (top + 1) - free[pick]:
+                    pick = c
+        out[i] = pick
+        free[pick] -= 1
+
+
 def fill_in_order(view: SchedulerView, actions, jobs: np.ndarray,
                   limits: np.ndarray | None = None, share: float = 1.0) -> None:
     """Give free slots to ready tasks, job by job in the given order, locality first.
@@ -58,10 +129,7 @@ def fill_in_order(view: SchedulerView, actions, jobs: np.ndarray,
         rank = rank_in_runs(pos)
         tasks = tasks[rank < np.asarray(limits)[pos]]
     tasks = tasks[:budget]
-    clusters = np.empty(tasks.size, dtype=np.int64)
-    for i, task in enumerate(tasks):
-        clusters[i] = locality_cluster(view, int(task), free)
-        free[clusters[i]] -= 1
+    clusters = locality_clusters(view, tasks, free, stop=False)
     actions.launch_many(tasks, clusters, share)
 
 
