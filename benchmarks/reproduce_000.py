@@ -30,11 +30,10 @@ import math
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 import geosim
-from geosim.experiment import batch_means, safe_name, t_halfwidth
+from geosim.experiment import paired_difference, safe_name
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "cloning-google.toml"
@@ -76,28 +75,13 @@ def _jobs(out: Path, label: str, seed: int) -> pd.DataFrame:
 
 
 def paired(out: Path, seeds: list[int], label: str, reference: str,
-           weighted: bool, batches: int = 10) -> tuple[float, float]:
-    """Paired difference of the (weighted) mean flowtime against the reference.
-
-    Job j of seed s is the same job under both schedulers, so the per-job differences
-    ``w_j (F_j - F_ref,j)`` are taken job by job; they are correlated within a run, so
-    each seed's jobs in arrival order are cut into ``batches`` batches and the interval is
-    Student's t over all seeds' batch means (batch means, paired). Returns the mean
-    difference relative to the reference's (weighted) mean, and the half-width of its
-    95% interval, in the same relative units.
-    """
-    diffs, ref_total, ref_weight = [], 0.0, 0.0
-    for seed in seeds:
-        a, b = _jobs(out, label, seed), _jobs(out, reference, seed)
-        both = (a["finished"] & b["finished"]).to_numpy()
-        w = a["weight"].to_numpy() if weighted else np.ones(len(a))
-        d = (w * (a["flowtime"] - b["flowtime"]).to_numpy())[both]
-        diffs.append(batch_means(d, batches) / np.mean(w[both]))
-        ref_total += float(np.sum((w * b["flowtime"].to_numpy())[both]))
-        ref_weight += float(np.sum(w[both]))
-    means = np.concatenate(diffs)
-    ref = ref_total / ref_weight
-    return float(means.mean() / ref), t_halfwidth(means) / ref
+           weighted: bool) -> tuple[float, float]:
+    """Paired difference of the (weighted) mean flowtime against the reference
+    (:func:`geosim.experiment.paired_difference` over the saved runs of ``seeds``)."""
+    def jobs(name: str) -> pd.DataFrame:
+        return pd.concat([_jobs(out, name, seed).assign(seed=seed) for seed in seeds],
+                         ignore_index=True)
+    return paired_difference(jobs(label), jobs(reference), weighted=weighted)
 
 
 def _pct(value: float, half: float, is_reference: bool) -> str:

@@ -19,8 +19,12 @@ and summarises them in three tables (:class:`Comparison`):
     the ``within_<T>`` fractions (flowtime at most ``T`` seconds) pool every job of every
     replication. ``copies_per_task`` is copies launched over tasks, over all runs;
     ``wasted_slot_seconds`` the mean per run. With a baseline, ``reduction_mean`` and
-    ``reduction_median`` summarise the per-job flowtime reduction ratios and
-    ``slower`` is the fraction of jobs slower than under the baseline.
+    ``reduction_median`` summarise the per-job flowtime reduction ratios,
+    ``slower`` is the fraction of jobs slower than under the baseline, and
+    ``paired_diff`` / ``paired_ci95`` the change of the mean flowtime against the baseline
+    taken job by job (common random numbers) with the half-width of its 95% interval by
+    batch means over every seed (:func:`paired_difference`); :meth:`Comparison.format`
+    ends with one verdict line per scheduler (:func:`verdict`).
 ``per_job``
     One row per scheduler and job id: the job's flowtime averaged over the replications
     (PingAn's evaluation, 003 §6.1) and, with a baseline, its reduction ratio
@@ -512,6 +516,48 @@ def batch_means(values: Sequence[float] | np.ndarray, batches: int = BATCHES) ->
     return np.array([b.mean() for b in np.array_split(x, batches)])
 
 
+def paired_difference(jobs: pd.DataFrame, reference: pd.DataFrame, weighted: bool = False,
+                      batches: int = BATCHES) -> tuple[float, float]:
+    """Paired difference of the (weighted) mean flowtime against a reference.
+
+    Both frames hold the same jobs (columns ``seed``, ``job``, ``flowtime``, ``finished``,
+    ``weight``): under common random numbers job j of seed s is the same job under both
+    schedulers, so the differences ``w_j (F_j - F_ref,j)`` are taken job by job (jobs
+    finished under both). They are correlated within a run, so each seed's jobs, in
+    arrival order, are cut into ``batches`` batches and the interval is Student's t over
+    all seeds' batch means.
+
+    Returns:
+        The mean difference relative to the reference's (weighted) mean, and the half-width
+        of its 95% interval in the same units (NaN when there are too few jobs).
+    """
+    key = ["seed", "job"]
+    both = jobs.merge(reference, on=key, suffixes=("", "_ref")).sort_values(key)
+    both = both[both["finished"].astype(bool) & both["finished_ref"].astype(bool)]
+    if both.empty:
+        return math.nan, math.nan
+    w = both["weight"].to_numpy(dtype=float) if weighted else np.ones(len(both))
+    d = w * (both["flowtime"] - both["flowtime_ref"]).to_numpy()
+    means = np.concatenate([batch_means(d[idx], batches) / w[idx].mean()
+                            for idx in both.groupby("seed").indices.values()])
+    ref = float(np.sum(w * both["flowtime_ref"].to_numpy()) / w.sum())
+    return float(d.sum() / w.sum() / ref), t_halfwidth(means) / ref
+
+
+def verdict(label: str, baseline: str, diff: float, half: float) -> str:
+    """One line: the paired change of the mean flowtime and whether it is decided."""
+    if not math.isfinite(diff):
+        return f"{label} vs {baseline}: no job finished under both"
+    if not math.isfinite(half):
+        return f"{label} vs {baseline}: {100 * diff:+.1f}% (too few jobs for an interval)"
+    span = f"{100 * diff:+.1f}% [{100 * (diff - half):+.1f}, {100 * (diff + half):+.1f}]"
+    if diff - half > 0:
+        return f"{label} vs {baseline}: {span}: slower"
+    if diff + half < 0:
+        return f"{label} vs {baseline}: {span}: faster"
+    return f"{label} vs {baseline}: {span}: undecided (the interval contains 0)"
+
+
 def _ci95(jobs: pd.DataFrame, run_means: np.ndarray) -> float:
     """CI half-width of the mean flowtime: over replications, or batch means of one."""
     if len(run_means) >= 2:
@@ -559,7 +605,8 @@ def per_job_table(jobs: pd.DataFrame, labels: Sequence[str],
 
 
 def _summary_row(label: str, runs: pd.DataFrame, jobs: pd.DataFrame, per_job: pd.DataFrame,
-                 within: Sequence[float], baseline: str | None) -> dict[str, Any]:
+                 within: Sequence[float], baseline: str | None,
+                 base_jobs: pd.DataFrame | None = None) -> dict[str, Any]:
     done = jobs.loc[jobs["finished"], "flowtime"].to_numpy()
     run_means = jobs[jobs["finished"]].groupby("seed")["flowtime"].mean() \
         .reindex(runs["seed"]).to_numpy()
@@ -588,6 +635,8 @@ def _summary_row(label: str, runs: pd.DataFrame, jobs: pd.DataFrame, per_job: pd
         row["reduction_mean"] = float(ratio.mean()) if ratio.size else math.nan
         row["reduction_median"] = float(np.median(ratio)) if ratio.size else math.nan
         row["slower"] = float(np.mean(ratio < 0)) if ratio.size else math.nan
+        row["paired_diff"], row["paired_ci95"] = paired_difference(
+            jobs, base_jobs, weighted=bool((jobs["weight"] != 1.0).any()))
     return row
 
 
@@ -606,8 +655,9 @@ def build_comparison(outcomes: Sequence[RunOutcome], labels: Sequence[str],
                      ignore_index=True)
     jobs["finished"] = jobs["finished"].astype(bool)
     per_job = per_job_table(jobs, labels, baseline)
+    base_jobs = jobs[jobs["label"] == baseline] if baseline is not None else None
     rows = [_summary_row(label, runs[runs["label"] == label], jobs[jobs["label"] == label],
-                         per_job, within, baseline) for label in labels]
+                         per_job, within, baseline, base_jobs) for label in labels]
     weighted = bool((jobs["weight"] != 1.0).any())
     return Comparison(pd.DataFrame(rows), runs, per_job, baseline, tuple(within),
                       weighted=weighted)
@@ -656,7 +706,9 @@ class Comparison:
             ("wasted slot-s", "wasted_slot_seconds", lambda v: f"{v:.0f}" if _finite(v) else "-"),
         ]
         if self.baseline is not None:
-            columns += [("reduction mean", "reduction_mean", _pct),
+            columns += [("Δ mean (paired)", "paired_diff", _signed_pct),
+                        ("±95%", "paired_ci95", _pct),
+                        ("reduction mean", "reduction_mean", _pct),
                         ("median", "reduction_median", _pct), ("slower", "slower", _pct)]
         cells = [[head for head, _, _ in columns]]
         cells += [[fmt(row[key]) for _, key, fmt in columns]
@@ -666,8 +718,14 @@ class Comparison:
                            for i, (c, w) in enumerate(zip(r, widths, strict=True)))
                  for r in cells]
         if self.baseline is not None:
-            lines.append(f"reduction: per-job flowtime reduction (F_base - F) / F_base against "
-                         f"{self.baseline}; slower: share of jobs slower than under it")
+            lines.append(f"Δ mean (paired): change of the mean flowtime against {self.baseline}, "
+                         "job by job under common random numbers, 95% interval by batch "
+                         "means; reduction: per-job flowtime reduction (F_base - F) / F_base; "
+                         "slower: share of jobs slower than under it")
+            lines += [verdict(row["label"], self.baseline, row["paired_diff"],
+                              row["paired_ci95"])
+                      for row in self.summary.to_dict("records")
+                      if row["label"] != self.baseline]
         if self.flows is not None:
             lines += ["", self.format_flows()]
         return "\n".join(line.rstrip() for line in lines)
@@ -704,6 +762,10 @@ def _num(value: Any) -> str:
 
 def _pct(value: Any) -> str:
     return f"{100 * value:.1f}%" if _finite(value) else "-"
+
+
+def _signed_pct(value: Any) -> str:
+    return f"{100 * value:+.1f}%" if _finite(value) else "-"
 
 
 # ---------------------------------------------------------------------------- entry point

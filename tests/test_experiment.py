@@ -184,9 +184,9 @@ def test_summary_statistics(reference):
                                                        / mine["tasks"].sum())
         assert row["wasted_slot_seconds"] == pytest.approx(mine["wasted_slot_seconds"].mean())
     assert summary.loc["fifo", "copies_per_task"] == 1.0
-    assert list(comparison.summary.columns[-6:]) == [
+    assert list(comparison.summary.columns[-8:]) == [
         "within_800", "copies_per_task", "wasted_slot_seconds", "reduction_mean",
-        "reduction_median", "slower"]
+        "reduction_median", "slower", "paired_diff", "paired_ci95"]
     text = comparison.format()
     assert text.splitlines()[0].split()[:4] == ["scheduler", "runs", "unfinished", "mean"]
     assert "fair[multitasking=true]" in text and "<=200s" in text
@@ -461,3 +461,22 @@ def test_cli_several_scenarios_need_distinct_names(tmp_path, scenario_file, caps
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "share run.name 'tiny'" in err[0]
     assert not out.exists()
+
+
+def test_paired_difference_uses_the_pairing():
+    # Two schedulers on the same jobs: the paired interval of the change of the mean is
+    # far narrower than the unpaired interval of the baseline's mean, and the change is
+    # exactly the difference of the means when every job finished.
+    comparison = geosim.compare(small(), ["fifo", "srpt"], seeds=[1, 2], jobs_parallel=1,
+                                baseline="fifo")
+    s = comparison.summary.set_index("label")
+    fifo, srpt = s.loc["fifo"], s.loc["srpt"]
+    assert fifo["paired_diff"] == 0.0
+    assert srpt["paired_diff"] == pytest.approx(
+        (srpt["mean_flowtime"] - fifo["mean_flowtime"]) / fifo["mean_flowtime"], rel=1e-9)
+    assert 0 < srpt["paired_ci95"] < fifo["ci95"] / fifo["mean_flowtime"] / 2
+    lines = comparison.format().splitlines()
+    assert sum(line.startswith("srpt vs fifo: ") for line in lines) == 1
+    assert ex.verdict("a", "b", 0.01, 0.02).endswith(": undecided (the interval contains 0)")
+    assert ex.verdict("a", "b", 0.05, 0.02) == "a vs b: +5.0% [+3.0, +7.0]: slower"
+    assert ex.verdict("a", "b", -0.05, 0.02).endswith(": faster")
