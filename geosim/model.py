@@ -245,10 +245,7 @@ class GeoModel(mesa.Model):
         if view.completions or not self.jobs:
             self._last_progress = e.time
         elif e.time - self._last_progress > STALL_SECONDS:
-            raise GeosimError(
-                f"no task completed in {STALL_SECONDS:g} simulated seconds with "
-                f"{len(self.jobs)} jobs alive (scheduler {self.policy.name!r}); set "
-                "run.horizon to stop a run that cannot finish", source=self.scenario.source)
+            raise self.stalled(len(self.jobs))
         for job in e.finished_jobs:
             self.jobs.pop(job).remove()
         self.jobs_done += len(e.finished_jobs)
@@ -276,6 +273,13 @@ class GeoModel(mesa.Model):
         if bar is not None:
             bar.close()
         return build_result(self)
+
+    def stalled(self, alive: int) -> GeosimError:
+        """The error of a run in which no task completed for :data:`STALL_SECONDS`."""
+        return GeosimError(
+            f"no task completed in {STALL_SECONDS:g} simulated seconds with {alive} jobs "
+            f"alive (scheduler {self.policy.name!r}); set run.horizon to stop a run that "
+            "cannot finish", source=self.scenario.source)
 
     # ------------------------------------------------------------------ internals
     @property

@@ -100,7 +100,8 @@ def run(model) -> None:
     beta = float(getattr(policy, "beta", 0.0))
     params = np.array([kind, policy.max_copies or 0, policy.reassign == "random"],
                       dtype=np.int64)
-    fparams = np.array([beta, model.horizon, model.record_interval, 0.0, 1e6])
+    from geosim.model import STALL_SECONDS
+    fparams = np.array([beta, model.horizon, model.record_interval, 0.0, STALL_SECONDS])
     while True:
         if avail is not None and not chunk_end > fs[0]:
             chunk_end = fs[0] + CHUNK_SECONDS
@@ -125,11 +126,7 @@ def run(model) -> None:
         break
     _write_back(model, copies, live[:iv[1]], records, int(iv[6]), fs, iv)
     if code == _STALLED:
-        from geosim.errors import GeosimError
-        raise GeosimError(
-            f"no task completed in {fparams[4]:g} simulated seconds with {int(iv[2])} jobs "
-            f"alive (scheduler {policy.name!r}); set run.horizon to stop a run that cannot "
-            "finish", source=model.scenario.source)
+        raise model.stalled(int(iv[2]))
 
 
 #: Columns of the engine's copies table the loop fills, in the order it takes them.
