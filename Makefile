@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 LOADS := scenarios/pingan-light.toml scenarios/pingan-medium.toml scenarios/pingan-heavy.toml
 SCHEDULERS ?= pingan,flutter,iridium,flutter+mantri,flutter+dolly
 COMPARE := compare $(LOADS) --schedulers $(SCHEDULERS) --baseline flutter --within 100,200,800
-RUN_ARGS ?= --set workload.n_jobs=100 --reps 2
+RUN_ARGS ?= --set workload.n_jobs=300 --reps 3
 
 .PHONY: run run-full test lint bench clean
 
