@@ -217,26 +217,6 @@ def _choose(rng, cand, n_cand, k):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _below(rng, n):  # pragma: no cover - compiled
-    """A uniform integer in [0, n) from the xorshift64* state ``rng[0]``."""
-    x = rng[0]
-    x ^= x >> np.uint64(12)
-    x ^= x << np.uint64(25)
-    x ^= x >> np.uint64(27)
-    rng[0] = x
-    r = x * np.uint64(2685821657736338717)
-    return np.int64((r >> np.uint64(11)) % np.uint64(n))
-
-
-@njit(cache=True, inline="always")
-def _choose(rng, cand, n_cand, k):  # pragma: no cover - compiled
-    """Move ``k`` of ``cand[:n_cand]`` drawn without replacement to its front."""
-    for i in range(k):
-        j = i + _below(rng, n_cand - i)
-        cand[i], cand[j] = cand[j], cand[i]
-
-
-@njit(cache=True, inline="always")
 def _catch_up(c, t, work, power, level, ctask, cslot, cshare, cprog, cexec, cshare_t,
               cspeed_t, ct0, crate):  # pragma: no cover - compiled
     """Bring copy ``c``'s progress and time integrals to ``t`` (its rate is constant)."""
