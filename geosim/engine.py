@@ -926,6 +926,24 @@ def _max(a, b):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _fold_groups(values, group, pos, out, largest):  # pragma: no cover - compiled
+    """Fold each copy's run of ``values`` (``group`` starts) into ``out[pos]``.
+
+    The minimum of the run and ``out`` (``np.minimum.reduceat`` then ``np.minimum``), or
+    the maximum when ``largest``, in the same order.
+    """
+    n = values.size
+    for g in range(group.size):
+        lo = group[g]
+        hi = group[g + 1] if g + 1 < group.size else n
+        acc = values[lo]
+        for j in range(lo + 1, hi):
+            acc = _max(acc, values[j]) if largest else _min(acc, values[j])
+        p = pos[lo]
+        out[p] = _max(out[p], acc) if largest else _min(out[p], acc)
+
+
+@njit(cache=True)
 def _flow_kernel(live, in_lo, in_hi, cluster, i_src, i_size, i_received, move_src, move_dst,
                  pair_ptr, pair_res, n_clusters, n_res, done):  # pragma: no cover - compiled
     """The arrays of :meth:`Engine._flow_structure` in one pass.
@@ -1039,25 +1057,11 @@ def _rates(live, slot_of, task_of, share_of, factor_of, progress_of, level, avai
         if fetch:
             fetch_left[j] = (1.0 - got[j]) / fetch_rate[j] if fetch_rate[j] > 0 else np.inf
     if n_flow and not fetch:
-        for g in range(group.size):
-            lo = group[g]
-            hi = group[g + 1] if g + 1 < group.size else n_flow
-            low = fetch_rate[lo]
-            for j in range(lo + 1, hi):
-                low = _min(low, fetch_rate[j])
-            p = pos[lo]
-            rate[p] = _min(rate[p], low)
+        _fold_groups(fetch_rate, group, pos, rate, False)
     for p in range(n):
         left[p] = (1.0 - progress[p]) / rate[p] if rate[p] > 0 else np.inf
     if n_flow and fetch:
-        for g in range(group.size):
-            lo = group[g]
-            hi = group[g + 1] if g + 1 < group.size else n_flow
-            most = fetch_left[lo]
-            for j in range(lo + 1, hi):
-                most = _max(most, fetch_left[j])
-            p = pos[lo]
-            left[p] = _max(left[p], most)
+        _fold_groups(fetch_left, group, pos, left, True)
     return speed, work, share, rate, progress, left, bw, size, fetch_rate, got, fetch_left
 
 

@@ -99,6 +99,12 @@ def expected_min(atoms: np.ndarray, quantiles: bool = False
     return mean, (q if quantiles else None)
 
 
+@njit(cache=True, inline="always")
+def _log_step(acc, val, step):  # pragma: no cover - compiled
+    """Add an atom's log-survival step; an absent (infinite) atom adds 0.0."""
+    return acc + (step if np.isfinite(val) else 0.0)
+
+
 @njit(cache=True)
 def _merged_atoms(vals, step, r, k):  # pragma: no cover - compiled
     """Each row's atoms in ascending order and the log-survival after each, row by row.
@@ -185,10 +191,7 @@ def _merged_atoms(vals, step, r, k):  # pragma: no cover - compiled
                 o = head[best]
                 head[best] += 1
                 v[w] = best_key
-                if np.isfinite(vals[i, o]):
-                    acc += step[o]
-                else:
-                    acc += 0.0
+                acc = _log_step(acc, vals[i, o], step[o])
                 log_surv[w] = acc
                 w += 1
             continue
@@ -204,10 +207,7 @@ def _merged_atoms(vals, step, r, k):  # pragma: no cover - compiled
             y = heap[0]
             o = head[y]
             v[w] = cur[y]
-            if np.isfinite(vals[i, o]):
-                acc += step[o]
-            else:
-                acc += 0.0
+            acc = _log_step(acc, vals[i, o], step[o])
             log_surv[w] = acc
             w += 1
             if acc == -np.inf:
