@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import geo_world
+from scipy.optimize import linprog
 
 from geosim import GeoModel, load_scenario, make_scheduler
 from geosim.modeler import PerformanceModel
@@ -171,6 +172,44 @@ def test_iridium_program_matches_the_hand_solution():
     assert t == pytest.approx(100 / 7)
 
 
+def _iridium_lp(data, up, down, cap, total, t_fixed=None):
+    """Iridium's program by HiGHS: minimise T, or at a fixed T the WAN volume."""
+    s = data.size
+    eye = np.eye(s)
+    a_ub = np.vstack([np.column_stack([-eye * (data / up)[:, None], -np.ones(s)]),
+                      np.column_stack([eye * ((total - data) / down)[:, None], -np.ones(s)])])
+    b_ub = np.concatenate([-data / up, np.zeros(s)])
+    obj = np.append(np.zeros(s), 1.0) if t_fixed is None else np.append(total - data, 0.0)
+    t_bounds = (0.0, None) if t_fixed is None else (t_fixed, t_fixed)
+    res = linprog(obj, A_ub=a_ub, b_ub=b_ub, A_eq=np.append(np.ones(s), 0.0)[None, :],
+                  b_eq=[1.0], bounds=[(0.0, h) for h in cap] + [t_bounds], method="highs")
+    assert res.status == 0
+    return res
+
+
+def test_iridium_closed_form_is_the_program_optimum_with_least_wan_volume():
+    rng = np.random.default_rng(5)
+    for case in range(400):
+        n = int(rng.integers(1, 8))
+        data = rng.random(n) * 100 * (rng.random(n) < 0.7)
+        data[int(rng.integers(n))] += 1.0
+        up, down = rng.uniform(1, 20, n), rng.uniform(1, 20, n)
+        total = data.sum() * (1.0 if case % 3 else rng.uniform(1.0, 1.5))
+        free = rng.integers(1, 6, n)
+        tasks = int(rng.integers(1, free.sum() + 1))
+        cap = np.minimum(free / tasks, 1.0) if case % 2 else np.ones(n)
+        r, t = reduce_fractions(data, up, down, cap, total)
+        best = _iridium_lp(data, up, down, cap, total)
+        assert t == pytest.approx(best.fun, rel=1e-9, abs=1e-12)
+        tol = 1e-9 * max(t, 1.0)
+        assert r.sum() == pytest.approx(1.0) and np.all(r >= -1e-12)
+        assert np.all(r <= cap + 1e-12)
+        assert np.all(data * (1 - r) / up <= t + tol)
+        assert np.all(r * (total - data) / down <= t + tol)
+        least = _iridium_lp(data, up, down, cap, total, t_fixed=t * (1 + 1e-12) + 1e-15)
+        assert r @ (total - data) == pytest.approx(least.fun, rel=1e-7, abs=1e-9)
+
+
 def test_round_counts_respects_free_slots():
     assert round_counts(np.array([4 / 7, 3 / 7]), 7, np.array([10, 10])).tolist() == [4, 3]
     assert round_counts(np.array([0.5, 0.3, 0.2]), 4, np.array([5, 5, 5])).tolist() == [2, 1, 1]
@@ -216,7 +255,7 @@ def test_shuffle_time_closed_form_matches_the_program():
         data[0] += 1.0
         up, down = rng.uniform(1, 20, n), rng.uniform(1, 20, n)
         assert shuffle_time(data, up, down) == pytest.approx(
-            reduce_fractions(data, up, down)[1], rel=1e-9)
+            _iridium_lp(data, up, down, np.ones(n), data.sum()).fun, rel=1e-9, abs=1e-12)
         if n == 6:
             rows.append((data, up, down))
     data, up, down = (np.array(x) for x in zip(*rows, strict=True))

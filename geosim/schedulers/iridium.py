@@ -9,7 +9,8 @@ shuffle is as short as possible, a linear program (:func:`reduce_fractions`).
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment, linprog
+from numba import njit
+from scipy.optimize import linear_sum_assignment
 
 from geosim.schedulers.compose import Placement
 from geosim.schedulers.placement import locality_clusters
@@ -132,39 +133,106 @@ class Iridium(Placement):
 def reduce_fractions(data: np.ndarray, up: np.ndarray, down: np.ndarray,
                      cap: np.ndarray | None = None,
                      total: float | None = None) -> tuple[np.ndarray, float]:
-    """Iridium's task-placement program (SIGCOMM 2015, §3.1), solved with HiGHS.
+    """Iridium's task-placement program (SIGCOMM 2015, §3.1), solved exactly in closed form.
+
+    The program: minimise ``T`` over fractions ``r`` with ``I_i (1 − r_i) / U_i ≤ T``
+    (upload), ``r_i (S − I_i) / D_i ≤ T`` (download), ``Σ r_i = 1`` and
+    ``0 ≤ r_i ≤ h_i`` (``h_i = min(cap_i, 1)``). For a given ``T`` the constraints bound
+    each fraction to ``lo_i(T) = max(0, 1 − T a_i) ≤ r_i ≤ min(h_i, T c_i) = hi_i(T)``
+    with ``a_i = U_i / I_i`` and ``c_i = D_i / (S − I_i)`` (no bound where ``I_i = 0``,
+    resp. ``S = I_i``), so ``T`` is feasible exactly when every interval is non-empty and
+    ``Σ lo ≤ 1 ≤ Σ hi``. Each condition holds from a threshold on, and the optimum is the
+    largest threshold:
+
+    - ``Σ lo(T) ≤ 1``: ``Σ lo`` is convex and piecewise linear, each piece below it, so
+      ``T ≥ (k − 1) / A_k`` for every ``k`` (``A_k`` the sum of the ``k`` smallest
+      ``a_i``), with equality on the piece in force at the optimum;
+    - ``Σ hi(T) ≥ 1``: ``Σ hi`` is concave and piecewise linear, each piece above it, so
+      ``T ≥ (1 − H_j) / C_j`` for each piece ``j`` (the sites whose cap binds first,
+      ordered by ``h_i / c_i``: ``H_j`` their caps, ``C_j`` the other sites' slopes);
+    - non-empty intervals: ``T ≥ (1 − h_i) / a_i`` and
+      ``T ≥ I_i (S − I_i) / (U_i (S − I_i) + D_i I_i)``.
+
+    The optimal fractions are not unique in general. Among them this returns the ones
+    that send the least data over the WAN (``Σ r_i (S − I_i)`` minimal): every ``r_i``
+    starts at ``lo_i(T)`` and the rest of the unit goes to the sites holding the most
+    data first, each up to ``hi_i(T)`` (exact for a sum constraint over a box).
 
     Args:
         data: Input MB of the stage at each site, ``I_i``.
         up: Upload (egress) bandwidth of each site, ``U_i`` (MB/s).
         down: Download (ingress) bandwidth of each site, ``D_i`` (MB/s).
-        cap: Optional upper bound on each ``r_i`` (free slots over tasks placed).
+        cap: Optional upper bound on each ``r_i`` (free slots over tasks placed); the
+            bounds must sum to at least 1.
         total: The stage's input ``S`` (MB); by default ``sum(data)``. Larger when some
             input sits outside the sites: every site downloads its share of it too.
 
     Returns:
         The fractions ``r`` and the shuffle time ``T`` (s) they achieve.
     """
-    data = np.asarray(data, dtype=float)
+    data = np.ascontiguousarray(data, dtype=float)
+    total = float(data.sum()) if total is None else float(total)
+    h = np.ones(data.size) if cap is None else np.clip(np.asarray(cap, dtype=float), 0, 1)
+    r, t = _fractions(data, np.ascontiguousarray(up, dtype=float),
+                      np.ascontiguousarray(down, dtype=float), h, total)
+    return r, t
+
+
+@njit(cache=True)
+def _fractions(data, up, down, h, total):  # pragma: no cover - compiled
+    """The closed form of :func:`reduce_fractions`: (fractions, shuffle time)."""
     s = data.size
-    total = data.sum() if total is None else float(total)
-    # variables (r_1..r_s, T); minimise T
-    obj = np.zeros(s + 1)
-    obj[-1] = 1.0
-    eye = np.eye(s)
-    upload = np.column_stack([-eye * (data / up)[:, None], -np.ones(s)])
-    download = np.column_stack([eye * ((total - data) / down)[:, None], -np.ones(s)])
-    a_ub = np.vstack([upload, download])
-    b_ub = np.concatenate([-data / up, np.zeros(s)])
-    a_eq = np.append(np.ones(s), 0.0)[None, :]
-    hi = np.ones(s) if cap is None else np.minimum(np.asarray(cap, dtype=float), 1.0)
-    bounds = [(0.0, h) for h in hi] + [(0.0, None)]
-    res = linprog(obj, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=[1.0], bounds=bounds,
-                  method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"Iridium's linear program failed: {res.message}")
-    r = np.clip(res.x[:s], 0.0, None)
-    return r / r.sum(), float(res.x[-1])
+    a = np.full(s, np.inf)
+    c = np.full(s, np.inf)
+    has = data > 0
+    gets = (total - data) > 1e-12 * max(total, 1.0)
+    t = 0.0
+    for i in range(s):
+        rest = total - data[i]
+        if has[i]:
+            a[i] = up[i] / data[i]
+            t = max(t, (1.0 - h[i]) / a[i])                  # lo_i <= h_i
+        if gets[i]:
+            c[i] = down[i] / rest
+        if has[i] and gets[i]:                               # lo_i <= T c_i
+            t = max(t, data[i] * rest / (up[i] * rest + down[i] * data[i]))
+    # sum of lo(T) <= 1
+    sa = np.sort(a)
+    acc = 0.0
+    for k in range(s):
+        if not np.isfinite(sa[k]):
+            break
+        acc += sa[k]
+        t = max(t, k / acc)
+    # sum of hi(T) >= 1: sites without a download bound give h_i from T = 0 on
+    bound = np.flatnonzero(np.isfinite(c))
+    order = bound[np.argsort(h[bound] / c[bound], kind="mergesort")]
+    h_j = 0.0
+    for i in range(s):
+        if not np.isfinite(c[i]):
+            h_j += h[i]
+    suffix = np.zeros(order.size + 1)                        # slopes of unsaturated sites
+    for j in range(order.size - 1, -1, -1):
+        suffix[j] = suffix[j + 1] + c[order[j]]
+    for j in range(order.size):
+        if suffix[j] > 0:
+            t = max(t, (1.0 - h_j) / suffix[j])
+        h_j += h[order[j]]
+    r = np.empty(s)
+    hi = np.empty(s)
+    left = 1.0
+    for i in range(s):
+        hi[i] = min(h[i], t * c[i]) if gets[i] else h[i]
+        r[i] = min(max(0.0, 1.0 - t * a[i]), hi[i]) if has[i] else 0.0
+        left -= r[i]
+    # the rest of the unit to the sites holding the most data, each up to hi
+    for i in np.argsort(-data, kind="mergesort"):
+        if left <= 0:
+            break
+        add = min(hi[i] - r[i], left)
+        r[i] += add
+        left -= add
+    return r / r.sum(), t
 
 
 def round_counts(r: np.ndarray, n: int, cap: np.ndarray) -> np.ndarray:
