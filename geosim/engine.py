@@ -111,19 +111,31 @@ class _Table:
         self.n = 0
         self.cols = {k: np.full(capacity, fill, dtype=dt) for k, (dt, fill) in spec.items()}
 
+    @property
+    def capacity(self) -> int:
+        """Rows the columns hold (used or not)."""
+        return len(next(iter(self.cols.values())))
+
     def append(self, count: int) -> slice:
         """Reserve ``count`` new rows (filled with defaults) and return their slice."""
         need = self.n + count
-        cap = len(next(iter(self.cols.values())))
-        if need > cap:
-            new_cap = max(need, 2 * cap)
-            for k, (dt, fill) in self._spec.items():
-                arr = np.full(new_cap, fill, dtype=dt)
-                arr[: self.n] = self.cols[k][: self.n]
-                self.cols[k] = arr
+        if need > self.capacity:
+            self.resize(max(need, 2 * self.capacity))
         rows = slice(self.n, need)
         self.n = need
         return rows
+
+    def resize(self, capacity: int) -> None:
+        """Hold ``capacity`` rows (at least the ``n`` used), one column at a time.
+
+        Each old column is released as soon as its replacement is filled, so the peak is
+        the table plus one column, not two tables.
+        """
+        capacity = max(capacity, self.n)
+        for k, (dt, fill) in self._spec.items():
+            arr = np.full(capacity, fill, dtype=dt)
+            arr[: self.n] = self.cols[k][: self.n]
+            self.cols[k] = arr
 
 
 _COPY_SPEC = {

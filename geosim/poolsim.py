@@ -118,13 +118,16 @@ def run(model) -> None:
             continue
         if code == _COPIES:
             e.copies.n = int(iv[5])        # the rows to keep
-            copies = _copy_arrays(e.copies, 2 * copies[0].size, copies[-3:])
+            own, copies = copies[-3:], None     # let each old column go once replaced
+            copies = _copy_arrays(e.copies, _grown(e.copies.capacity), own)
             continue
         if code == _RECORDS:
             records = _grow(records, _record_arrays(2 * records[0].size, n_clusters))
             continue
         break
     _write_back(model, copies, live[:iv[1]], records, int(iv[6]), fs, iv)
+    copies = None
+    e.copies.resize(e.copies.n)         # the run is over: keep no unused rows
     if code == _STALLED:
         raise model.stalled(int(iv[2]))
 
@@ -142,16 +145,22 @@ def _copy_arrays(table, cap: int, own: tuple[np.ndarray, ...] | None = None
     of rows). Its own columns: the instant progress was last brought up to date, the rate
     since, and the instant the copy finishes at that rate.
     """
-    if len(table.cols["task"]) < cap:
-        for name, (dtype, fill) in table._spec.items():
-            col = np.full(cap, fill, dtype=dtype)
-            col[: table.n] = table.cols[name][: table.n]
-            table.cols[name] = col
-    mine = (np.zeros(cap), np.zeros(cap), np.full(cap, np.inf))
-    if own is not None:
-        for a, b in zip(own, mine, strict=True):
-            b[: a.size] = a
-    return tuple(table.cols[name] for name in _COLUMNS) + mine
+    if table.capacity < cap:
+        table.resize(cap)
+    if own is None:
+        return tuple(table.cols[name] for name in _COLUMNS) + (
+            np.zeros(cap), np.zeros(cap), np.full(cap, np.inf))
+    mine = []
+    for a, fill in zip(own, (0.0, 0.0, np.inf), strict=True):
+        b = np.full(cap, fill)
+        b[: a.size] = a
+        mine.append(b)
+    return tuple(table.cols[name] for name in _COLUMNS) + tuple(mine)
+
+
+def _grown(capacity: int) -> int:
+    """The copies table's next capacity: half as large again (a third unused at most)."""
+    return capacity + capacity // 2
 
 
 def _record_arrays(cap: int, n_clusters: int) -> tuple[np.ndarray, ...]:

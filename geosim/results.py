@@ -201,14 +201,13 @@ def build_result(model: GeoModel) -> Result:
         "slot": c["slot"],
         "start": c["start"],
         "end": c["end"],
-        "outcome": pd.Categorical(np.asarray(OUTCOMES, dtype=object)[c["outcome"]],
-                                  categories=list(OUTCOMES)),
+        "outcome": pd.Categorical.from_codes(c["outcome"], categories=list(OUTCOMES)),
         "share": c["share"],
         "executed": executed,
         "wasted": wasted,
         "slot_seconds": c["share_time"],
         "wasted_slot_seconds": c["share_time"] * np.clip(frac, 0.0, 1.0),
-    })
+    }, copy=False)  # columns share the engine's arrays: no second copy of millions of rows
     records = model.cluster_records
     clusters = pd.DataFrame({k: np.concatenate([r[k] for r in records]) for k in records[0]}) \
         if records else pd.DataFrame()
