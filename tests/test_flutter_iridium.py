@@ -64,30 +64,16 @@ def test_lexmin_assign_matches_brute_force(ties):
         assert placed_vector(cost, got) == brute_force(cost, cap), (cost, cap, got)
 
 
-def test_lexmin_assign_without_the_warm_started_solver(monkeypatch):
-    # The public linprog path, taken if scipy's private HiGHS binding is missing.
-    import geosim.schedulers.flutter as flutter
-    monkeypatch.setattr(flutter, "_core", None)
-    rng = np.random.default_rng(5)
-    for _ in range(60):
-        n, m = rng.integers(2, 6), rng.integers(2, 5)
-        cost = rng.integers(1, 5, (n, m)).astype(float)
-        cap = rng.integers(0, 3, m)
-        got = lexmin_assign(cost, cap)
-        assert placed_vector(cost, got) == brute_force(cost, cap), (cost, cap, got)
-
-
-def test_lexmin_assign_on_a_stage_where_warm_started_highs_stops_short(monkeypatch):
+def test_lexmin_assign_on_a_stage_that_stopped_an_lp_solver_short():
     # A 76-task stage of pingan-medium (seed 2) on which HiGHS's dual simplex without
-    # presolve ends with status "unknown"; the solver retries and must agree with linprog.
-    import geosim.schedulers.flutter as flutter
+    # presolve once ended with status "unknown"; every task has a slot.
     data = np.load(ROOT / "tests" / "data" / "flutter_stage_highs_unknown.npz")
     cost = np.full(tuple(data["shape"]), np.inf)
     cost[data["rows"], data["cols"]] = data["cost"]
     got = lexmin_assign(cost, data["cap"])
     assert np.all(got >= 0)
-    monkeypatch.setattr(flutter, "_core", None)
-    assert placed_vector(cost, got) == placed_vector(cost, lexmin_assign(cost, data["cap"]))
+    assert np.all(np.bincount(got, minlength=cost.shape[1]) <= data["cap"])
+    assert np.all(np.isfinite(cost[np.arange(got.size), got]))
 
 
 def test_lexmin_assign_tie_case_by_hand():
