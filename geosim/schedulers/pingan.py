@@ -10,14 +10,7 @@ from numba import njit
 
 from geosim.modeler import PerformanceModel, expected_max, expected_min
 from geosim.schedulers.base import Scheduler, register
-from geosim.view import (
-    READY,
-    RUNNING,
-    Actions,
-    SchedulerView,
-    concat_ranges,
-    rank_in_runs,
-)
+from geosim.view import READY, RUNNING, Actions, SchedulerView
 
 #: Insurance principles of rounds 1 and 2 (003 §6.3).
 PRINCIPLES = ("eff-reli", "reli-eff", "eff-eff", "reli-reli")
@@ -38,6 +31,7 @@ class _Candidates:
     g_src: np.ndarray     # (G,) source cluster of each group
     dout: np.ndarray      # (G, M) expected egress throughput reserved at the source
     has: np.ndarray       # tasks with at least one input group, ascending
+    floor: np.ndarray     # (T,) rate floor opt / (1 + ε)
 
 
 @register
@@ -157,11 +151,14 @@ class PingAn(Scheduler):
             return
         self._reachable = view.reachable.copy()
         self._release(view)
-        jobs, budget, rest = self._admit(view)
         free = view.free_slots()
-        tasks, pos = view.ready_in_order(jobs)
-        keep = rank_in_runs(pos) < budget[pos]
-        tasks, pos = tasks[keep][: int(free.sum())], pos[keep][: int(free.sum())]
+        n_free = int(free.sum())
+        if n_free == 0:         # nothing can launch, backfill included
+            return
+        jobs, budget, rest = self._admit(view)
+        # Ready tasks of the admitted jobs in job order, each job's first ``budget``.
+        tasks, pos = _pick(jobs, budget, np.asarray(view.job_task_ptr, dtype=np.int64),
+                           view.task_state, n_free)
         state = _State(free, budget.copy(), self._res_in, self._res_out, self._gate)
         if tasks.size:
             ev = self._evaluate(view, tasks, free)
@@ -177,20 +174,17 @@ class PingAn(Scheduler):
 
     def _admit(self, view: SchedulerView) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Admitted jobs in priority order, the slots each may still take, the other jobs."""
-        jobs = view.alive_jobs
-        tasks, pos = view.tasks_of(jobs)
-        state = view.task_state[tasks]
-        current = (state == READY) | (state == RUNNING)
-        unprocessed = np.bincount(pos[current], weights=view.task_data[tasks[current]],
-                                  minlength=jobs.size)
+        jobs = np.asarray(view.alive_jobs, dtype=np.int64)
+        unprocessed = _unprocessed(jobs, np.asarray(view.job_task_ptr, dtype=np.int64),
+                                   view.task_state, view.task_data)
         jobs = jobs[np.lexsort((jobs, unprocessed))]
         n_alive = jobs.size
         cut = math.ceil(self.epsilon * n_alive - 1e-9)
         jobs, rest = jobs[:cut], jobs[cut:]
         promise = math.ceil(view.total_slots / (self.epsilon * n_alive) - 1e-9)
-        held = np.bincount(view.copy_info()["job"], minlength=len(view.job_arrival))[jobs]
-        budget = promise - held
-        return jobs[budget > 0], budget[budget > 0], rest
+        budget = promise - view.running_copies(jobs)     # live copies of each job
+        keep = budget > 0
+        return jobs[keep], budget[keep], rest
 
     def _backfill(self, view: SchedulerView, actions: Actions, jobs: np.ndarray,
                   st: _State) -> None:
@@ -210,64 +204,47 @@ class PingAn(Scheduler):
                   free: np.ndarray) -> _Candidates:
         """Expected rates of one copy of each task on its candidate clusters (``free``: slots)."""
         model, n = self.model, view.n_clusters
-        g_task, g_src, g_size = view.input_groups(tasks)
-        g_ptr = np.searchsorted(g_task, np.arange(tasks.size + 1))
-        has = np.flatnonzero(np.diff(g_ptr) > 0)        # tasks with remote-capable inputs
+        # Input groups (as ``view.input_groups``): per task, per source cluster, the size
+        # of its largest non-empty input there, sorted by task then source.
+        g_ptr, g_src, g_size = _input_groups(*view.inputs_of(tasks), tasks.size, n)
         types, work = view.task_type[tasks], view.task_work[tasks]
-
-        bound = model.speed_mean[:, types].T / work[:, None]
-        if g_task.size:
-            trans = model.bandwidth_mean[g_src] / g_size[:, None]
-            trans[np.arange(g_task.size), g_src] = np.inf
-            bound[has] = np.minimum(bound[has], np.minimum.reduceat(trans, g_ptr[has]))
-        reach = view.reachable
+        reach = np.asarray(view.reachable)
+        fits = free > 0
         m = self.candidates
         if 2 * m >= n:
             cand = np.broadcast_to(np.arange(n), (tasks.size, n)).copy()
         else:
-            fits = free > 0
-            cand = _top(np.where(reach, bound, -np.inf), m)
-            if not np.all(fits[cand] | ~reach[cand]):
-                cand = np.concatenate([cand, _top(np.where(fits, bound, -np.inf), m)], axis=1)
+            # Negated upper bounds over reachable clusters and over clusters with a slot.
+            neg_reach, neg_fits = _neg_bounds(model.speed_mean, model.bandwidth_mean, types,
+                                              work, g_ptr, g_src, g_size, reach, fits)
+            cand = _top(neg_reach, m)
+            if _any_unfit(cand, fits, reach):
+                cand = np.concatenate([cand, _top(neg_fits, m)], axis=1)
 
         k = model.k
         rate = np.full(cand.shape, -np.inf)
         atoms = np.zeros(cand.shape + (k,))
-        n_groups = np.diff(g_ptr)
-        for r in np.unique(n_groups):
-            rows = np.flatnonzero(n_groups == r)
-            cb = cand[rows]
-            a = np.full(cb.shape + (1 + r, k), np.inf)
-            a[:, :, 0, :] = model.speed[cb, types[rows][:, None]] / work[rows][:, None, None]
-            if r:
-                gi = g_ptr[rows][:, None] + np.arange(r)
-                s = g_src[gi]
-                bw = model.bandwidth[s[:, None, :] * n + cb[:, :, None]]
-                bw = bw / g_size[gi][:, None, :, None]
-                a[:, :, 1:, :] = np.where((s[:, None, :] == cb[:, :, None])[..., None],
-                                          np.inf, bw)
-            mean, q = expected_min(a.reshape(-1, 1 + r, k), quantiles=True)
-            rate[rows] = mean.reshape(cb.shape)
-            atoms[rows] = q.reshape(cb.shape + (k,))
-        rate = np.where(reach[cand], rate, -np.inf)
-        opt = rate.max(axis=1)
-
+        counts, rows_ptr, rows_all = _by_groups(g_ptr)
+        for b in range(counts.size):
+            rows = rows_all[rows_ptr[b]:rows_ptr[b + 1]]
+            a = _rate_atoms(rows, cand, types, work, g_ptr, g_src, g_size, model.speed,
+                            model.bandwidth, n, counts[b])
+            mean, q = expected_min(a, quantiles=True)
+            rate[rows] = mean.reshape(rows.size, cand.shape[1])
+            atoms[rows] = q.reshape(rows.size, cand.shape[1], k)
         # A copy pulls each remote input at its expected rate times the input's size.
-        flow = np.maximum(rate, 0.0)[g_task] * g_size[:, None]
-        flow[g_src[:, None] == cand[g_task]] = 0.0
-        gate = np.asarray(view.gate, dtype=float)
-        dout = np.minimum(flow, gate[g_src][:, None])
-        din = np.zeros(cand.shape)
-        if has.size:
-            din[has] = np.add.reduceat(flow, g_ptr[has])
-        din = np.minimum(din, gate[cand])
-        return _Candidates(cand, rate, atoms, opt, din, g_ptr, g_src, dout, has)
+        opt, din, dout = _flows(rate, cand, reach, g_ptr, g_src, g_size,
+                                np.asarray(view.gate, dtype=float))
+        has = np.flatnonzero(g_ptr[1:] > g_ptr[:-1])     # tasks with remote-capable inputs
+        return _Candidates(cand, rate, atoms, opt, din, g_ptr, g_src, dout, has,
+                           opt / (1.0 + self.epsilon))
 
     def _pro(self, fail: np.ndarray, rate: np.ndarray) -> np.ndarray:
         """Trouble-exemption probability ``(1 - fail)^(1 / (rate dt))`` (003 §3.2)."""
+        slots = _slots(rate, self.model.dt)     # 1 / (rate dt), 0 where rate <= 0
         with np.errstate(divide="ignore", invalid="ignore"):
-            slots = np.where(rate > 0, 1.0 / (rate * self.model.dt), np.inf)
-            return np.where(rate > 0, np.exp(np.log1p(-fail) * slots), 0.0)
+            pro = np.exp(np.log1p(-fail) * slots)
+        return _zero_unless_positive(pro, rate)
 
     # ------------------------------------------------------------------ the rounds
     def _first_round(self, ev: _Candidates, rows: np.ndarray, job_pos: np.ndarray,
@@ -278,8 +255,7 @@ class PingAn(Scheduler):
             score = eff
         else:
             score = self._pro(self.model.outage_probability[ev.cand[rows]], eff)
-        pos, cols = self._round(ev, rows, job_pos, np.argsort(-score, axis=1, kind="stable"),
-                                ev.opt / (1.0 + self.epsilon), st, plan)
+        pos, cols = self._round(ev, rows, job_pos, _order(score), ev.floor, st, plan)
         self.copies_by_round[0] += pos.size
         return rows[pos], cols
 
@@ -290,25 +266,20 @@ class PingAn(Scheduler):
         if rows1.size == 0:
             return
         p = self.model.outage_probability
-        floor = ev.opt / (1.0 + self.epsilon)
+        floor = ev.floor
         c1 = ev.cand[rows1, col1]
-        pro1 = self._pro(p[c1], ev.rate[rows1, col1])
+        rate1 = ev.rate[rows1, col1]
+        pro1 = self._pro(p[c1], rate1)
         order = np.lexsort((pro1, job_pos[rows1]))
-        rows1, col1, c1, pro1 = rows1[order], col1[order], c1[order], pro1[order]
-        m, k = ev.cand.shape[1], ev.atoms.shape[2]
-        pair = np.stack([np.broadcast_to(ev.atoms[rows1, col1][:, None], (rows1.size, m, k)),
-                         ev.atoms[rows1]], axis=2)
-        r2 = expected_max(pair.reshape(-1, 2, k)).reshape(rows1.size, m)
-        cand = ev.cand[rows1]
-        fail = np.where(cand == c1[:, None], p[c1][:, None], p[c1][:, None] * p[cand])
-        pro2 = self._pro(fail, r2)
+        rows1, col1, c1, pro1, rate1 = (rows1[order], col1[order], c1[order], pro1[order],
+                                        rate1[order])
+        r2 = expected_max(_pairs(ev.atoms, rows1, col1)).reshape(rows1.size, ev.cand.shape[1])
         if self._second == "eff":
-            score, gain = r2, r2 > ev.rate[rows1, col1][:, None]
+            score, base = r2, rate1
         else:
-            score, gain = pro2, pro2 > pro1[:, None]
-        score = np.where(gain, score, -np.inf)
-        pos, col2 = self._round(ev, rows1, job_pos, np.argsort(-score, axis=1, kind="stable"),
-                                floor, st, plan, usable=gain)
+            score, base = self._pro(_pair_fail(p, ev.cand, rows1, c1), r2), pro1
+        gain, order = _gain_order(score, base)
+        pos, col2 = self._round(ev, rows1, job_pos, order, floor, st, plan, usable=gain)
         self.copies_by_round[1] += pos.size
         # Tasks copied in the last round, the candidates they hold, and E[r(c)].
         rows_c = rows1[pos]
@@ -338,27 +309,19 @@ class PingAn(Scheduler):
         Returns:
             Positions in ``rows`` of the tasks copied, their new candidates and ``E[r(c)]``.
         """
-        m = ev.cand.shape[1]
         c = have.shape[1] + 1
-        held = ev.atoms[rows[:, None], have]                          # (N, c-1, K)
         need = (c + 1) / c * before
         # E[max(Y, V)] <= E[Y] + E[(V - y)^+] for any y below every value of Y: only the
         # candidates passing this bound need the exact expectation.
-        floor_y = held[:, :, 0].max(axis=1)
-        bound = before[:, None] + np.maximum(ev.atoms[rows] - floor_y[:, None, None],
-                                             0.0).mean(axis=2)
-        ti, ci = np.nonzero(bound > need[:, None])
-        rc = np.full((rows.size, m), -np.inf)
+        ti, ci, stacked = _saving_candidates(ev.atoms, rows, have, before, need)
+        rc = np.full((rows.size, ev.cand.shape[1]), -np.inf)
         if ti.size:
-            stacked = np.concatenate([held[ti], ev.atoms[rows[ti], ci][:, None, :]], axis=1)
             rc[ti, ci] = expected_max(stacked)
-        gain = rc > need[:, None]
+        gain, order = _gain_order(rc, need)
         if not gain.any():
             empty = np.empty(0, dtype=np.int64)
             return empty, empty, np.empty(0)
-        pos, cols = self._round(ev, rows, job_pos,
-                                np.argsort(-np.where(gain, rc, -np.inf), axis=1, kind="stable"),
-                                floor, st, plan, usable=gain)
+        pos, cols = self._round(ev, rows, job_pos, order, floor, st, plan, usable=gain)
         return pos, cols, rc[pos, cols]
 
     def _round(self, ev: _Candidates, rows: np.ndarray, job_pos: np.ndarray,
@@ -396,37 +359,18 @@ class PingAn(Scheduler):
         if rows.size == 0:
             return
         ids = actions.launch_many(tasks[rows], ev.cand[rows, cols])
-        remote = ev.din[rows, cols] > 0
-        rows, cols, ids = rows[remote], cols[remote], ids[remote]
-        count = ev.g_ptr[rows + 1] - ev.g_ptr[rows]
-        g = concat_ranges(ev.g_ptr[rows], ev.g_ptr[rows + 1])
-        self._held_in = tuple(np.concatenate([old, new]) for old, new in zip(
-            self._held_in, (ids, ev.cand[rows, cols], ev.din[rows, cols]), strict=True))
-        self._held_out = tuple(np.concatenate([old, new]) for old, new in zip(
-            self._held_out, (np.repeat(ids, count), ev.g_src[g],
-                             ev.dout[g, np.repeat(cols, count)]), strict=True))
+        held = _hold(rows, cols, np.asarray(ids, dtype=np.int64), ev.cand, ev.din, ev.g_ptr,
+                     ev.g_src, ev.dout, *self._held_in, *self._held_out)
+        self._held_in, self._held_out = held[:3], held[3:]
 
     def _release(self, view: SchedulerView) -> None:
         """Return the gate bandwidth reserved by copies that have ended."""
-        copy, dst, need = self._held_in
-        if copy.size == 0:
+        if self._held_in[0].size == 0:
             return
-        live = view.live_copies        # ascending: ids grow and removal keeps order
-        at = np.minimum(np.searchsorted(live, copy), max(live.size - 1, 0))
-        ended = (live[at] != copy) if live.size else np.ones(copy.size, dtype=bool)
-        if not ended.any():
-            return
-        np.subtract.at(self._res_in, dst[ended], need[ended])
-        self._held_in = tuple(a[~ended] for a in self._held_in)
-        out_copy, src, amount = self._held_out
-        # Every copy holding egress also holds ingress: it has ended if it is not live.
-        at = np.minimum(np.searchsorted(live, out_copy), max(live.size - 1, 0))
-        gone = (live[at] != out_copy) if live.size else np.ones(out_copy.size, dtype=bool)
-        np.subtract.at(self._res_out, src[gone], amount[gone])
-        self._held_out = tuple(a[~gone] for a in self._held_out)
-        if self._held_in[0].size == 0:      # clear rounding residue
-            self._res_in[:] = 0.0
-            self._res_out[:] = 0.0
+        kept = _unhold(np.asarray(view.live_copies), *self._held_in, *self._held_out,
+                       self._res_in, self._res_out)
+        if kept is not None:
+            self._held_in, self._held_out = kept[:3], kept[3:]
 
 
 @dataclass
@@ -441,8 +385,521 @@ class _State:
 
 
 def _top(score: np.ndarray, m: int) -> np.ndarray:
-    """Columns of the ``m`` highest scores of each row (any order)."""
-    return np.argpartition(-score, m - 1, axis=1)[:, :m]
+    """Columns of the ``m`` lowest values of each row (any order)."""
+    return np.argpartition(score, m - 1, axis=1)[:, :m]
+
+
+# ---------------------------------------------------------------------- compiled kernels
+# Each kernel does in one pass what a chain of small NumPy calls did, with the same
+# floating-point operations in the same order (results are bit-identical): elementwise
+# arithmetic, exact minima and maxima, and sums in NumPy's own order (:func:`_pw_sum`).
+
+
+@njit(cache=True)
+def _pick(jobs, budget, task_ptr, state, limit):  # pragma: no cover - compiled
+    """Ready tasks of ``jobs`` in job order, at most ``budget[j]`` of job ``j``, ``limit`` in all.
+
+    Returns:
+        Task ids and the position in ``jobs`` of each one's job.
+    """
+    tasks = np.empty(max(limit, 0), dtype=np.int64)
+    pos = np.empty(max(limit, 0), dtype=np.int64)
+    n = 0
+    for j in range(jobs.size):
+        if n >= limit:
+            break
+        taken = 0
+        for t in range(task_ptr[jobs[j]], task_ptr[jobs[j] + 1]):
+            if n >= limit or taken >= budget[j]:
+                break
+            if state[t] == READY:
+                tasks[n], pos[n] = t, j
+                n += 1
+                taken += 1
+    return tasks[:n], pos[:n]
+
+
+@njit(cache=True)
+def _unprocessed(jobs, task_ptr, state, data):  # pragma: no cover - compiled
+    """Input MB of each job's ready and running tasks, summed in task order from 0."""
+    out = np.zeros(jobs.size)
+    for j in range(jobs.size):
+        acc = 0.0
+        for t in range(task_ptr[jobs[j]], task_ptr[jobs[j] + 1]):
+            if state[t] == READY or state[t] == RUNNING:
+                acc += data[t]
+        out[j] = acc
+    return out
+
+
+@njit(cache=True)
+def _input_groups(owner, src, size, n_tasks, n):  # pragma: no cover - compiled
+    """Inputs grouped by (task, source cluster), as :meth:`SchedulerView.input_groups`.
+
+    ``owner`` (the task position of each input) ascends. Empty inputs are left out; a
+    group's size is the largest of its inputs.
+
+    Returns:
+        Where each task's groups start (``n_tasks + 1`` entries), and per group, sorted by
+        task then source, the source and the size.
+    """
+    g_ptr = np.zeros(n_tasks + 1, dtype=np.int64)
+    g_src = np.empty(src.size, dtype=np.int64)
+    g_size = np.empty(src.size)
+    seen = np.zeros(n, dtype=np.bool_)
+    best = np.empty(n)
+    count = 0
+    x = 0
+    for i in range(n_tasks):
+        g_ptr[i] = count
+        lo = x
+        while x < owner.size and owner[x] == i:
+            if size[x] > 0:
+                c = src[x]
+                if not seen[c]:
+                    seen[c] = True
+                    best[c] = size[x]
+                else:
+                    best[c] = _max(best[c], size[x])
+            x += 1
+        if x > lo:
+            for c in range(n):
+                if seen[c]:
+                    g_src[count], g_size[count] = c, best[c]
+                    count += 1
+                    seen[c] = False
+    g_ptr[n_tasks] = count
+    return g_ptr, g_src[:count], g_size[:count]
+
+
+@njit(cache=True)
+def _min(a, b):  # pragma: no cover - compiled
+    """``numpy.minimum`` of two floats (NaN wins)."""
+    return a if (a < b or a != a) else b
+
+
+@njit(cache=True)
+def _max(a, b):  # pragma: no cover - compiled
+    """``numpy.maximum`` of two floats (NaN wins)."""
+    return a if (a > b or a != a) else b
+
+
+@njit(cache=True, error_model="numpy")
+def _neg_bounds(speed_mean, bw_mean, types, work, g_ptr, g_src, g_size, reach,
+                fits):  # pragma: no cover - compiled
+    """Negated upper bound ``min(E[V^P] / work, min_s E[V^T_s] / size_s)`` per cluster.
+
+    Returns:
+        The bound negated where the cluster is reachable (``+inf`` elsewhere), and where
+        it has a free slot.
+    """
+    n_tasks, n = types.size, speed_mean.shape[0]
+    neg_reach = np.empty((n_tasks, n))
+    neg_fits = np.empty((n_tasks, n))
+    for i in range(n_tasks):
+        for c in range(n):
+            b = speed_mean[c, types[i]] / work[i]
+            for g in range(g_ptr[i], g_ptr[i + 1]):
+                tr = np.inf if g_src[g] == c else bw_mean[g_src[g], c] / g_size[g]
+                b = _min(b, tr)
+            neg_reach[i, c] = -b if reach[c] else np.inf
+            neg_fits[i, c] = -b if fits[c] else np.inf
+    return neg_reach, neg_fits
+
+
+@njit(cache=True)
+def _any_unfit(cand, fits, reach):  # pragma: no cover - compiled
+    """Whether some reachable candidate has no free slot."""
+    for i in range(cand.shape[0]):
+        for j in range(cand.shape[1]):
+            if reach[cand[i, j]] and not fits[cand[i, j]]:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _by_groups(g_ptr):  # pragma: no cover - compiled
+    """Tasks by number of input groups: the counts ascending, and each count's tasks.
+
+    Returns:
+        Distinct counts, where each count's tasks start, and the tasks (ascending within).
+    """
+    n = g_ptr.size - 1
+    top = 0
+    for i in range(n):
+        top = max(top, g_ptr[i + 1] - g_ptr[i])
+    per = np.zeros(top + 1, dtype=np.int64)
+    for i in range(n):
+        per[g_ptr[i + 1] - g_ptr[i]] += 1
+    counts = np.flatnonzero(per)
+    ptr = np.zeros(counts.size + 1, dtype=np.int64)
+    at = np.zeros(top + 1, dtype=np.int64)
+    for b in range(counts.size):
+        at[counts[b]] = ptr[b]
+        ptr[b + 1] = ptr[b] + per[counts[b]]
+    rows = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        r = g_ptr[i + 1] - g_ptr[i]
+        rows[at[r]] = i
+        at[r] += 1
+    return counts, ptr, rows
+
+
+@njit(cache=True, error_model="numpy")
+def _rate_atoms(rows, cand, types, work, g_ptr, g_src, g_size, speed, bandwidth, n,
+                r):  # pragma: no cover - compiled
+    """Atoms of ``V^P / work`` and of each ``V^T_s / size_s`` for every (task, candidate).
+
+    ``rows`` are tasks with ``r`` input groups each; a group on the candidate itself is
+    absent (``+inf``). Shape ``(rows.size * M, 1 + r, K)``.
+    """
+    m, k = cand.shape[1], speed.shape[2]
+    a = np.empty((rows.size * m, 1 + r, k))
+    for x in range(rows.size):
+        i = rows[x]
+        for j in range(m):
+            c = cand[i, j]
+            row = x * m + j
+            for q in range(k):
+                a[row, 0, q] = speed[c, types[i], q] / work[i]
+            for h in range(r):
+                g = g_ptr[i] + h
+                s = g_src[g]
+                for q in range(k):
+                    a[row, 1 + h, q] = (np.inf if s == c
+                                        else bandwidth[s * n + c, q] / g_size[g])
+    return a
+
+
+@njit(cache=True)
+def _pw_block(a, lo, n):  # pragma: no cover - compiled
+    """NumPy's pairwise sum of ``a[lo:lo+n]`` for ``n <= 128``: eight running sums, the rest."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    stop = n - n % 8
+    for i in range(8, stop, 8):
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(stop, n):
+        res += a[lo + i]
+    return res
+
+
+@njit(cache=True)
+def _pw_sum(a, lo, n):  # pragma: no cover - compiled
+    """Sum of ``a[lo:lo+n]`` in NumPy's pairwise order (``numpy.add`` reduction loop).
+
+    Blocks of more than 128 values are halved (the first half a multiple of 8) and the
+    halves' sums added, on an explicit stack (a recursive kernel breaks Numba's cache).
+    """
+    if n <= 128:
+        return _pw_block(a, lo, n)
+    f_lo = np.empty(64, dtype=np.int64)
+    f_n = np.empty(64, dtype=np.int64)
+    f_stage = np.zeros(64, dtype=np.int64)     # 0 new, 1 left returned, 2 right returned
+    f_left = np.empty(64)
+    f_lo[0], f_n[0] = lo, n
+    depth = 1
+    value = 0.0
+    while depth > 0:
+        f = depth - 1
+        half = f_n[f] // 2
+        half -= half % 8
+        if f_stage[f] == 0:
+            if f_n[f] <= 128:
+                value = _pw_block(a, f_lo[f], f_n[f])
+                depth -= 1
+                continue
+            f_stage[f] = 1
+            f_lo[depth], f_n[depth], f_stage[depth] = f_lo[f], half, 0
+            depth += 1
+        elif f_stage[f] == 1:
+            f_left[f] = value
+            f_stage[f] = 2
+            f_lo[depth], f_n[depth], f_stage[depth] = f_lo[f] + half, f_n[f] - half, 0
+            depth += 1
+        else:
+            value = f_left[f] + value
+            depth -= 1
+    return value
+
+
+@njit(cache=True)
+def _flows(rate, cand, reach, g_ptr, g_src, g_size, gate):  # pragma: no cover - compiled
+    """Mask unreachable candidates' rates (in place); the optimum and gate demands.
+
+    A copy pulls each remote input group at its rate times the group's size, capped at
+    the source's gate (``dout``); ``din`` is the sum over the task's groups as
+    ``numpy.add.reduceat`` adds them (the first, plus the rest in pairwise order), capped
+    at the candidate's gate.
+
+    Returns:
+        ``opt`` (best rate per task), ``din`` (T, M) and ``dout`` (G, M).
+    """
+    n_tasks, m = cand.shape
+    opt = np.empty(n_tasks)
+    din = np.zeros((n_tasks, m))
+    dout = np.empty((g_src.size, m))
+    buf = np.empty(max(g_ptr[n_tasks] - g_ptr[0], 1))
+    for i in range(n_tasks):
+        best = -np.inf
+        for j in range(m):
+            if not reach[cand[i, j]]:
+                rate[i, j] = -np.inf
+            best = rate[i, j] if j == 0 else _max(best, rate[i, j])
+        opt[i] = best
+        lo, hi = g_ptr[i], g_ptr[i + 1]
+        for j in range(m):
+            c = cand[i, j]
+            pull = _max(rate[i, j], 0.0)
+            for g in range(lo, hi):
+                f = 0.0 if g_src[g] == c else pull * g_size[g]
+                buf[g - lo] = f
+                dout[g, j] = _min(f, gate[g_src[g]])
+            if hi > lo:
+                din[i, j] = buf[0] + _pw_sum(buf, 1, hi - lo - 1)
+            din[i, j] = _min(din[i, j], gate[c])
+    return opt, din, dout
+
+
+@njit(cache=True, error_model="numpy")
+def _slots(rate, dt):  # pragma: no cover - compiled
+    """Expected slots ``1 / (rate dt)`` of a copy where ``rate > 0``, else 0."""
+    out = np.zeros(rate.shape)
+    flat, res = rate.ravel(), out.ravel()
+    for x in range(flat.size):
+        if flat[x] > 0:
+            res[x] = 1.0 / (flat[x] * dt)
+    return out
+
+
+@njit(cache=True)
+def _zero_unless_positive(pro, rate):  # pragma: no cover - compiled
+    """``pro`` where ``rate > 0``, else 0 (in place)."""
+    flat, res = rate.ravel(), pro.ravel()
+    for x in range(flat.size):
+        if not flat[x] > 0:
+            res[x] = 0.0
+    return pro
+
+
+@njit(cache=True)
+def _before(a, b):  # pragma: no cover - compiled
+    """Whether ``a`` sorts strictly before ``b`` in NumPy's order (NaN last)."""
+    return a < b or (b != b and a == a)
+
+
+@njit(cache=True)
+def _order(score):  # pragma: no cover - compiled
+    """``numpy.argsort(-score, axis=1, kind="stable")``: columns by descending score."""
+    n, m = score.shape
+    order = np.empty((n, m), dtype=np.int64)
+    for i in range(n):
+        for j in range(m):
+            key = -score[i, j]
+            at = j
+            while at > 0 and _before(key, -score[i, order[i, at - 1]]):
+                order[i, at] = order[i, at - 1]
+                at -= 1
+            order[i, at] = j
+    return order
+
+
+@njit(cache=True)
+def _gain_order(score, base):  # pragma: no cover - compiled
+    """Candidates whose score beats the task's ``base``, and columns by descending score.
+
+    Returns:
+        ``gain = score > base[:, None]`` and the stable order of
+        ``where(gain, score, -inf)``, descending.
+    """
+    n, m = score.shape
+    gain = np.empty((n, m), dtype=np.bool_)
+    masked = np.empty((n, m))
+    for i in range(n):
+        for j in range(m):
+            gain[i, j] = score[i, j] > base[i]
+            masked[i, j] = score[i, j] if gain[i, j] else -np.inf
+    return gain, _order(masked)
+
+
+@njit(cache=True)
+def _pairs(atoms, rows, col):  # pragma: no cover - compiled
+    """Atoms of (first copy, copy on candidate j) per task and candidate: ``(N * M, 2, K)``."""
+    m, k = atoms.shape[1], atoms.shape[2]
+    out = np.empty((rows.size * m, 2, k))
+    for x in range(rows.size):
+        for j in range(m):
+            for q in range(k):
+                out[x * m + j, 0, q] = atoms[rows[x], col[x], q]
+                out[x * m + j, 1, q] = atoms[rows[x], j, q]
+    return out
+
+
+@njit(cache=True)
+def _pair_fail(p, cand, rows, c1):  # pragma: no cover - compiled
+    """Per-slot failure probability of two copies: ``p[c1]`` on one cluster, else the product."""
+    m = cand.shape[1]
+    fail = np.empty((rows.size, m))
+    for x in range(rows.size):
+        for j in range(m):
+            c = cand[rows[x], j]
+            fail[x, j] = p[c1[x]] if c == c1[x] else p[c1[x]] * p[c]
+    return fail
+
+
+@njit(cache=True)
+def _saving_candidates(atoms, rows, have, before, need):  # pragma: no cover - compiled
+    """Candidates whose bound on ``E[r(c)]`` beats ``need``, and their atoms with the held.
+
+    The bound is ``before + mean((V - y)^+)`` with ``y`` the largest first atom of the
+    held copies, the mean summed as NumPy sums the atoms (pairwise) and divided by K.
+
+    Returns:
+        Task positions and candidates passing (row-major), and ``(n, c, K)`` atoms of the
+        held copies followed by the candidate.
+    """
+    n, m, k = rows.size, atoms.shape[1], atoms.shape[2]
+    h = have.shape[1]
+    ti = np.empty(n * m, dtype=np.int64)
+    ci = np.empty(n * m, dtype=np.int64)
+    buf = np.empty(k)
+    count = 0
+    for x in range(n):
+        i = rows[x]
+        y = atoms[i, have[x, 0], 0]
+        for z in range(1, h):
+            y = _max(y, atoms[i, have[x, z], 0])
+        for j in range(m):
+            for q in range(k):
+                buf[q] = _max(atoms[i, j, q] - y, 0.0)
+            bound = before[x] + (0.0 + _pw_sum(buf, 0, k)) / k
+            if bound > need[x]:
+                ti[count], ci[count] = x, j
+                count += 1
+    stacked = np.empty((count, h + 1, k))
+    for e in range(count):
+        i = rows[ti[e]]
+        for z in range(h):
+            for q in range(k):
+                stacked[e, z, q] = atoms[i, have[ti[e], z], q]
+        for q in range(k):
+            stacked[e, h, q] = atoms[i, ci[e], q]
+    return ti[:count], ci[:count], stacked
+
+
+@njit(cache=True)
+def _hold(rows, cols, ids, cand, din, g_ptr, g_src, dout, in_copy, in_dst, in_need,
+          out_copy, out_src, out_amount):  # pragma: no cover - compiled
+    """Append the reservations of the launched remote copies (``din > 0``) to the held ones.
+
+    Returns:
+        The held ingress (copy, cluster, MB/s) and egress (copy, source, MB/s) arrays.
+    """
+    n_in, n_out = 0, 0
+    for x in range(rows.size):
+        if din[rows[x], cols[x]] > 0:
+            n_in += 1
+            n_out += g_ptr[rows[x] + 1] - g_ptr[rows[x]]
+    a, b = in_copy.size, out_copy.size
+    new_copy = np.empty(a + n_in, dtype=np.int64)
+    new_dst = np.empty(a + n_in, dtype=np.int64)
+    new_need = np.empty(a + n_in)
+    new_copy[:a], new_dst[:a], new_need[:a] = in_copy, in_dst, in_need
+    new_ocopy = np.empty(b + n_out, dtype=np.int64)
+    new_src = np.empty(b + n_out, dtype=np.int64)
+    new_amount = np.empty(b + n_out)
+    new_ocopy[:b], new_src[:b], new_amount[:b] = out_copy, out_src, out_amount
+    for x in range(rows.size):
+        i, j = rows[x], cols[x]
+        if not din[i, j] > 0:
+            continue
+        new_copy[a], new_dst[a], new_need[a] = ids[x], cand[i, j], din[i, j]
+        a += 1
+        for g in range(g_ptr[i], g_ptr[i + 1]):
+            new_ocopy[b], new_src[b], new_amount[b] = ids[x], g_src[g], dout[g, j]
+            b += 1
+    return new_copy, new_dst, new_need, new_ocopy, new_src, new_amount
+
+
+@njit(cache=True)
+def _not_live(copies, live):  # pragma: no cover - compiled
+    """Whether each of ``copies`` is missing from ``live`` (ascending).
+
+    ``copies`` mostly ascend too (ids grow and removal keeps order): a merge walk, with a
+    binary search wherever they do not.
+    """
+    out = np.empty(copies.size, dtype=np.bool_)
+    at = 0
+    for x in range(copies.size):
+        if x > 0 and copies[x] < copies[x - 1]:
+            at = np.searchsorted(live, copies[x])
+        while at < live.size and live[at] < copies[x]:
+            at += 1
+        out[x] = not (at < live.size and live[at] == copies[x])
+    return out
+
+
+@njit(cache=True)
+def _unhold(live, in_copy, in_dst, in_need, out_copy, out_src, out_amount, res_in,
+            res_out):  # pragma: no cover - compiled
+    """Subtract the reservations of ended copies (not in ``live``, ascending) in order.
+
+    Returns:
+        The held arrays that remain, as in :func:`_hold`, or None if no copy has ended.
+    """
+    ended = _not_live(in_copy, live)
+    any_ended = False
+    for x in range(in_copy.size):
+        any_ended = any_ended or ended[x]
+    if not any_ended:
+        return None
+    keep = 0
+    for x in range(in_copy.size):
+        if ended[x]:
+            res_in[in_dst[x]] -= in_need[x]
+        else:
+            keep += 1
+    new_copy = np.empty(keep, dtype=np.int64)
+    new_dst = np.empty(keep, dtype=np.int64)
+    new_need = np.empty(keep)
+    w = 0
+    for x in range(in_copy.size):
+        if not ended[x]:
+            new_copy[w], new_dst[w], new_need[w] = in_copy[x], in_dst[x], in_need[x]
+            w += 1
+    # Every copy holding egress also holds ingress: it has ended if it is not live.
+    gone = _not_live(out_copy, live)
+    keep = 0
+    for x in range(out_copy.size):
+        if gone[x]:
+            res_out[out_src[x]] -= out_amount[x]
+        else:
+            keep += 1
+    new_ocopy = np.empty(keep, dtype=np.int64)
+    new_src = np.empty(keep, dtype=np.int64)
+    new_amount = np.empty(keep)
+    w = 0
+    for x in range(out_copy.size):
+        if not gone[x]:
+            new_ocopy[w], new_src[w], new_amount[w] = out_copy[x], out_src[x], out_amount[x]
+            w += 1
+    if new_copy.size == 0:      # clear rounding residue
+        res_in[:] = 0.0
+        res_out[:] = 0.0
+    return new_copy, new_dst, new_need, new_ocopy, new_src, new_amount
 
 
 @njit(cache=True)
