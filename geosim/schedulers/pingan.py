@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from geosim.modeler import PerformanceModel, expected_max, expected_min
+from geosim.modeler import PerformanceModel, _pairwise_sum, expected_max, expected_min
 from geosim.schedulers.base import Scheduler, register
 from geosim.view import READY, RUNNING, Actions, SchedulerView
 
@@ -392,7 +392,8 @@ def _top(score: np.ndarray, m: int) -> np.ndarray:
 # ---------------------------------------------------------------------- compiled kernels
 # Each kernel does in one pass what a chain of small NumPy calls did, with the same
 # floating-point operations in the same order (results are bit-identical): elementwise
-# arithmetic, exact minima and maxima, and sums in NumPy's own order (:func:`_pw_sum`).
+# arithmetic, exact minima and maxima, and sums in NumPy's own order
+# (``geosim.modeler._pairwise_sum``).
 
 
 @njit(cache=True)
@@ -572,71 +573,6 @@ def _rate_atoms(rows, cand, types, work, g_ptr, g_src, g_size, speed, bandwidth,
 
 
 @njit(cache=True)
-def _pw_block(a, lo, n):  # pragma: no cover - compiled
-    """NumPy's pairwise sum of ``a[lo:lo+n]`` for ``n <= 128``: eight running sums, the rest."""
-    if n < 8:
-        res = 0.0
-        for i in range(lo, lo + n):
-            res += a[i]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-    stop = n - n % 8
-    for i in range(8, stop, 8):
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    for i in range(stop, n):
-        res += a[lo + i]
-    return res
-
-
-@njit(cache=True)
-def _pw_sum(a, lo, n):  # pragma: no cover - compiled
-    """Sum of ``a[lo:lo+n]`` in NumPy's pairwise order (``numpy.add`` reduction loop).
-
-    Blocks of more than 128 values are halved (the first half a multiple of 8) and the
-    halves' sums added, on an explicit stack (a recursive kernel breaks Numba's cache).
-    """
-    if n <= 128:
-        return _pw_block(a, lo, n)
-    f_lo = np.empty(64, dtype=np.int64)
-    f_n = np.empty(64, dtype=np.int64)
-    f_stage = np.zeros(64, dtype=np.int64)     # 0 new, 1 left returned, 2 right returned
-    f_left = np.empty(64)
-    f_lo[0], f_n[0] = lo, n
-    depth = 1
-    value = 0.0
-    while depth > 0:
-        f = depth - 1
-        half = f_n[f] // 2
-        half -= half % 8
-        if f_stage[f] == 0:
-            if f_n[f] <= 128:
-                value = _pw_block(a, f_lo[f], f_n[f])
-                depth -= 1
-                continue
-            f_stage[f] = 1
-            f_lo[depth], f_n[depth], f_stage[depth] = f_lo[f], half, 0
-            depth += 1
-        elif f_stage[f] == 1:
-            f_left[f] = value
-            f_stage[f] = 2
-            f_lo[depth], f_n[depth], f_stage[depth] = f_lo[f] + half, f_n[f] - half, 0
-            depth += 1
-        else:
-            value = f_left[f] + value
-            depth -= 1
-    return value
-
-
-@njit(cache=True)
 def _flows(rate, cand, reach, g_ptr, g_src, g_size, gate):  # pragma: no cover - compiled
     """Mask unreachable candidates' rates (in place); the optimum and gate demands.
 
@@ -669,7 +605,7 @@ def _flows(rate, cand, reach, g_ptr, g_src, g_size, gate):  # pragma: no cover -
                 buf[g - lo] = f
                 dout[g, j] = _min(f, gate[g_src[g]])
             if hi > lo:
-                din[i, j] = buf[0] + _pw_sum(buf, 1, hi - lo - 1)
+                din[i, j] = buf[0] + _pairwise_sum(buf[1:], hi - lo - 1, hi - lo - 1)
             din[i, j] = _min(din[i, j], gate[c])
     return opt, din, dout
 
@@ -785,7 +721,7 @@ def _saving_candidates(atoms, rows, have, before, need):  # pragma: no cover - c
         for j in range(m):
             for q in range(k):
                 buf[q] = _max(atoms[i, j, q] - y, 0.0)
-            bound = before[x] + (0.0 + _pw_sum(buf, 0, k)) / k
+            bound = before[x] + (0.0 + _pairwise_sum(buf, k, k)) / k
             if bound > need[x]:
                 ti[count], ci[count] = x, j
                 count += 1
