@@ -90,13 +90,24 @@ def expected_min(atoms: np.ndarray, quantiles: bool = False
     n, r, k = atoms.shape
     if r == 1:
         return atoms[:, 0].mean(axis=1), (atoms[:, 0].copy() if quantiles else None)
+    mean, q = _exact_min(atoms, 2.0 * np.arange(n, dtype=float), quantiles)
+    return mean, (q if quantiles else None)
+
+
+def _exact_min(atoms: np.ndarray, offsets: np.ndarray, quantiles: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`expected_min` of ``(N, R, K)`` atoms (``R > 1``), rows at given search offsets.
+
+    ``offsets[i]`` is ``2 i`` for the row ``i`` of one :func:`expected_min` call; a subset of
+    that call's rows, given with their own offsets, gets the same results as in the call.
+    """
+    n, r, k = atoms.shape
     m = r * k
     v, log_surv, ptr = _merged_atoms(np.ascontiguousarray(atoms.reshape(n, m)),
                                      _survival_steps(r, k), r, k)
     surv = np.exp(log_surv)
     # The CDF rises along each row; quantile i is its first atom at level >= (i + 1/2) / K.
-    mean, q = _min_moments(v, surv, ptr, m, levels(k) - 1e-9, quantiles)
-    return mean, (q if quantiles else None)
+    return _min_moments(v, surv, ptr, m, levels(k) - 1e-9, quantiles, offsets)
 
 
 @njit(cache=True, inline="always")
@@ -323,14 +334,14 @@ def _pairwise_sum(a, n, p):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _min_moments(v, surv, ptr, m, thresholds, quantiles):  # pragma: no cover - compiled
+def _min_moments(v, surv, ptr, m, thresholds, quantiles, offsets):  # pragma: no cover
     """Mean and quantile atoms of each row's minimum from :func:`_merged_atoms`.
 
     The mean is ``v_0 + sum_j (v_j - v_{j-1}) S_{j-1}`` over the ``m`` atoms of the whole
     row, summed in NumPy's order (atoms a row does not store add nothing). Quantile
-    ``q`` is the first atom whose CDF ``1 - S`` (offset by ``2i`` in row ``i``, as one
-    search over all rows sees it) reaches ``thresholds[q]`` (offset alike), else the
-    row's last atom.
+    ``q`` is the first atom whose CDF ``1 - S`` (offset by ``offsets[i] = 2i`` in row
+    ``i``, as one search over all rows sees it) reaches ``thresholds[q]`` (offset alike),
+    else the row's last atom.
     """
     n = ptr.size - 1
     k = thresholds.size
@@ -346,7 +357,7 @@ def _min_moments(v, surv, ptr, m, thresholds, quantiles):  # pragma: no cover - 
         mean[i] = v[lo] + (0.0 + _pairwise_sum(terms, m, p))
         terms[:p] = 0.0
         if quantiles:
-            offset = 2.0 * i
+            offset = offsets[i]
             j = 0
             for c in range(k):
                 level = thresholds[c] + offset
@@ -354,6 +365,129 @@ def _min_moments(v, surv, ptr, m, thresholds, quantiles):  # pragma: no cover - 
                     j += 1
                 q[i, c] = v[lo + j] if j < p else v[hi - 1]
     return mean, q
+
+
+def quantile_bounds(k: int, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """Log-survival bounds that settle :func:`expected_min`'s quantile test without ``exp``.
+
+    In a call of ``n_rows`` rows, quantile ``c`` of a row is its first atom whose CDF
+    ``1 - exp(log S)`` reaches level ``(c + 1/2) / K - 1e-9`` (both offset by twice the row
+    index). Whatever the rounding of ``exp`` and of the offsets, the test holds when
+    ``log S < lo[c]`` and fails when ``log S > hi[c]``; between the two it must be made
+    exactly (:func:`_row_min_quantiles` reports it).
+
+    Returns:
+        ``lo`` and ``hi``, shape ``(K,)``.
+    """
+    thresholds = levels(k) - 1e-9
+    # Rounding of the offset sums (one unit in the last place at the largest offset) and
+    # of exp and 1 - S (a few units at 1), relative to the smallest survival 1 - level.
+    slack = 8.0 * (float(np.spacing(2.0 * n_rows + 2.0)) + 1e-15) / float(1.0 - thresholds[-1])
+    mid = np.log(1.0 - thresholds)
+    return mid - slack, mid + slack
+
+
+@njit(cache=True)
+def _row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur,
+                       sorted_):  # pragma: no cover - compiled
+    """Quantile atoms of the minimum of one row's variables, as :func:`expected_min` gives.
+
+    ``vals[:nv]`` are the row's variables (``K`` atoms each, ascending; ``±inf``/NaN for
+    absent ones), ``step`` the log-survival steps of ranks ``0..K-1``, ``lo``/``hi`` from
+    :func:`quantile_bounds`; ``use``, ``head`` and ``cur`` are work space of ``nv``
+    entries. ``sorted_`` promises that each variable's atoms do not decrease and that
+    none is NaN or ``-inf`` (only a tail of ``+inf`` may end a variable): the check for
+    :func:`_merged_atoms`' full merge then reads a variable's first and last atoms only.
+    The atoms are merged in :func:`_merged_atoms`' order (a scan of the heads picks what
+    its heap does: the least ``(value, variable)``) and the log-survival accumulated
+    alike; each quantile is settled against the bounds as the merge passes it, and the
+    merge stops once all are settled.
+
+    Returns:
+        Whether the row was settled (``q`` then holds its ``K`` quantiles). False when
+        :func:`_merged_atoms` would merge the row in full (no variable present, or a
+        variable not ascending) or a quantile test falls between the bounds; the caller
+        then takes the row through :func:`expected_min`'s own path.
+    """
+    top = -np.inf
+    n_use = 0
+    if sorted_:
+        for x in range(nv):
+            if np.isfinite(vals[x, 0]):
+                use[n_use] = x
+                n_use += 1
+                if not np.isfinite(vals[x, k - 1]):
+                    sorted_ = False         # a tail of +inf: find its last finite atom
+                    break
+                if vals[x, k - 1] > top:
+                    top = vals[x, k - 1]
+    if not sorted_:
+        top = -np.inf
+        n_use = 0
+    for x in range(0 if not sorted_ else nv, nv):
+        seen = False
+        gap = False
+        prev = -np.inf
+        for j in range(k):
+            val = vals[x, j]
+            if np.isfinite(val):
+                if gap or val < prev:
+                    return False
+                seen = True
+                prev = val
+            else:
+                gap = True
+        if seen:
+            use[n_use] = x
+            n_use += 1
+            if prev > top:
+                top = prev
+    if n_use == 0:
+        return False
+    for y in range(n_use):
+        head[y] = 0
+        val = vals[use[y], 0]
+        cur[y] = val if np.isfinite(val) else top
+    acc = 0.0
+    c = 0
+    last = 0.0
+    live = n_use
+    for _ in range(n_use * k):
+        best = 0
+        best_key = cur[0]
+        for y in range(1, live):
+            if cur[y] < best_key:
+                best, best_key = y, cur[y]
+        x = use[best]
+        o = head[best]
+        acc = _log_step(acc, vals[x, o], step[o])
+        last = best_key
+        while c < k:
+            if acc < lo[c]:
+                q[c] = best_key
+                c += 1
+            elif acc > hi[c]:
+                break
+            else:
+                return False
+        if c == k:
+            return True
+        if acc == -np.inf:
+            break
+        o += 1
+        if o < k:
+            head[best] = o
+            val = vals[x, o]
+            cur[best] = val if np.isfinite(val) else top
+        else:
+            # Exhausted: drop it, keeping the order of the others (ties go to the earlier).
+            for y in range(best, live - 1):
+                use[y], head[y], cur[y] = use[y + 1], head[y + 1], cur[y + 1]
+            live -= 1
+    while c < k:
+        q[c] = last
+        c += 1
+    return True
 
 
 @functools.lru_cache(maxsize=64)

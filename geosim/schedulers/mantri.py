@@ -10,8 +10,9 @@ only when that is likely to finish it sooner without costing more slot time.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
-from geosim.modeler import expected_min
+from geosim.modeler import _exact_min, _row_min_quantiles, _survival_steps, quantile_bounds
 from geosim.schedulers.compose import PlaceFn, Redundancy
 from geosim.variability import copy_factors
 from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs
@@ -204,9 +205,16 @@ class Mantri(Redundancy):
             return
         idx = idx[np.lexsort((tasks[idx], -t_rem[idx]))][:_MAX_EVAL]
         offset = np.r_[0, np.cumsum(cnt)[:-1]]
-        pool: dict[int, list[int]] = {}       # job -> its fresh copies' rows in info
-        for r in fresh[np.argsort(info["copy"][fresh], kind="stable")]:
-            pool.setdefault(int(info["job"][r]), []).append(int(r))
+        # The pool of fresh copies a restart may take the slot of: rows of info by job,
+        # each job's in copy order; taken[] marks the ones used.
+        order = fresh[np.argsort(info["copy"][fresh], kind="stable")]
+        pool_rows = order[np.argsort(info["job"][order], kind="stable")]
+        pool_jobs = info["job"][pool_rows]
+        pool_cluster = np.ascontiguousarray(info["cluster"][pool_rows], dtype=np.int64)
+        taken = np.zeros(pool_rows.size, dtype=np.bool_)
+        pool_lo = np.searchsorted(pool_jobs, jobs, side="left")
+        pool_hi = np.where(restartable, np.searchsorted(pool_jobs, jobs, side="right"), pool_lo)
+        factor = -1.0 if self.duplicate_factor is None else float(self.duplicate_factor)
         preempted: list[int] = []
         restarted: list[np.ndarray] = []
         due: list[float] = []                 # expected end of each new copy, in order
@@ -214,47 +222,30 @@ class Mantri(Redundancy):
         plain: list[tuple[int, int]] = []     # (task, cluster) on a free slot
         swaps: list[tuple[int, int, int]] = []  # (task, cluster, slot) of a preempted copy
         for lo in range(0, idx.size, _CHUNK):
-            if not free.any() and not pool:
+            if not free.any() and taken.all():
                 break
             chunk = idx[lo: lo + _CHUNK]
-            atoms = self._t_new(view, tasks[chunk], work[chunk])   # (m, n, K) ascending
+            # Only clusters with room now (or a fresh copy to take) can be picked.
+            need = free > 0
+            need[pool_cluster[~taken]] = True
+            atoms = self._t_new(view, tasks[chunk], work[chunk], need)   # (m, n, K) ascending
             means = atoms.mean(axis=2)
-            for j, i in enumerate(chunk):
-                job = int(jobs[i])
-                mine = pool.get(job, []) if restartable[i] else []
-                room = free > 0
-                restart = False
-                if mine or (restartable[i] and room.any()):
-                    # A restart may take a slot the job just gave a waiting task.
-                    wide = room.copy()
-                    wide[info["cluster"][mine]] = True
-                    best = _best(means[j], wide)
-                    restart = bool(restart_rule(t_rem[i], means[j, best], self._margin))
-                if restart:
-                    ok = True
-                else:
-                    best = _best(means[j], room)     # a duplicate needs an idle slot
-                    if best < 0:
-                        continue
-                    ok = bool(duplicate_rule(t_rem[i:i + 1], atoms[j, best][None, :],
-                                             c[i:i + 1], self.delta,
-                                             self.duplicate_factor)[0])
-                if not ok:
-                    continue
+            what, where, took = _decide(means, atoms, t_rem[chunk], c[chunk],
+                                        restartable[chunk], pool_lo[chunk], pool_hi[chunk],
+                                        pool_cluster, taken, free, self._margin, self.delta,
+                                        factor)
+            for j in np.flatnonzero(what):
+                i, best, r = chunk[j], int(where[j]), int(took[j])
                 task = int(tasks[i])
                 due.append(now + float(means[j, best]))
-                kind.append(free[best] <= 0)
-                if free[best] > 0:
-                    free[best] -= 1
+                kind.append(r >= 0)
+                if r < 0:
                     plain.append((task, best))
                 else:
-                    r = next(r for r in mine if info["cluster"][r] == best)
-                    mine.remove(r)
-                    if not mine:
-                        del pool[job]
+                    r = int(pool_rows[r])
                     preempted.append(int(info["copy"][r]))
                     swaps.append((task, best, int(info["slot"][r])))
-                if restart:
+                if what[j] == 2:
                     restarted.append(info["copy"][rows[offset[i]: offset[i] + cnt[i]]])
                     self._restarts[task] += 1
                     self.n_restarts += 1
@@ -329,36 +320,81 @@ class Mantri(Redundancy):
         has = np.bincount(where[ready], minlength=uniq.size) > 0
         return has[inv]
 
-    def _t_new(self, view: SchedulerView, tasks: np.ndarray, work: np.ndarray) -> np.ndarray:
+    def _t_new(self, view: SchedulerView, tasks: np.ndarray, work: np.ndarray,
+               need: np.ndarray | None = None) -> np.ndarray:
         """Atoms of a new copy's completion time on every cluster, shape ``(m, n, K)``.
 
         The copy's rate is the minimum of its processing rate and the transfer rate of
         each input group (one per source cluster, its largest input), all independent.
+        Its quantile atoms are :func:`~geosim.modeler.expected_min`'s for the ``(m·n, R, K)``
+        problem of the tasks' rows (``R`` one more than the most input groups of a task),
+        computed row by row (:func:`_t_new_rows`). Clusters outside ``need`` (if given)
+        are left at 0.
         """
         model, n = self.model, view.n_clusters
         k = model.k
+        types = view.task_type[tasks]
         g_task, g_src, g_size = view.input_groups(tasks)
         per_task = np.bincount(g_task, minlength=tasks.size)
         r = 1 + int(per_task.max(initial=0))
-        atoms = np.full((tasks.size, n, r, k), np.inf)
-        with np.errstate(divide="ignore"):
-            atoms[:, :, 0, :] = (model.speed[:, view.task_type[tasks], :].transpose(1, 0, 2)
-                                 / work[:, None, None])
-        if g_task.size:
-            slot = 1 + (np.arange(g_task.size) - np.r_[0, np.cumsum(per_task)[:-1]][g_task])
-            bw = model.bandwidth.reshape(n, n, k)[g_src]              # (G, n dst, K)
-            trans = bw / g_size[:, None, None]
-            trans[np.arange(g_task.size), g_src, :] = np.inf           # local input
-            atoms[g_task, :, slot, :] = trans
-        _, q = expected_min(atoms.reshape(tasks.size * n, r, k), quantiles=True)
-        with np.errstate(divide="ignore"):
-            t_new = (1.0 / q[:, ::-1]).reshape(tasks.size, n, k)
+        if r == 1:
+            with np.errstate(divide="ignore"):
+                q = model.speed[:, types, :].transpose(1, 0, 2) / work[:, None, None]
+                t_new = 1.0 / q[:, :, ::-1]
+        else:
+            if need is None:
+                need = np.ones(n, dtype=np.bool_)
+            lo, hi = quantile_bounds(k, tasks.size * n)
+            t_new = np.zeros((tasks.size, n, k))
+            redo = _t_new_rows(model.speed, model.bandwidth, types.astype(np.int64),
+                               work.astype(float), np.r_[0, np.cumsum(per_task)],
+                               g_src.astype(np.int64), g_size.astype(float),
+                               need.astype(np.bool_), _survival_steps(1, k), lo, hi, t_new,
+                               self._clean_model())
+            if redo.size:
+                self._t_new_exact(view, tasks, work, redo, r, t_new)
         if view.copy_variability == "none" or not np.any(view.task_cv[tasks] > 0):
             return t_new
         f = self._factor_atoms(view, tasks)                        # (n tasks, K)
         prod = np.sort((t_new[:, :, :, None] * f[:, None, None, :]).reshape(
             tasks.size, n, k * k), axis=2)
         return prod.reshape(tasks.size, n, k, k).mean(axis=3)
+
+    def _clean_model(self) -> bool:
+        """Whether every speed and bandwidth atom is finite and >= 0 and each row ascends."""
+        model = self.model
+        key = (id(model), model.version)
+        if getattr(self, "_clean_key", None) != key:
+            self._clean_key = key
+            self._clean = bool(all(np.isfinite(a).all() and (a[..., 1:] >= a[..., :-1]).all()
+                                   and (a[..., 0] >= 0).all()
+                                   for a in (model.speed, model.bandwidth)))
+        return self._clean
+
+    def _t_new_exact(self, view: SchedulerView, tasks: np.ndarray, work: np.ndarray,
+                     redo: np.ndarray, r: int, t_new: np.ndarray) -> None:
+        """Fill rows ``redo`` (``task · n + cluster``) of ``t_new`` by the general path.
+
+        The rows' ``(R, K)`` problems are laid out as in one call over all rows and
+        solved with their offsets in that call, so each gets the same atoms.
+        """
+        model, n = self.model, view.n_clusters
+        k = model.k
+        pos, dst = redo // n, redo % n
+        atoms = np.full((redo.size, r, k), np.inf)
+        with np.errstate(divide="ignore"):
+            atoms[:, 0, :] = model.speed[dst, view.task_type[tasks][pos], :] / work[pos, None]
+        g_task, g_src, g_size = view.input_groups(tasks)
+        per_task = np.bincount(g_task, minlength=tasks.size)
+        first = np.r_[0, np.cumsum(per_task)[:-1]]
+        for row in range(redo.size):
+            for g in range(first[pos[row]], first[pos[row]] + per_task[pos[row]]):
+                if g_src[g] != dst[row]:
+                    slot = 1 + g - first[pos[row]]
+                    atoms[row, slot, :] = model.bandwidth[g_src[g] * n + dst[row]] / g_size[g]
+        _, q = _exact_min(atoms, 2.0 * redo.astype(float), True)
+        with np.errstate(divide="ignore"):
+            t_new[pos, dst] = 1.0 / q[:, ::-1]
 
     def _factor_atoms(self, view: SchedulerView, tasks: np.ndarray) -> np.ndarray:
         """K equal-weight quantile atoms of each task's work factor, ascending."""
@@ -379,9 +415,134 @@ def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return values[mask].max(axis=0)
 
 
-def _best(means: np.ndarray, room: np.ndarray) -> int:
-    """The cluster with room that minimises ``E[t_new]`` (lowest id on ties), or -1."""
-    where = np.flatnonzero(room)
-    if where.size == 0:
-        return -1
-    return int(where[np.argmin(means[where])])
+@njit(cache=True, error_model="numpy")
+def _t_new_rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, need, step, lo, hi,
+                t_new, clean):  # pragma: no cover - compiled
+    """``t_new`` atoms of each (task, cluster in ``need``) row, as ``1 / quantile``.
+
+    Row ``(j, m)`` holds the processing-rate atoms ``speed[m, types[j]] / work[j]`` and,
+    per input group ``g`` of task ``j``, the transfer-rate atoms
+    ``bandwidth[src_g · n + m] / size_g`` (absent when the input is local). Its quantiles
+    are settled by :func:`~geosim.modeler._row_min_quantiles`. ``clean`` promises that
+    every atom of ``speed`` and ``bandwidth`` is finite and ``>= 0`` and each row ascends:
+    when its task's work and input sizes are positive and finite, a row's atoms then
+    ascend too (a division by such a number keeps the order and makes no NaN or ``-inf``;
+    an overflow makes a tail of ``+inf``).
+
+    Returns:
+        The rows (``j · n + m``) it could not settle, to be solved exactly.
+    """
+    n_tasks = types.size
+    n = need.size
+    k = speed.shape[2]
+    r = 1
+    for j in range(n_tasks):
+        r = max(r, 1 + g_ptr[j + 1] - g_ptr[j])
+    vals = np.empty((r, k))
+    q = np.empty(k)
+    use = np.empty(r, dtype=np.int64)
+    head = np.empty(r, dtype=np.int64)
+    cur = np.empty(r)
+    redo = np.empty(n_tasks * n, dtype=np.int64)
+    n_redo = 0
+    for j in range(n_tasks):
+        sorted_ = clean and np.isfinite(work[j]) and work[j] > 0
+        for g in range(g_ptr[j], g_ptr[j + 1]):
+            sorted_ = sorted_ and np.isfinite(g_size[g]) and g_size[g] > 0
+        for m in range(n):
+            if not need[m]:
+                continue
+            for a in range(k):
+                vals[0, a] = speed[m, types[j], a] / work[j]
+            nv = 1
+            for g in range(g_ptr[j], g_ptr[j + 1]):
+                if g_src[g] != m:       # a local input is an absent variable: left out
+                    row = g_src[g] * n + m
+                    for a in range(k):
+                        vals[nv, a] = bandwidth[row, a] / g_size[g]
+                    nv += 1
+            if _row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, sorted_):
+                for a in range(k):
+                    t_new[j, m, a] = 1.0 / q[k - 1 - a]
+            else:
+                redo[n_redo] = j * n + m
+                n_redo += 1
+    return redo[:n_redo]
+
+
+@njit(cache=True, inline="always")
+def _argmin_in(values, mask):  # pragma: no cover - compiled
+    """``np.argmin`` of ``values`` over ``mask`` (first minimum, first NaN), -1 if empty."""
+    best = -1
+    low = 0.0
+    for x in range(values.size):
+        if mask[x]:
+            val = values[x]
+            if val != val:
+                return x
+            if best < 0 or val < low:
+                best, low = x, val
+    return best
+
+
+@njit(cache=True)
+def _decide(means, atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster, taken, free,
+            margin, delta, factor):  # pragma: no cover - compiled
+    """Mantri's rules for a chunk of candidates, in order (the loop of :meth:`Mantri.act`).
+
+    ``free`` and ``taken`` (the fresh copies of the pool used) are updated in place.
+    Candidate ``j`` may restart on a cluster with room or on one of its job's untaken
+    fresh copies ``pool_lo[j]:pool_hi[j]`` (an empty range unless restartable), else
+    duplicate on a cluster with room; ``factor < 0`` is ``(c+1)/c``.
+
+    Returns:
+        Per candidate: 0 (nothing), 1 (duplicate) or 2 (restart); the cluster; the pool
+        entry whose slot it takes, or -1 for an idle slot.
+    """
+    m, n = means.shape
+    k = atoms.shape[2]
+    what = np.zeros(m, dtype=np.int64)
+    where = np.full(m, -1, dtype=np.int64)
+    took = np.full(m, -1, dtype=np.int64)
+    room = np.empty(n, dtype=np.bool_)
+    wide = np.empty(n, dtype=np.bool_)
+    for j in range(m):
+        any_room = False
+        for x in range(n):
+            room[x] = free[x] > 0
+            any_room = any_room or room[x]
+        mine = False
+        for e in range(pool_lo[j], pool_hi[j]):
+            if not taken[e]:
+                mine = True
+        restart = False
+        best = -1
+        if mine or (restartable[j] and any_room):
+            wide[:] = room
+            for e in range(pool_lo[j], pool_hi[j]):
+                if not taken[e]:
+                    wide[pool_cluster[e]] = True
+            best = _argmin_in(means[j], wide)
+            restart = t_rem[j] > means[j, best] + margin
+        if not restart:
+            best = _argmin_in(means[j], room)
+            if best < 0:
+                continue
+            f = (c[j] + 1.0) / c[j] if factor < 0 else factor
+            hits = 0
+            for a in range(k):
+                if atoms[j, best, a] * f < t_rem[j]:
+                    hits += 1
+            if not hits / k > delta:
+                continue
+        what[j] = 2 if restart else 1
+        where[j] = best
+        if free[best] > 0:
+            free[best] -= 1
+        else:
+            for e in range(pool_lo[j], pool_hi[j]):
+                if not taken[e] and pool_cluster[e] == best:
+                    taken[e] = True
+                    took[j] = e
+                    break
+    return what, where, took
