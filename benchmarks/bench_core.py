@@ -15,17 +15,22 @@
 
 Each run is a fresh process (its peak memory is its own, and compiled kernels load from
 the cache as in any new run). The machine is shared, so each case runs ``--repeat`` times
-and the table gives the minimum and median wall time. Usage:
+and the table gives the minimum and median wall time. With ``--against DIR`` every run is
+followed by the same run of the geosim in checkout ``DIR`` (e.g. a ``git worktree`` of
+an older commit), so the two are measured side by side under the same load; the table
+then has both. Usage:
 
-    python benchmarks/bench_core.py [--repeat 3] [a] [a1] [b] ...   # default: all
+    python benchmarks/bench_core.py [--repeat 3] [--against DIR] [a] [a1] [b] ...
 """
 
 from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -72,17 +77,35 @@ def _run(case: str, queue: mp.Queue) -> None:
     })
 
 
+def _option(argv: list[str], name: str, default: str | None) -> tuple[str | None, list[str]]:
+    if name not in argv:
+        return default, argv
+    at = argv.index(name)
+    return argv[at + 1], argv[:at] + argv[at + 2:]
+
+
+def _run_in(checkout: str, case: str) -> dict:
+    """The figures of ``case`` run by the geosim of another checkout (a fresh process)."""
+    env = {**os.environ, "PYTHONPATH": str(Path(checkout).resolve())}
+    out = subprocess.run([sys.executable, __file__, "--one", case], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
 def main(argv: list[str]) -> None:
-    repeat = 3
-    if "--repeat" in argv:
-        at = argv.index("--repeat")
-        repeat = int(argv[at + 1])
-        argv = argv[:at] + argv[at + 2:]
+    one, argv = _option(argv, "--one", None)
+    if one is not None:               # one run in this process, for --against
+        queue = mp.SimpleQueue()
+        _run(one, queue)
+        print(json.dumps(queue.get()))
+        return
+    repeat, argv = _option(argv, "--repeat", "3")
+    against, argv = _option(argv, "--against", None)
     ctx = mp.get_context("spawn")
     table = []
     for case in argv or DEFAULT:
-        walls = []
-        for _ in range(repeat):
+        walls, other = [], []
+        for _ in range(int(repeat)):
             queue = ctx.Queue()
             proc = ctx.Process(target=_run, args=(case, queue))
             proc.start()
@@ -90,14 +113,20 @@ def main(argv: list[str]) -> None:
             proc.join()
             print(json.dumps(figures), flush=True)
             walls.append(figures["wall_seconds"])
+            if against:
+                theirs = _run_in(against, case)
+                print(json.dumps({"against": against, **theirs}), flush=True)
+                other.append(theirs["wall_seconds"])
         table.append((case, figures["scenario"], figures["scheduler"], min(walls),
                       statistics.median(walls), figures["peak_memory_mib"],
-                      figures["tasks"]))
+                      figures["tasks"], other))
     print(f"\n{'case':<5}{'scenario':<24}{'scheduler':<40}{'min s':>8}{'median s':>10}"
-          f"{'peak MiB':>10}{'KiB/task':>10}")
-    for case, scenario, scheduler, low, mid, mib, tasks in table:
+          f"{'peak MiB':>10}{'KiB/task':>10}" + (f"{'against: min s':>16}{'median s':>10}"
+                                                 if against else ""))
+    for case, scenario, scheduler, low, mid, mib, tasks, other in table:
         print(f"{case:<5}{scenario:<24}{scheduler:<40}{low:>8.2f}{mid:>10.2f}{mib:>10.0f}"
-              f"{mib * 1024 / max(tasks, 1):>10.2f}")
+              f"{mib * 1024 / max(tasks, 1):>10.2f}"
+              + (f"{min(other):>16.2f}{statistics.median(other):>10.2f}" if other else ""))
 
 
 if __name__ == "__main__":
