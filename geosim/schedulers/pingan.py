@@ -789,6 +789,26 @@ def _not_live(copies, live):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _keep_held(copy, where, amount, ended, res):  # pragma: no cover - compiled
+    """Give back to ``res`` what ended copies held; return the other holds' arrays."""
+    keep = 0
+    for x in range(copy.size):
+        if ended[x]:
+            res[where[x]] -= amount[x]
+        else:
+            keep += 1
+    new_copy = np.empty(keep, dtype=np.int64)
+    new_where = np.empty(keep, dtype=np.int64)
+    new_amount = np.empty(keep)
+    w = 0
+    for x in range(copy.size):
+        if not ended[x]:
+            new_copy[w], new_where[w], new_amount[w] = copy[x], where[x], amount[x]
+            w += 1
+    return new_copy, new_where, new_amount
+
+
+@njit(cache=True)
 def _unhold(live, in_copy, in_dst, in_need, out_copy, out_src, out_amount, res_in,
             res_out):  # pragma: no cover - compiled
     """Subtract the reservations of ended copies (not in ``live``, ascending) in order.
@@ -802,36 +822,10 @@ def _unhold(live, in_copy, in_dst, in_need, out_copy, out_src, out_amount, res_i
         any_ended = any_ended or ended[x]
     if not any_ended:
         return None
-    keep = 0
-    for x in range(in_copy.size):
-        if ended[x]:
-            res_in[in_dst[x]] -= in_need[x]
-        else:
-            keep += 1
-    new_copy = np.empty(keep, dtype=np.int64)
-    new_dst = np.empty(keep, dtype=np.int64)
-    new_need = np.empty(keep)
-    w = 0
-    for x in range(in_copy.size):
-        if not ended[x]:
-            new_copy[w], new_dst[w], new_need[w] = in_copy[x], in_dst[x], in_need[x]
-            w += 1
+    new_copy, new_dst, new_need = _keep_held(in_copy, in_dst, in_need, ended, res_in)
     # Every copy holding egress also holds ingress: it has ended if it is not live.
-    gone = _not_live(out_copy, live)
-    keep = 0
-    for x in range(out_copy.size):
-        if gone[x]:
-            res_out[out_src[x]] -= out_amount[x]
-        else:
-            keep += 1
-    new_ocopy = np.empty(keep, dtype=np.int64)
-    new_src = np.empty(keep, dtype=np.int64)
-    new_amount = np.empty(keep)
-    w = 0
-    for x in range(out_copy.size):
-        if not gone[x]:
-            new_ocopy[w], new_src[w], new_amount[w] = out_copy[x], out_src[x], out_amount[x]
-            w += 1
+    new_ocopy, new_src, new_amount = _keep_held(out_copy, out_src, out_amount,
+                                                _not_live(out_copy, live), res_out)
     if new_copy.size == 0:      # clear rounding residue
         res_in[:] = 0.0
         res_out[:] = 0.0
