@@ -114,13 +114,27 @@ class Result:
 def check_output_dir(directory: str | os.PathLike) -> Path:
     """Return ``directory`` as a path if a result may be written there, else raise.
 
+    Checked before a run, so that a run is not simulated only to fail when saving: the
+    directory must be empty or a previous result, or be creatable in its nearest existing
+    ancestor (tried by creating and removing a temporary directory there).
+
     Raises:
-        GeosimError: It exists and is neither empty nor a previous result.
+        GeosimError: It exists and is neither empty nor a previous result, or it cannot
+            be created.
     """
     dest = Path(directory)
     if dest.exists() and (not dest.is_dir() or (any(dest.iterdir())
                                                 and not (dest / "summary.json").exists())):
         raise GeosimError("exists and is not a geosim results directory", source=str(dest))
+    parent = dest if dest.exists() else dest.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise GeosimError(f"cannot be created: {parent} is not a directory", source=str(dest))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".geosim-check-", dir=parent))
+    except OSError as exc:
+        raise GeosimError(f"cannot be written ({exc.strerror})", source=str(dest)) from None
     return dest
 
 

@@ -320,10 +320,14 @@ def load_scenario(source: str | os.PathLike | Mapping[str, Any],
             raise GeosimError("scenario file not found", source=name) from None
         except OSError as exc:
             raise GeosimError(f"cannot read scenario file ({exc.strerror})", source=name) from None
+        except UnicodeDecodeError as exc:
+            raise GeosimError(f"not UTF-8 text (byte {exc.start})", source=name) from None
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise GeosimError(f"malformed TOML: {exc}", source=name) from None
+        except RecursionError:
+            raise GeosimError("malformed TOML: nested too deeply", source=name) from None
     data = default_scenario()
     _merge(data, raw, name)
     if overrides:
@@ -481,6 +485,8 @@ def _check(fld: Field, value: Any) -> str | None:
         values = value if isinstance(value, list) else [value]
         if len(values) not in (1, 2) or not all(_is_number(v) for v in values):
             return "must be a number or a [low, high] pair"
+        if any(math.isnan(v) for v in values):
+            return "must not be NaN"
         if kind == "irange" and not all(float(v).is_integer() for v in values):
             return "must be whole numbers"
         if len(values) == 2 and values[0] > values[1]:

@@ -72,6 +72,8 @@ BAD_RUNS = [
     (["run", QUICK, "--set", "workload.arrival_rate=-1"], "workload.arrival_rate: must be > 0"),
     (["run", QUICK, "--set", "outages.enabled"], "expected KEY=VALUE"),
     (["validate", QUICK, "--set", "tiers.small.outage_probability=2"], "must be <= 1"),
+    (["validate", QUICK, "--set", "tiers.small.power_mean=[nan, 1.0]"],
+     "tiers.small.power_mean: must not be NaN"),
 ]
 
 
@@ -108,6 +110,33 @@ def test_bad_files_exit_2_without_traceback(tmp_path):
         assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, name
         assert "Traceback" not in proc.stderr
         assert not out.exists()
+
+
+def test_unreadable_scenarios_exit_2_without_traceback(tmp_path):
+    cases = {
+        "utf16.toml": ("[run]\n".encode("utf-16"), "not UTF-8 text (byte 0)"),
+        "junk.toml": (bytes(range(128, 256)), "not UTF-8 text"),
+        "deep.toml": (("a = " + "[" * 5000 + "]" * 5000).encode(), "nested too deeply"),
+    }
+    for name, (data, message) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        proc = subprocess.run([sys.executable, "-m", "geosim.cli", "validate", name],
+                              capture_output=True, text=True, cwd=tmp_path)
+        assert proc.returncode == 2, name
+        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, name
+        assert "Traceback" not in proc.stderr
+
+
+def test_an_output_directory_that_cannot_be_written_is_refused_before_the_run(tmp_path,
+                                                                                capsys):
+    (tmp_path / "afile").write_text("x")
+    for out, message in ((tmp_path / "afile" / "res", "is not a directory"),
+                         (Path("/proc/geosim-res"), "cannot be written")):
+        code = main(["run", QUICK, "--out", str(out), "--set", "workload.n_jobs=2",
+                     "--set", "topology.n_clusters=6"])
+        err = capsys.readouterr()
+        assert code == 2 and message in err.err and "jobs done" not in err.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]   # nothing left behind
 
 
 def test_refuses_to_overwrite_a_foreign_directory(tmp_path, capsys):
