@@ -74,6 +74,8 @@ BAD_RUNS = [
     (["validate", QUICK, "--set", "tiers.small.outage_probability=2"], "must be <= 1"),
     (["validate", QUICK, "--set", "tiers.small.power_mean=[nan, 1.0]"],
      "tiers.small.power_mean: must not be NaN"),
+    (["run", QUICK, "--scheduler", "dolly[straggler_ratio=nan]"],
+     "dolly: straggler_ratio must not be NaN"),
 ]
 
 

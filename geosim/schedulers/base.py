@@ -10,6 +10,7 @@ conformance suite (``tests/test_conformance.py``) then runs it automatically.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -103,6 +104,10 @@ def make_scheduler(name: str, params: Mapping[str, Any] | None = None,
     if cls is None:
         raise GeosimError(f"unknown scheduler {name!r} (known: {', '.join(registered())})",
                           source=source, key="scheduler.name")
+    for key, value in dict(params or {}).items():
+        if isinstance(value, float) and math.isnan(value):
+            raise GeosimError(f"{name}: {key} must not be NaN", source=source,
+                              key="scheduler.params")
     try:
         return cls(**dict(params or {}))
     except TypeError as exc:
