@@ -71,11 +71,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "run": {
         "name": Field("scenario", "str", doc="label stored with the results"),
         "seed": Field(1, "int", lo=0, doc="seed of every random draw of the run"),
-        "dt": Field(1.0, "float", lo=0, lo_open=True, doc="length of a time slot (s)"),
+        "dt": Field(1.0, "float", lo=1e-6, hi=86400.0,
+                    doc="length of a time slot (s), 1e-6 to 86 400"),
         "horizon": Field(0.0, "float", lo=0,
                          doc="stop at this time (s); 0 = when all jobs are done"),
-        "record_interval": Field(10.0, "float", lo=0, lo_open=True,
-                                 doc="sampling period of the cluster time series (s)"),
+        "record_interval": Field(10.0, "float", lo=1e-6,
+                                 doc="sampling period of the cluster time series (s), "
+                                     "at least 1e-6"),
         "timing": Field("slot", "str", choices=("slot", "event"),
                         doc="slot: decisions at slot boundaries; event: an event-driven "
                         "scheduler decides at the instant of each arrival and completion "
@@ -106,7 +108,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "vm_bandwidth": Field(2.0, "float", lo=0, lo_open=True,
                               doc="external bandwidth of one VM (MB/s), for the gates"),
         "power_redraw_interval": Field(60.0, "float", lo=0,
-                                       doc="VM power is redrawn every this many s; 0 = never"),
+                                       doc="VM power is redrawn every this many s (at least "
+                                           "1e-3); 0 = never"),
     },
     "availability": {
         "enabled": Field(True, "bool", doc="per-slot available/unavailable periods"),
@@ -136,7 +139,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 doc="mean bandwidth of a WAN link (MB/s), drawn per link"),
         "bandwidth_rsd": Field([0.2, 0.5], "range", lo=0, doc="RSD of link bandwidth, per link"),
         "redraw_interval": Field(10.0, "float", lo=0,
-                                 doc="link bandwidth is redrawn every this many s; 0 = never"),
+                                 doc="link bandwidth is redrawn every this many s (at "
+                                     "least 1e-3); 0 = never"),
         "routing": Field("distance", "str", choices=("distance", "hops"),
                          doc="shortest paths by geographic length or by hop count"),
         "transfer": Field("fetch", "str", choices=("fetch", "stream"),
@@ -453,6 +457,11 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
             if not path.is_file():
                 raise GeosimError(f"workflow file not found: {path}", source=source,
                                   key="workload.files")
+    for section, key in (("clusters", "power_redraw_interval"), ("links", "redraw_interval")):
+        value = data[section][key]
+        if 0 < value < 1e-3:
+            raise GeosimError(f"must be 0 (never) or at least 1e-3 (got {value!r})",
+                              source=source, key=f"{section}.{key}")
     if not isinstance(data["scheduler"]["params"], Mapping):
         raise GeosimError("must be a table", source=source, key="scheduler.params")
     defaults = data["scheduler"]["defaults"]

@@ -76,6 +76,9 @@ BAD_RUNS = [
      "tiers.small.power_mean: must not be NaN"),
     (["run", QUICK, "--scheduler", "dolly[straggler_ratio=nan]"],
      "dolly: straggler_ratio must not be NaN"),
+    (["run", QUICK, "--set", "run.dt=1e300"], "run.dt: must be <= 86400"),
+    (["run", QUICK, "--set", "links.redraw_interval=5e-324"],
+     "links.redraw_interval: must be 0 (never) or at least 1e-3"),
 ]
 
 
