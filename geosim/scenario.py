@@ -332,6 +332,9 @@ def load_scenario(source: str | os.PathLike | Mapping[str, Any],
             raise GeosimError(f"malformed TOML: {exc}", source=name) from None
         except RecursionError:
             raise GeosimError("malformed TOML: nested too deeply", source=name) from None
+        if not raw:
+            raise GeosimError("empty scenario: it sets nothing, so it would run every default "
+                              "(give at least one section, e.g. [workload])", source=name)
     data = default_scenario()
     _merge(data, raw, name)
     if overrides:

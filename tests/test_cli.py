@@ -122,6 +122,7 @@ def test_unreadable_scenarios_exit_2_without_traceback(tmp_path):
         "utf16.toml": ("[run]\n".encode("utf-16"), "not UTF-8 text (byte 0)"),
         "junk.toml": (bytes(range(128, 256)), "not UTF-8 text"),
         "deep.toml": (("a = " + "[" * 5000 + "]" * 5000).encode(), "nested too deeply"),
+        "empty.toml": (b"# nothing but a comment\n", "empty scenario"),
     }
     for name, (data, message) in cases.items():
         (tmp_path / name).write_bytes(data)
