@@ -139,7 +139,12 @@ def check_output_dir(directory: str | os.PathLike) -> Path:
 
 
 def load_result(directory: str | os.PathLike) -> Result:
-    """Read a result directory written by :meth:`Result.save`."""
+    """Read a result directory written by :meth:`Result.save`.
+
+    Raises:
+        GeosimError: The directory is not a result, or a file of it is missing or cannot
+            be read (one line naming the file).
+    """
     src = Path(directory)
     if not (src / "summary.json").is_file():
         raise GeosimError("not a geosim results directory (no summary.json)", source=str(src))
@@ -148,12 +153,29 @@ def load_result(directory: str | os.PathLike) -> Result:
         parquet, csv = src / f"{name}.parquet", src / f"{name}.csv"
         if name == "links" and not (parquet.exists() or csv.exists()):
             continue   # saved before links were recorded
-        tables[name] = pd.read_parquet(parquet) if parquet.exists() else pd.read_csv(csv)
-    meta_path = src / "meta.json"
-    return Result(**tables, summary=json.loads((src / "summary.json").read_text()),
-                  meta=json.loads(meta_path.read_text()) if meta_path.exists() else {},
-                  scenario_toml=(src / "scenario.toml").read_text()
-                  if (src / "scenario.toml").exists() else "")
+        path = parquet if parquet.exists() else csv
+        try:
+            tables[name] = pd.read_parquet(path) if path == parquet else pd.read_csv(path)
+        except FileNotFoundError:
+            raise GeosimError(f"incomplete result: no {name} table", source=str(src)) from None
+        except Exception as exc:  # any reader failure means a damaged file
+            raise GeosimError(f"damaged result: {path.name} cannot be read "
+                              f"({type(exc).__name__})", source=str(src)) from None
+    texts = {}
+    for name in ("summary.json", "meta.json", "scenario.toml"):
+        try:
+            texts[name] = (src / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise GeosimError(f"incomplete result: no {name}", source=str(src)) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GeosimError(f"damaged result: {name} cannot be read ({exc})",
+                              source=str(src)) from None
+    try:
+        summary, meta = json.loads(texts["summary.json"]), json.loads(texts["meta.json"])
+    except json.JSONDecodeError as exc:
+        raise GeosimError(f"damaged result: malformed JSON ({exc.msg})",
+                          source=str(src)) from None
+    return Result(**tables, summary=summary, meta=meta, scenario_toml=texts["scenario.toml"])
 
 
 def _jsonable(obj: Any) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pandas as pd
 import pytest
 
 from geosim.cli import main
+from geosim.errors import GeosimError
 from geosim.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,3 +174,28 @@ def test_a_plugin_command_that_cannot_load_says_why(monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("geosim: error: the 'broken' command is unavailable: "
                    "No module named 'missing_extra'")
+
+
+def test_a_damaged_or_incomplete_result_is_refused_in_one_line(tmp_path):
+    good = tmp_path / "good"
+    assert main(["run", QUICK, "--out", str(good), "--set", "workload.n_jobs=3",
+                 "--set", "topology.n_clusters=6"]) == 0
+    damage = {
+        "truncated": (lambda d: (d / "jobs.parquet").write_bytes(
+            (good / "jobs.parquet").read_bytes()[:100]), "jobs.parquet cannot be read"),
+        "no-table": (lambda d: (d / "copies.parquet").unlink(), "no copies table"),
+        "no-meta": (lambda d: (d / "meta.json").unlink(), "no meta.json"),
+        "bad-json": (lambda d: (d / "summary.json").write_text("{"), "malformed JSON"),
+    }
+    for name, (spoil, message) in damage.items():
+        target = tmp_path / name
+        shutil.copytree(good, target)
+        spoil(target)
+        with pytest.raises(GeosimError, match=message):
+            load_result(target)
+        proc = subprocess.run([sys.executable, "-m", "geosim.cli", "plot", str(target),
+                               "--out", str(tmp_path / f"fig-{name}")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 2 and message in proc.stderr, name
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert not (tmp_path / f"fig-{name}").exists()
