@@ -119,7 +119,7 @@ def test_bad_files_exit_2_without_traceback(tmp_path):
         assert not out.exists()
 
 
-def test_unreadable_scenarios_exit_2_without_traceback(tmp_path):
+def test_unreadable_scenarios_exit_2_with_one_line(tmp_path, capsys):
     cases = {
         "utf16.toml": ("[run]\n".encode("utf-16"), "not UTF-8 text (byte 0)"),
         "junk.toml": (bytes(range(128, 256)), "not UTF-8 text"),
@@ -128,11 +128,9 @@ def test_unreadable_scenarios_exit_2_without_traceback(tmp_path):
     }
     for name, (data, message) in cases.items():
         (tmp_path / name).write_bytes(data)
-        proc = subprocess.run([sys.executable, "-m", "geosim.cli", "validate", name],
-                              capture_output=True, text=True, cwd=tmp_path)
-        assert proc.returncode == 2, name
-        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, name
-        assert "Traceback" not in proc.stderr
+        assert main(["validate", str(tmp_path / name)]) == 2, name
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, name
 
 
 def test_an_output_directory_that_cannot_be_written_is_refused_before_the_run(tmp_path,
@@ -176,7 +174,7 @@ def test_a_plugin_command_that_cannot_load_says_why(monkeypatch, capsys):
                    "No module named 'missing_extra'")
 
 
-def test_a_damaged_or_incomplete_result_is_refused_in_one_line(tmp_path):
+def test_a_damaged_or_incomplete_result_is_refused_in_one_line(tmp_path, capsys):
     good = tmp_path / "good"
     assert main(["run", QUICK, "--out", str(good), "--set", "workload.n_jobs=3",
                  "--set", "topology.n_clusters=6"]) == 0
@@ -193,9 +191,8 @@ def test_a_damaged_or_incomplete_result_is_refused_in_one_line(tmp_path):
         spoil(target)
         with pytest.raises(GeosimError, match=message):
             load_result(target)
-        proc = subprocess.run([sys.executable, "-m", "geosim.cli", "plot", str(target),
-                               "--out", str(tmp_path / f"fig-{name}")],
-                              capture_output=True, text=True)
-        assert proc.returncode == 2 and message in proc.stderr, name
-        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        capsys.readouterr()
+        assert main(["plot", str(target), "--out", str(tmp_path / f"fig-{name}")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, name
         assert not (tmp_path / f"fig-{name}").exists()
