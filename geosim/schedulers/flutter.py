@@ -637,15 +637,8 @@ def _lexmin_kernel(rptr, cols, lev, order, cap, k):  # pragma: no cover - compil
             for a in range(lo, hi):
                 v = head[a]
                 if not frozen[a] and flow[a] == 0 and v - n < now and seen[v] == stamp:
-                    flow[a] = 1                       # and back to r along ``via``
-                    while v != r:
-                        b = via[v]
-                        if tail[b] == v:
-                            flow[b] += 1
-                            v = head[b]
-                        else:
-                            flow[b] -= 1
-                            v = tail[b]
+                    flow[a] = 1                       # and back to r along ``via``,
+                    _send(r, v, via, head, tail, flow)  # found against the arcs
                     break
         frozen[r] = True
         frozen[lo:hi] = True

@@ -161,6 +161,8 @@ class Mantri(Redundancy):
         #: Duplicates and restarts made over the run.
         self.n_duplicates = 0
         self.n_restarts = 0
+        self._clean_key: tuple[int, int] | None = None   # model version _clean is for
+        self._clean = False
 
     # ------------------------------------------------------------------ the report
     def act(self, view: SchedulerView, actions: Actions, place: PlaceFn,
@@ -364,7 +366,7 @@ class Mantri(Redundancy):
         """Whether every speed and bandwidth atom is finite and >= 0 and each row ascends."""
         model = self.model
         key = (id(model), model.version)
-        if getattr(self, "_clean_key", None) != key:
+        if self._clean_key != key:
             self._clean_key = key
             self._clean = bool(all(np.isfinite(a).all() and (a[..., 1:] >= a[..., :-1]).all()
                                    and (a[..., 0] >= 0).all()
