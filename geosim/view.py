@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+from numba import njit
 
 from geosim.engine import (
     DONE,
@@ -257,15 +258,17 @@ class SchedulerView:
             Per group, sorted by task position then source: the position of its task in
             ``tasks``, the source cluster, and the size (MB) of its largest input there.
         """
+        ptr, src, size = self.input_group_ptr(tasks)
+        return np.repeat(np.arange(ptr.size - 1), np.diff(ptr)), src, size
+
+    def input_group_ptr(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`input_groups` with each task's groups as a range: ``ptr[i]:ptr[i + 1]``.
+
+        Returns:
+            The ``len(tasks) + 1`` group offsets, and per group the source and the size.
+        """
         owner, src, size = self.inputs_of(tasks)
-        keep = size > 0
-        key = owner[keep] * self.n_clusters + src[keep]
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        starts = np.flatnonzero(first_of_runs(key))
-        g_key = key[starts]
-        g_size = np.maximum.reduceat(size[keep][order], starts) if starts.size else np.empty(0)
-        return g_key // self.n_clusters, g_key % self.n_clusters, g_size
+        return _group_inputs(owner, src, size, len(np.atleast_1d(tasks)), self.n_clusters)
 
     def raw_inputs(self, job: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Raw inputs of an announced or alive job: their ids, current clusters and MB."""
@@ -365,3 +368,32 @@ class Actions:
     def set_share(self, copies: int | np.ndarray, share: float) -> None:
         """Set live copies' share of their slots (multitasking, 002 §5)."""
         self._e.set_share(copies, share)
+
+
+@njit(cache=True)
+def _group_inputs(owner, src, size, n_tasks, n):  # pragma: no cover - compiled
+    """The groups of :meth:`SchedulerView.input_group_ptr` (``owner`` ascends) in one pass."""
+    g_ptr = np.zeros(n_tasks + 1, dtype=np.int64)
+    g_src = np.empty(src.size, dtype=np.int64)
+    g_size = np.empty(src.size)
+    seen = np.zeros(n, dtype=np.bool_)
+    best = np.empty(n)
+    count = 0
+    x = 0
+    for i in range(n_tasks):
+        g_ptr[i] = count
+        lo = x
+        while x < owner.size and owner[x] == i:
+            if size[x] > 0:
+                c = src[x]
+                best[c] = max(best[c], size[x]) if seen[c] else size[x]
+                seen[c] = True
+            x += 1
+        if x > lo:
+            for c in range(n):                 # sources in ascending order
+                if seen[c]:
+                    g_src[count], g_size[count] = c, best[c]
+                    count += 1
+                    seen[c] = False
+    g_ptr[n_tasks] = count
+    return g_ptr, g_src[:count], g_size[:count]

@@ -14,10 +14,10 @@ from geosim.modeler import _pairwise_sum
 from geosim.schedulers.pingan import (
     _flows,
     _gain_order,
-    _input_groups,
     _order,
     _saving_candidates,
 )
+from geosim.view import _group_inputs
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 16, 100, 128, 129, 300, 1027])
@@ -94,7 +94,7 @@ def test_orders_are_numpys_stable_argsort():
             order, np.argsort(-np.where(want, s, -np.inf), axis=1, kind="stable"))
 
 
-def test_input_groups_match_the_views_grouping():
+def test_group_inputs_match_the_sorted_grouping():
     rng = np.random.default_rng(2)
     n = 12
     for _ in range(300):
@@ -110,7 +110,7 @@ def test_input_groups_match_the_views_grouping():
         starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
         g_size = (np.maximum.reduceat(size[keep][order], starts) if starts.size
                   else np.empty(0))
-        g_ptr, g_src, got_size = _input_groups(owner, src, size, t, n)
+        g_ptr, g_src, got_size = _group_inputs(owner, src, size, t, n)
         np.testing.assert_array_equal(g_ptr, np.searchsorted(key[starts] // n,
                                                              np.arange(t + 1)))
         np.testing.assert_array_equal(g_src, key[starts] % n)

@@ -206,7 +206,7 @@ class PingAn(Scheduler):
         model, n = self.model, view.n_clusters
         # Input groups (as ``view.input_groups``): per task, per source cluster, the size
         # of its largest non-empty input there, sorted by task then source.
-        g_ptr, g_src, g_size = _input_groups(*view.inputs_of(tasks), tasks.size, n)
+        g_ptr, g_src, g_size = view.input_group_ptr(tasks)
         types, work = view.task_type[tasks], view.task_work[tasks]
         reach = np.asarray(view.reachable)
         fits = free > 0
@@ -431,46 +431,6 @@ def _unprocessed(jobs, task_ptr, state, data):  # pragma: no cover - compiled
                 acc += data[t]
         out[j] = acc
     return out
-
-
-@njit(cache=True)
-def _input_groups(owner, src, size, n_tasks, n):  # pragma: no cover - compiled
-    """Inputs grouped by (task, source cluster), as :meth:`SchedulerView.input_groups`.
-
-    ``owner`` (the task position of each input) ascends. Empty inputs are left out; a
-    group's size is the largest of its inputs.
-
-    Returns:
-        Where each task's groups start (``n_tasks + 1`` entries), and per group, sorted by
-        task then source, the source and the size.
-    """
-    g_ptr = np.zeros(n_tasks + 1, dtype=np.int64)
-    g_src = np.empty(src.size, dtype=np.int64)
-    g_size = np.empty(src.size)
-    seen = np.zeros(n, dtype=np.bool_)
-    best = np.empty(n)
-    count = 0
-    x = 0
-    for i in range(n_tasks):
-        g_ptr[i] = count
-        lo = x
-        while x < owner.size and owner[x] == i:
-            if size[x] > 0:
-                c = src[x]
-                if not seen[c]:
-                    seen[c] = True
-                    best[c] = size[x]
-                else:
-                    best[c] = _max(best[c], size[x])
-            x += 1
-        if x > lo:
-            for c in range(n):
-                if seen[c]:
-                    g_src[count], g_size[count] = c, best[c]
-                    count += 1
-                    seen[c] = False
-    g_ptr[n_tasks] = count
-    return g_ptr, g_src[:count], g_size[:count]
 
 
 @njit(cache=True)
