@@ -39,8 +39,14 @@ flowtime statistic and counted in ``unfinished``; a job's replication average ne
 job to finish in every replication.
 
 A comparison directory is resumable: ``compare.json`` records the scenario, the
-schedulers and the seeds; a later call with the same scenario skips every run whose
-directory is complete and may add schedulers or seeds.
+schedulers, the seeds, the geosim version and the fingerprint of the code
+(:func:`~geosim.results.code_fingerprint`); a later call with the same scenario and the
+same code skips every run whose directory is complete and may add schedulers or seeds.
+A directory written by different code (or before fingerprints were recorded) is refused
+rather than re-run: its runs are kept, and results of different code are never mixed.
+
+Worker processes end as soon as the process that started the comparison ends, even when
+it is killed (:func:`exit_with`), so a killed comparison leaves no simulation running.
 """
 
 from __future__ import annotations
@@ -52,7 +58,10 @@ import math
 import multiprocessing
 import os
 import re
+import select
 import sys
+import threading
+import time
 import tomllib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -65,7 +74,7 @@ import numpy as np
 import pandas as pd
 
 from geosim.errors import GeosimError
-from geosim.results import Result
+from geosim.results import Result, code_fingerprint, use_code_fingerprint
 from geosim.scenario import Scenario, default_scenario, load_scenario
 from geosim.schedulers.spec import Spec, parse_spec, parse_specs, split_top
 
@@ -76,6 +85,10 @@ BATCHES = 10
 MANIFEST = "compare.json"
 #: Columns of a run's jobs table that the summary needs.
 JOB_COLUMNS = ("job", "arrival", "work", "weight", "flowtime", "finished")
+#: Seconds between checks that the main process runs, where it cannot be waited for.
+WATCH_INTERVAL = 0.5
+#: Exit status of a worker whose main process ended.
+ORPHAN_EXIT = 70
 
 
 def coerce_specs(schedulers: str | Sequence[str | Spec | tuple[str, Mapping[str, Any]]]
@@ -283,9 +296,60 @@ def _mp_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+def exit_with(pid: int) -> None:
+    """End this process as soon as process ``pid`` ends (a daemon thread watches it).
+
+    On Linux the thread waits on a pidfd of ``pid``, which a reused pid cannot fool;
+    on other POSIX systems it checks every :data:`WATCH_INTERVAL` seconds that ``pid``
+    exists. Elsewhere it does nothing. If ``pid`` has already ended, this process ends
+    at once.
+    """
+    if os.name != "posix":
+        return
+    try:
+        fd: int | None = os.pidfd_open(pid)
+    except ProcessLookupError:
+        os._exit(ORPHAN_EXIT)
+    except (AttributeError, OSError):   # no pidfd (an older kernel, another system)
+        fd = None
+
+    def watch() -> None:
+        if fd is not None:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            while not poller.poll():
+                pass
+        else:
+            while True:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                except PermissionError:
+                    pass
+                time.sleep(WATCH_INTERVAL)
+        os._exit(ORPHAN_EXIT)
+
+    threading.Thread(target=watch, name="geosim-exit-with-main", daemon=True).start()
+
+
+def _init_worker(main_pid: int, fingerprint: str) -> None:
+    """Worker initializer: die with the main process and take its code fingerprint.
+
+    With the forkserver the worker's parent is the server, not the main process, and the
+    server outlives a killed main process as long as its workers run: the worker watches
+    the main process itself.
+    """
+    exit_with(main_pid)
+    use_code_fingerprint(fingerprint)
+
+
 def run_local(scenario: Scenario, runs: Sequence[_Run], fmt: str, workers: int,
               done: Done) -> None:
-    """Run ``runs`` in up to ``workers`` processes (in this process if one suffices)."""
+    """Run ``runs`` in up to ``workers`` processes (in this process if one suffices).
+
+    Workers end when this process ends, even if it is killed (:func:`exit_with`).
+    """
     if workers <= 1 or len(runs) <= 1:
         for run in runs:
             try:
@@ -294,7 +358,9 @@ def run_local(scenario: Scenario, runs: Sequence[_Run], fmt: str, workers: int,
                 raise _failed(run, exc) from None
             done(outcome)
         return
-    with ProcessPoolExecutor(min(workers, len(runs)), mp_context=_mp_context()) as pool:
+    with ProcessPoolExecutor(min(workers, len(runs)), mp_context=_mp_context(),
+                             initializer=_init_worker,
+                             initargs=(os.getpid(), code_fingerprint())) as pool:
         futures = {pool.submit(_execute, scenario, run, fmt): run for run in runs}
         try:
             for future in as_completed(futures):
@@ -339,7 +405,12 @@ def dask_client(dask: Any) -> Iterator[Any]:
 
 def run_dask(client: Any, scenario: Scenario, runs: Sequence[_Run], fmt: str,
              done: Done) -> None:
-    """Run ``runs`` on a Dask cluster; results are saved here, by the client."""
+    """Run ``runs`` on a Dask cluster; results are saved here, by the client.
+
+    Raises:
+        GeosimError: A run failed, or a worker runs other code than this process (another
+            :func:`~geosim.results.code_fingerprint`): its results are not kept.
+    """
     import distributed
     pending = {client.submit(simulate, scenario, run.spec, run.seed, pure=False): run
                for run in runs}
@@ -350,6 +421,13 @@ def run_dask(client: Any, scenario: Scenario, runs: Sequence[_Run], fmt: str,
                 result = future.result()
             except Exception as exc:
                 raise _failed(run, exc) from None
+            if result.meta.get("code") != code_fingerprint():
+                theirs = f"geosim {result.meta.get('geosim', '?')}, code " \
+                    f"{result.meta.get('code') or 'not recorded'}"
+                raise GeosimError(
+                    f"{run.spec.label}, seed {run.seed}: the Dask worker runs different "
+                    f"code ({theirs}) than this process (code {code_fingerprint()}); "
+                    "install the same geosim on the workers", source="dask")
             if run.dest is not None:
                 result.save(run.dest, fmt=fmt)
             done(_digest(run, result))
@@ -408,15 +486,25 @@ class CompareDir:
 
         Raises:
             GeosimError: ``path`` is not empty and not a comparison directory, or holds a
-                comparison of a different scenario.
+                comparison written by different code (another
+                :func:`~geosim.results.code_fingerprint`, or none recorded) or of a
+                different scenario.
         """
         from geosim import __version__
         path = Path(path)
         toml = scenario.to_toml()
+        code = code_fingerprint()
         manifest = cls._read(path)
         if manifest is None:
-            manifest = {"geosim": __version__, "scenario": toml, "source": scenario.source,
-                        "schedulers": [], "seeds": []}
+            manifest = {"geosim": __version__, "code": code, "scenario": toml,
+                        "source": scenario.source, "schedulers": [], "seeds": []}
+        elif manifest.get("code") != code:
+            version = manifest.get("geosim", "?")
+            writer = f"geosim {version} (code {manifest['code']})" if manifest.get("code") \
+                else f"geosim {version} (before code fingerprints were recorded)"
+            raise GeosimError(f"holds runs written by {writer}, this is geosim {__version__} "
+                              f"(code {code}); results of different code cannot be mixed: "
+                              "use another output directory", source=str(path))
         elif _identity(manifest["scenario"]) != _identity(toml):
             diff = _difference(_identity(toml), _identity(manifest["scenario"]))
             raise GeosimError(f"holds a comparison of a different scenario ({diff}); "

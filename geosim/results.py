@@ -4,15 +4,25 @@ A :class:`Result` holds tidy pandas tables (``jobs``, ``tasks``, ``copies``,
 ``clusters``) and a ``summary`` dict. :meth:`Result.save` writes them as Parquet (or CSV)
 with the complete scenario and the run's metadata beside them, so any figure can be
 redrawn without running again; :func:`load_result` reads them back. A directory is
-written completely or not at all.
+written completely or not at all: it is built in a hidden temporary directory
+``.NAME.<pid>.<hex>`` beside its destination and renamed into place. A save killed
+midway leaves that temporary directory behind; the next save to the same destination
+removes it once its writer is gone (:func:`remove_stale_temporaries`).
+
+Every result's metadata records the geosim version and a fingerprint of the code that
+produced it (:func:`code_fingerprint`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +47,11 @@ LINK_COLUMNS = {"time": np.float64, "link": np.int64, "u": np.int64, "v": np.int
 #: Cluster states in the time series: unreachable (an outage), degraded (fewer than half
 #: of its slots in an available period), available.
 CLUSTER_STATES = ("available", "degraded", "unreachable")
+#: Age (s) after which a temporary directory of a save is stale even if a process with its
+#: writer's pid runs (the pid was reused) or it names no writer (written by older versions).
+STALE_SECONDS = 3600.0
+#: Hex digits of :func:`code_fingerprint`.
+FINGERPRINT_DIGITS = 12
 
 
 @dataclass
@@ -77,8 +92,11 @@ class Result:
         """Write every table, the summary, the scenario and metadata to ``directory``.
 
         The directory is built beside its destination and moved into place, so it is
-        complete or absent. An existing directory is replaced only if it holds a
-        previous result (a ``summary.json``) or is empty.
+        complete or absent; ``summary.json`` is written last. An existing directory is
+        replaced only if it holds a previous result (a ``summary.json``) or is empty; it
+        is moved aside before the new one takes its place, so the destination never holds
+        a partly deleted result. Temporary directories of earlier saves to the same
+        destination whose writer is gone are removed first.
 
         Args:
             directory: Destination directory.
@@ -91,7 +109,9 @@ class Result:
             raise GeosimError(f"unknown table format {fmt!r} (parquet or csv)")
         dest = check_output_dir(directory)
         dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+        remove_stale_temporaries(dest)
+        tmp = _make_temporary(dest)
+        old = None
         try:
             for name in TABLES:
                 table = getattr(self, name)
@@ -99,16 +119,94 @@ class Result:
                     table.to_parquet(tmp / f"{name}.parquet", index=False)
                 else:
                     table.to_csv(tmp / f"{name}.csv", index=False)
-            (tmp / "summary.json").write_text(json.dumps(_jsonable(self.summary), indent=2))
             (tmp / "meta.json").write_text(json.dumps(_jsonable(self.meta), indent=2))
             (tmp / "scenario.toml").write_text(self.scenario_toml)
+            (tmp / "summary.json").write_text(json.dumps(_jsonable(self.summary), indent=2))
             if dest.exists():
-                shutil.rmtree(dest)
+                old = _make_temporary(dest)
+                old.rmdir()
+                dest.rename(old)
             tmp.rename(dest)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
+            if old is not None and old.exists() and not dest.exists():
+                old.rename(dest)   # put the previous result back
             raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
         return dest
+
+
+def is_temporary(directory: str | os.PathLike) -> bool:
+    """Whether ``directory`` is named as a temporary directory of a save."""
+    return re.fullmatch(r"\..+\.[0-9]+\.[0-9a-f]{8}", Path(directory).name) is not None
+
+
+def _make_temporary(dest: Path) -> Path:
+    """Create (mode 0777 less the umask) and return a new temporary directory of ``dest``."""
+    while True:
+        tmp = dest.parent / f".{dest.name}.{os.getpid()}.{secrets.token_hex(4)}"
+        try:
+            tmp.mkdir()
+        except FileExistsError:
+            continue
+        return tmp
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user counts)."""
+    if pid <= 0:
+        return False
+    if os.name != "posix":   # no harmless probe elsewhere: assume it runs
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temporaries(dest: str | os.PathLike) -> list[Path]:
+    """Remove temporary directories of saves to ``dest`` that no running save owns.
+
+    A temporary directory ``.NAME.<pid>.<hex>`` is stale when no process ``pid`` runs
+    (its save was killed) or when it is older than :data:`STALE_SECONDS` (the pid was
+    reused); one of a save still running, in this process or another (two comparison
+    workers, say), is kept. Temporary directories of older versions (``.NAME.<8
+    characters>``) name no writer and are removed once older than :data:`STALE_SECONDS`.
+    Saves to the same directory from several machines are not supported.
+
+    Returns:
+        The directories removed.
+    """
+    dest = Path(dest)
+    name = re.escape(dest.name)
+    ours = re.compile(rf"\.{name}\.([0-9]+)\.[0-9a-f]{{8}}")
+    unnamed = re.compile(rf"\.{name}\.[a-z0-9_]{{8}}")
+    removed = []
+    try:
+        entries = list(os.scandir(dest.parent))
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        match = ours.fullmatch(entry.name)
+        if match is None and not unnamed.fullmatch(entry.name):
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue   # removed meanwhile
+        age = now - max(st.st_mtime, st.st_ctime)   # ctime: a rename (a result moved aside)
+        if age < STALE_SECONDS and (match is None or _running(int(match.group(1)))):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
 
 
 def check_output_dir(directory: str | os.PathLike) -> Path:
@@ -146,6 +244,8 @@ def load_result(directory: str | os.PathLike) -> Result:
             be read (one line naming the file).
     """
     src = Path(directory)
+    if is_temporary(src):
+        raise GeosimError("a temporary directory of a save, not a result", source=str(src))
     if not (src / "summary.json").is_file():
         raise GeosimError("not a geosim results directory (no summary.json)", source=str(src))
     tables = {}
@@ -176,6 +276,52 @@ def load_result(directory: str | os.PathLike) -> Result:
         raise GeosimError(f"damaged result: malformed JSON ({exc.msg})",
                           source=str(src)) from None
     return Result(**tables, summary=summary, meta=meta, scenario_toml=texts["scenario.toml"])
+
+
+_fingerprint: str | None = None
+
+
+def fingerprint_sources(root: str | os.PathLike) -> str:
+    """A short SHA-256 of the ``.py`` files below ``root``.
+
+    The files are hashed in the order of their paths relative to ``root``, each with its
+    path and length, so that editing, adding, removing or renaming one changes it.
+    Hidden files (an editor's lock or backup files) are left out.
+    """
+    root = Path(root)
+    digest = hashlib.sha256()
+    for rel in sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")
+                      if not p.name.startswith(".")):
+        try:
+            data = (root / rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError):   # removed meanwhile, or no file
+            continue
+        digest.update(f"{rel}\0{len(data)}\0".encode())
+        digest.update(data)
+    return digest.hexdigest()[:FINGERPRINT_DIGITS]
+
+
+def code_fingerprint() -> str:
+    """The fingerprint of the geosim package's sources, computed once per process.
+
+    Unlike ``geosim.__version__`` it changes with any change of the code
+    (:func:`fingerprint_sources` of the installed package). Results of the same scenario
+    and seed made by code with the same fingerprint are the same.
+    """
+    global _fingerprint
+    if _fingerprint is None:
+        _fingerprint = fingerprint_sources(Path(__file__).resolve().parent)
+    return _fingerprint
+
+
+def use_code_fingerprint(fingerprint: str) -> None:
+    """Make :func:`code_fingerprint` return ``fingerprint`` in this process.
+
+    Worker processes of a comparison take its fingerprint, so that every run's metadata
+    names the code the comparison started with.
+    """
+    global _fingerprint
+    _fingerprint = fingerprint
 
 
 def _jsonable(obj: Any) -> Any:
@@ -258,7 +404,7 @@ def build_result(model: GeoModel) -> Result:
     links = _link_table(model.link_records)
     meta = {"scenario": model.scenario["run"]["name"], "source": model.scenario.source,
             "scheduler": model.policy.name, "params": model.policy.get_params(),
-            "seed": model.seed, "geosim": __version__}
+            "seed": model.seed, "geosim": __version__, "code": code_fingerprint()}
     result = Result(jobs, tasks, copies, clusters, {}, meta, model.scenario.to_toml(), links)
     result.summary = summarise(result, model)
     return result

@@ -18,7 +18,7 @@ import geosim
 from geosim import GeosimError, load_result, load_scenario
 from geosim import experiment as ex
 from geosim.cli import main
-from geosim.results import TABLES
+from geosim.results import TABLES, code_fingerprint
 
 SCHEDULERS = ["fifo", "srpt", "fair[multitasking=true]"]
 
@@ -33,6 +33,29 @@ TIMINGS = ["wall_seconds", "scheduler_seconds"]   # measured, so not reproducibl
 
 def without_wall(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.drop(columns=TIMINGS, errors="ignore")
+
+
+def saved_files(out) -> dict[str, bytes]:
+    """Every file of a comparison directory (path -> bytes), measured times left out."""
+    files = {}
+    for path in sorted(p for p in out.rglob("*") if p.is_file()):
+        if path.name == "summary.json":
+            summary = json.loads(path.read_text())
+            data = json.dumps({k: v for k, v in summary.items() if k not in TIMINGS}).encode()
+        elif path.name == "runs.csv":
+            data = without_wall(pd.read_csv(path)).to_csv(index=False).encode()
+        else:
+            data = path.read_bytes()
+        files[path.relative_to(out).as_posix()] = data
+    return files
+
+
+def assert_same_files(a, b) -> None:
+    """The comparison directories ``a`` and ``b`` hold the same files, byte for byte."""
+    mine, theirs = saved_files(a), saved_files(b)
+    assert sorted(mine) == sorted(theirs)
+    assert [name for name in mine if mine[name] != theirs[name]] == []
+    assert any(name.endswith("/copies.parquet") for name in mine)
 
 
 @pytest.fixture(scope="module")
@@ -137,13 +160,17 @@ def test_common_random_numbers(reference):
         [(label, seed) for label in SCHEDULERS for seed in (1, 2, 3)]
 
 
-def test_same_tables_whatever_the_workers(reference):
-    _, comparison = reference
-    parallel = geosim.compare(small(), SCHEDULERS, reps=3, jobs_parallel=2, baseline="fifo")
+def test_same_tables_whatever_the_workers(reference, tmp_path):
+    ref_dir, comparison = reference
+    parallel = geosim.compare(small(), SCHEDULERS, reps=3, jobs_parallel=2, baseline="fifo",
+                              out=tmp_path / "two")
     pd.testing.assert_frame_equal(without_wall(parallel.runs), without_wall(comparison.runs))
     pd.testing.assert_frame_equal(parallel.per_job, comparison.per_job)
     pd.testing.assert_frame_equal(parallel.summary, comparison.summary)
-    assert parallel.out is None
+    # every saved run (tables, summary, metadata, scenario) and table, byte for byte
+    assert_same_files(tmp_path / "two", ref_dir)
+    assert parallel.out == tmp_path / "two"
+    assert geosim.compare(small(n_jobs=10), ["fifo"], jobs_parallel=1).out is None
 
 
 def test_reduction_ratio_by_hand(reference):
@@ -325,6 +352,39 @@ def test_refuses_foreign_or_different_directories(tmp_path):
         geosim.compare(lagged, ["fifo"], out=out, jobs_parallel=1)
 
 
+def test_refuses_a_directory_written_by_other_code(tmp_path, scenario_file, capsys):
+    out = tmp_path / "cmp"
+    argv = ["compare", str(scenario_file), "--schedulers", "fifo,srpt", "--out", str(out),
+            "--jobs-parallel", "2", "--no-progress"]
+    assert main(argv) == 0
+    code = code_fingerprint()
+    manifest = json.loads((out / ex.MANIFEST).read_text())
+    assert manifest["code"] == code and manifest["geosim"] == geosim.__version__
+    # every run records the code that made it, in the worker processes too
+    metas = [json.loads(p.read_text()) for p in out.glob("runs/*/seed-*/meta.json")]
+    assert len(metas) == 2 and all(m["code"] == code for m in metas)
+    assert main(argv) == 0   # the same code resumes
+    capsys.readouterr()
+    stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
+    for stored, writer in (("0123456789ab", r"\(code 0123456789ab\)"),
+                           (None, r"\(before code fingerprints were recorded\)")):
+        if stored is None:
+            del manifest["code"]
+        else:
+            manifest["code"] = stored
+        (out / ex.MANIFEST).write_text(json.dumps(manifest))
+        stamps[out / ex.MANIFEST] = (out / ex.MANIFEST).stat().st_mtime_ns
+        with pytest.raises(GeosimError, match=rf"holds runs written by geosim "
+                           rf"{geosim.__version__} {writer}, this is geosim "
+                           rf"{geosim.__version__} \(code {code}\); results of different code "
+                           r"cannot be mixed: use another output directory$"):
+            geosim.compare(small(n_jobs=30), ["fifo", "srpt"], out=out, jobs_parallel=1)
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"geosim: error: {out}: holds runs ")
+        assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == stamps
+
+
 def test_worker_errors_name_scheduler_and_seed(tmp_path, monkeypatch):
     bad = small(n_jobs=5)
     bad["workload"]["input_cluster"] = 7   # valid key, but only one cluster exists
@@ -412,16 +472,27 @@ def test_dask_cluster_gives_the_same_tables(tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
     world = geo_world(n_clusters=6, n_jobs=6)
     specs = ["fifo", "fair[multitasking=true]"]
-    local = geosim.compare(world, specs, reps=2, jobs_parallel=1, baseline="fifo")
+    local = geosim.compare(world, specs, reps=2, jobs_parallel=1, baseline="fifo",
+                           out=tmp_path / "one")
+    geosim.compare(world, specs, reps=2, jobs_parallel=2, baseline="fifo", out=tmp_path / "two")
+    assert_same_files(tmp_path / "two", tmp_path / "one")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         remote = geosim.compare(world, specs, reps=2, dask=client, out=tmp_path / "d",
                                 baseline="fifo")
+        assert_same_files(tmp_path / "d", tmp_path / "one")
         calls = _count_runs(monkeypatch)
         by_address = geosim.compare(world, specs, seeds=[3, 4, 5], out=tmp_path / "d",
                                     dask=cluster.scheduler_address, baseline="fifo")
         assert calls == []   # the seed-5 runs went to the cluster, the others were loaded
+        # workers that run other code (here: this process claims other code) are refused
+        monkeypatch.setattr(ex, "code_fingerprint", lambda: "0123456789ab")
+        with pytest.raises(GeosimError, match=r"^dask: fifo, seed 3: the Dask worker runs "
+                                              r"different code \(geosim .*, code [0-9a-f]{12}\) "
+                                              r"than this process \(code 0123456789ab\)"):
+            geosim.compare(world, ["fifo"], out=tmp_path / "other", dask=client)
+        assert not list((tmp_path / "other").glob("runs/*/*"))
     assert remote.runs["seed"].unique().tolist() == [3, 4]   # geo_world's run.seed is 3
     for other in (remote, by_address):
         runs = other.runs[other.runs["seed"] < 5].reset_index(drop=True)

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +18,10 @@ from conftest import closed_world, geo_world
 
 import geosim
 from geosim import GeoModel, GeosimError, load_scenario
+from geosim import results as rs
 from geosim.monitor import Monitor
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_save_and_load_round_trip(tmp_path):
@@ -95,3 +107,137 @@ def test_link_traffic_covers_every_route_and_survives_saving(tmp_path):
     assert geosim.load_result(tmp_path / "parquet").links.empty
     single = geosim.run(closed_world(n_jobs=3))
     assert single.links.empty and "forward_mbps" in single.links
+
+
+# ---------------------------------------------------------------------------- saving
+@pytest.fixture(scope="module")
+def tiny_result():
+    return geosim.run(closed_world(n_jobs=3))
+
+
+def _temporary(parent: Path, name: str, pid: int) -> Path:
+    """A temporary directory of a save to ``parent/name`` by ``pid``, with a partial table."""
+    tmp = parent / f".{name}.{pid}.{secrets.token_hex(4)}"
+    tmp.mkdir()
+    (tmp / "jobs.parquet").write_bytes(b"PAR1 cut short")
+    return tmp
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_save_removes_temporaries_of_dead_saves_only(tmp_path, tiny_result, monkeypatch):
+    dead = _dead_pid()
+    killed = _temporary(tmp_path, "run", dead)
+    running = _temporary(tmp_path, "run", os.getppid())   # a save still running elsewhere
+    mine = _temporary(tmp_path, "run", os.getpid())       # one of this process (a thread)
+    unnamed = tmp_path / ".run.k3_x9a0q"                  # an older version's: no writer
+    unnamed.mkdir()
+    others = [_temporary(tmp_path, "run2", dead), _temporary(tmp_path, "run.5", dead),
+              tmp_path / "keep"]
+    others[-1].mkdir()
+    dest = tiny_result.save(tmp_path / "run")
+    assert not killed.exists()
+    assert all(p.exists() for p in [running, mine, unnamed, *others])
+    assert geosim.load_result(dest).summary["jobs"] == 3
+    # past STALE_SECONDS a running pid proves nothing (it may have been reused)
+    monkeypatch.setattr(rs, "STALE_SECONDS", 0.0)
+    removed = rs.remove_stale_temporaries(dest)
+    assert sorted(removed) == sorted([running, mine, unnamed])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["run", *(p.name for p in others)])
+
+
+KILLED_SAVE = """
+import os, sys
+from pathlib import Path
+import geosim
+result = geosim.load_result(sys.argv[1])
+write = Path.write_text
+
+def killed_at_the_scenario(self, *args, **kwargs):
+    if self.name == "scenario.toml":
+        os._exit(9)
+    return write(self, *args, **kwargs)
+
+Path.write_text = killed_at_the_scenario
+result.save(sys.argv[2])
+"""
+
+
+def test_a_killed_save_leaves_nothing_loadable_and_is_cleaned_up(tmp_path, tiny_result):
+    source = tiny_result.save(tmp_path / "source")
+    dest = tmp_path / "out" / "run"
+    done = subprocess.run([sys.executable, "-c", KILLED_SAVE, str(source), str(dest)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 9, done.stderr
+    [left] = (tmp_path / "out").iterdir()
+    assert left.name.startswith(".run.") and rs.is_temporary(left)
+    assert (left / "meta.json").is_file() and not (left / "summary.json").exists()
+    assert not dest.exists()
+    with pytest.raises(GeosimError, match="temporary directory of a save"):
+        geosim.load_result(left)
+    # even a temporary directory that holds every file is not a result
+    whole = tmp_path / "out" / f".run.{os.getpid()}.0123abcd"
+    shutil.copytree(source, whole)
+    with pytest.raises(GeosimError, match="temporary directory of a save"):
+        geosim.load_result(whole)
+    shutil.rmtree(whole)
+    tiny_result.save(dest)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["run"]
+    assert geosim.load_result(dest).summary["jobs"] == 3
+
+
+def test_a_failed_replacement_keeps_the_previous_result(tmp_path, tiny_result, monkeypatch):
+    dest = tiny_result.save(tmp_path / "run")
+    other = geosim.run(closed_world(n_jobs=5))
+    rename, failed = Path.rename, []
+
+    def fail_once_into_dest(self, target):
+        if Path(target) == dest and not failed:
+            failed.append(self)
+            raise OSError("no space left")
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", fail_once_into_dest)
+    with pytest.raises(OSError, match="no space left"):
+        other.save(dest)
+    monkeypatch.undo()
+    assert failed and [p.name for p in tmp_path.iterdir()] == ["run"]
+    assert geosim.load_result(dest).summary["jobs"] == 3
+    other.save(dest)
+    assert geosim.load_result(dest).summary["jobs"] == 5
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def test_results_record_the_code_that_made_them(tmp_path, tiny_result):
+    code = rs.code_fingerprint()
+    assert len(code) == rs.FINGERPRINT_DIGITS and int(code, 16) >= 0
+    assert tiny_result.meta["code"] == code and tiny_result.meta["geosim"] == geosim.__version__
+    meta = json.loads((tiny_result.save(tmp_path / "run") / "meta.json").read_text())
+    assert meta["code"] == code
+
+
+def test_code_fingerprint_follows_every_source_file(tmp_path):
+    src = tmp_path / "pkg"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.py").write_text("x = 1\n")
+    (src / "sub" / "b.py").write_text("y = 2\n")
+    first = rs.fingerprint_sources(src)
+    digest = hashlib.sha256(b"a.py\x006\x00x = 1\nsub/b.py\x006\x00y = 2\n").hexdigest()
+    assert first == digest[:rs.FINGERPRINT_DIGITS]
+    (src / "notes.txt").write_text("not code")
+    (src / ".#a.py").write_text("an editor's lock")
+    assert rs.fingerprint_sources(src) == first
+    seen = [first]
+    for change in (lambda: (src / "a.py").write_text("x = 2\n"),
+                   lambda: (src / "sub" / "b.py").rename(src / "sub" / "c.py"),
+                   lambda: (src / "d.py").write_text("")):
+        change()
+        seen.append(rs.fingerprint_sources(src))
+    assert len(set(seen)) == 4
+    (src / "d.py").unlink()
+    assert rs.fingerprint_sources(src) == seen[2]

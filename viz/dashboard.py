@@ -4,7 +4,8 @@ The command checks its input (scenario, scheduler, seed, overrides, port) in the
 process, then serves the Solara app :mod:`viz.dashboard_app` with ``solara run`` in a
 child process, passing the choices in the ``GEOSIM_DASHBOARD`` environment variable
 (JSON of a :class:`DashboardConfig`). Ctrl-C (or SIGTERM) stops the server and the
-command. The page itself is built by :mod:`viz.dashboard_ui`.
+command; on Linux the server is also killed when the command is (even by SIGKILL), by
+its parent-death signal. The page itself is built by :mod:`viz.dashboard_ui`.
 
 This module is imported whenever the ``geosim`` command starts (it is an entry point
 of the ``geosim.commands`` group), so it imports neither Solara nor Mesa's
@@ -23,7 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ APP_MODULE = "viz.dashboard_app"
 REQUIRED = ("solara", "altair", "mesa.visualization")
 #: Seconds the server gets to stop after Ctrl-C before it is terminated, then killed.
 STOP_TIMEOUT = 10.0
+#: Linux's prctl option that sets the signal a process gets when its parent ends.
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -247,8 +250,36 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def die_with_this_process() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the child killed when this process ends, or None.
+
+    On Linux the child sets its parent-death signal to SIGKILL (``prctl``), so even a
+    SIGKILL of this process, which it cannot pass on, ends the child; a child whose
+    parent ended before that took effect ends at once. Elsewhere: None.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    args = (ctypes.c_int(PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL),
+            ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    parent = os.getpid()
+
+    def preexec() -> None:   # in the child between fork and exec: keep it to two calls
+        prctl(*args)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
 def serve(config: DashboardConfig, host: str, port: int) -> int:
     """Run the dashboard server until it exits or the user stops it.
+
+    The server is a child process that ends with this one (:func:`die_with_this_process`).
 
     Returns:
         0 when stopped by Ctrl-C or SIGTERM.
@@ -260,7 +291,8 @@ def serve(config: DashboardConfig, host: str, port: int) -> int:
     print(f"geosim dashboard: http://{url_host}:{port}/  ({Path(config.scenario).name}, "
           f"{config.scheduler}; Ctrl-C to stop)", flush=True)
     with _sigterm_as_interrupt():
-        proc = subprocess.Popen(server_command(host, port), env=server_env(config))
+        proc = subprocess.Popen(server_command(host, port), env=server_env(config),
+                                preexec_fn=die_with_this_process())
         try:
             status = proc.wait()
         except KeyboardInterrupt:
