@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -26,7 +27,7 @@ from geosim.results import CLUSTER_STATES  # noqa: E402
 from viz.dashboard import DashboardConfig, build_config  # noqa: E402
 from viz.dashboard_draw import ClusterMap, TimeSeries, log_ceil, log_floor, nice_ceil  # noqa: E402
 from viz.dashboard_model import DashboardModel  # noqa: E402
-from viz.dashboard_ui import make_page  # noqa: E402
+from viz.dashboard_ui import make_page, run_state, status_lines  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "scenarios" / "quickstart.toml")
@@ -95,6 +96,28 @@ def test_a_bad_choice_gives_a_stopped_model_with_the_message():
     assert small_model(seed="x").error == "seed must be a whole number >= 0 (got 'x')"
 
 
+def test_status_counts_simulated_time_and_steps_and_says_paused():
+    model = small_model(scheduler="fair", seed=2)
+    first, second = status_lines(model)[:2]
+    assert first.endswith(" · paused") and run_state(model, playing=False) == "paused"
+    assert second.startswith("simulated time 0 s · step 0 · jobs arrived 0 / 40")
+    for _ in range(25):
+        model.step()
+    now = model.time_now
+    assert now > 25 and now == model.history["time"][-1]   # the plots' last time
+    assert model.steps_taken == 25
+    assert status_lines(model, playing=True)[0].endswith(" · playing")
+    assert status_lines(model, playing=False)[0].endswith(" · paused")
+    assert status_lines(model)[1].startswith(f"simulated time {now:,.0f} s · step 25 · ")
+    while model.running:
+        model.step()
+    taken = model.steps_taken
+    model.step()   # past the end: Mesa counts the call, the run does not move
+    assert model.steps_taken == taken and model.steps == taken + 1
+    assert status_lines(model, playing=True)[0].endswith(" · finished")
+    assert f" · step {taken:,} · jobs arrived 40 / 40 " in status_lines(model)[1]
+
+
 # ---------------------------------------------------------------------------- the figures
 def test_figures_keep_a_fixed_set_of_artists_and_change_with_the_run():
     model = small_model(scheduler="fair", seed=2)
@@ -113,6 +136,19 @@ def test_figures_keep_a_fixed_set_of_artists_and_change_with_the_run():
     assert plots.backgrounds < plots.frames   # most frames are blitted
     sizes = cmap.busy.get_sizes()
     assert sizes.max() > 0 and np.all(sizes <= cmap.area + 1e-9)
+
+
+def test_plots_legend_sits_between_panels_not_over_the_points():
+    model = small_model(scheduler="fair", seed=2)
+    plots = TimeSeries(model)
+    for _ in range(200):
+        model.step()
+    plots.frame(model)
+    _alive, util, flow = plots.axes
+    box = flow.get_legend().get_window_extent()
+    assert box.y0 >= flow.get_window_extent().y1 - 1      # above the flowtime panel
+    assert box.y1 <= util.get_window_extent().y0 + 1      # below the panel above it
+    assert len(model.completed_flowtimes()[1]) > 0
 
 
 def test_axis_limits_grow_to_round_values():
@@ -175,14 +211,31 @@ def test_page_shows_the_views_and_they_follow_the_model():
     before = _images(rc)
     assert set(before) == {"geosim-cluster-map", "geosim-plots-image"}
     assert all(image[:3] == JPEG for image in before.values())
-    assert _status(rc)[1].startswith("t = 0 s")
+    assert _status(rc)[0].endswith(" · paused")
+    assert _status(rc)[1].startswith("simulated time 0 s · step 0 · ")
     step = rc.find(v.Btn, children=["Step"]).widget
     for _ in range(20):
         step.click()
     after = _images(rc)
     assert all(after[k] != before[k] for k in before)
-    assert not _status(rc)[1].startswith("t = 0 s")
+    assert _status(rc)[0].endswith(" · paused")
+    assert not _status(rc)[1].startswith("simulated time 0 s")
+    assert " · step 20 · " in _status(rc)[1]
     assert _status(rc)[2].startswith("clusters ") and "last frame map" in _status(rc)[3]
+    # there is one step counter, in the status lines
+    assert not [w for w in rc.find(v.Html).widgets
+                if str(w.children[0] if w.children else "").startswith("Step:")]
+
+    # ▶ says playing (and Step is off), ❚❚ says paused; the interval is long enough that
+    # no frame comes in between
+    interval = next(w for w in rc.find(v.Slider).widgets if w.label.startswith("Play"))
+    interval.v_model = 500
+    rc.find(v.Btn, children=["▶"]).widget.click()
+    assert _status(rc)[0].endswith(" · playing")
+    assert rc.find(v.Btn, children=["Step"]).widget.disabled
+    rc.find(v.Btn, children=["❚❚"]).widget.click()
+    assert _status(rc)[0].endswith(" · paused")
+    assert not rc.find(v.Btn, children=["Step"]).widget.disabled
 
     # a changed control applies at Reset: a new run with the chosen scheduler and ε
     rc.find(v.Select, label="scheduler").widget.v_model = "pingan"
@@ -190,9 +243,9 @@ def test_page_shows_the_views_and_they_follow_the_model():
     eps.v_model = 0.3
     rc.find(v.Btn, children=["Reset"]).widget.click()
     assert _status(rc)[0].startswith("pingan[epsilon=0.3] · seed 2")
-    assert _status(rc)[1].startswith("t = 0 s")
+    assert _status(rc)[1].startswith("simulated time 0 s · step 0 · ")
     step.click()
-    assert not _status(rc)[1].startswith("t = 0 s")
+    assert " · step 1 · " in _status(rc)[1]
 
     # a choice that cannot run shows why, and the next good choice runs again
     seed = rc.find(v.TextField, label="seed").widget
@@ -340,11 +393,13 @@ def _drive(page, shots: Path, url: str) -> None:
     page.goto(url)
     cmap = page.locator("img.geosim-cluster-map")
     plots = page.locator("img.geosim-plots-image")
+    state = page.locator(".geosim-status-line").nth(0)
     status = page.locator(".geosim-status-line").nth(1)
     expect(cmap).to_be_visible(timeout=60_000)
     expect(plots).to_be_visible()
-    expect(status).to_have_text("t = 0 s · jobs arrived 0 / 40 · alive 0 · done 0 · "
-                                "mean flowtime –")
+    expect(status).to_have_text("simulated time 0 s · step 0 · jobs arrived 0 / 40 · "
+                                "alive 0 · done 0 · mean flowtime –")
+    expect(state).to_have_text(re.compile(r" · paused$"))
     page.screenshot(path=shots / "dashboard-start.png")
     map_before, plots_before = cmap.screenshot(), plots.screenshot()
 
@@ -360,9 +415,11 @@ def _drive(page, shots: Path, url: str) -> None:
 
     shown = status.inner_text()
     _toggle(page, "▶", "❚❚")   # play
+    expect(state).to_have_text(re.compile(r" · playing$"))
     expect(status).not_to_have_text(shown, timeout=15_000)
     page.wait_for_timeout(1000)
     _toggle(page, "❚❚", "▶")   # pause
+    expect(state).to_have_text(re.compile(r" · paused$"))
     page.wait_for_timeout(500)
     assert cmap.screenshot() != map_after
     page.screenshot(path=shots / "dashboard-played.png")

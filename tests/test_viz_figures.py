@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import shutil
 import subprocess
@@ -15,7 +17,7 @@ import pandas as pd
 import pytest
 from conftest import closed_world, geo_world
 from matplotlib.collections import LineCollection, PathCollection, QuadMesh
-from matplotlib.colors import to_rgba
+from matplotlib.colors import rgb_to_hsv, to_hex, to_rgba
 from PIL import Image
 
 import geosim
@@ -23,9 +25,18 @@ from geosim import GeosimError, load_result
 from geosim.cli import main
 from geosim.model import GeoModel
 from geosim.scenario import load_scenario
+from geosim.schedulers import registered
 from viz import figures
-from viz.data import load_comparison
-from viz.palette import OUTCOME_COLORS, STATE_COLORS, scheduler_colors
+from viz.data import READABLE_COPIES, ComparisonData, as_run, load_comparison
+from viz.palette import (
+    FALLBACK_COLORS,
+    MAX_PLAIN,
+    OUTCOME_COLORS,
+    SCHEDULER_COLORS,
+    STATE_COLORS,
+    scheduler_colors,
+    scheduler_styles,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,6 +55,67 @@ def saved(tmp_path_factory):
 
 def _close(fig):
     fig.canvas.draw()   # every figure must render, not only build
+
+
+def _synthetic(flowtimes: dict[str, list[float]], name: str = "synthetic") -> ComparisonData:
+    """A comparison of given per-job flowtimes (one replication), without any run."""
+    labels = list(flowtimes)
+    per_job = pd.DataFrame([(label, job, float(f)) for label in labels
+                            for job, f in enumerate(flowtimes[label])],
+                           columns=["label", "job", "flowtime"])
+    summary = pd.DataFrame({
+        "label": labels, "mean_flowtime": [np.mean(flowtimes[k]) for k in labels],
+        "ci95": [5.0] * len(labels), "copies_per_task": [1.0 + i / 10 for i in
+                                                         range(len(labels))]})
+    runs = pd.DataFrame({"label": labels, "seed": 1,
+                         "wasted_slot_seconds": [100.0 * i for i in range(len(labels))]})
+    return ComparisonData(summary, runs, per_job, labels, [1], name=name)
+
+
+def _inside(xy: np.ndarray, box) -> bool:
+    return bool(np.any((xy[:, 0] > box.x0) & (xy[:, 0] < box.x1)
+                       & (xy[:, 1] > box.y0) & (xy[:, 1] < box.y1)))
+
+
+def _covered(fig) -> list[str]:
+    """Data drawn under a legend: ``"legend title: artist"`` for each covered artist.
+
+    Lines are followed along their segments (steps included), bars by their extent,
+    collections by their points and vertices.
+    """
+    fig.canvas.draw()
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    found = []
+    for legend in legends:
+        box = legend.get_window_extent().expanded(0.98, 0.9)
+        inside = functools.partial(_inside, box=box)
+        for ax in fig.axes:
+            for line in ax.lines:
+                xy = np.asarray(line.get_xydata(), dtype=float)
+                if line.get_drawstyle().startswith("steps") and len(xy) > 1:
+                    xy = np.column_stack([np.repeat(xy[:, 0], 2)[1:],
+                                          np.repeat(xy[:, 1], 2)[:-1]])
+                if line.get_linestyle() not in ("None", "", " ") and len(xy) > 1:
+                    t = np.linspace(0, 1, 25)[:, None]
+                    xy = np.concatenate([a + t * (b - a) for a, b in zip(xy[:-1], xy[1:],
+                                                                         strict=True)])
+                xy = line.get_transform().transform(xy)
+                if inside(xy[np.isfinite(xy).all(axis=1)]):
+                    found.append(f"{legend.get_title().get_text()}: {line.get_label()}")
+            for patch in ax.patches:
+                if patch.get_window_extent().overlaps(box):
+                    found.append(f"{legend.get_title().get_text()}: {patch.get_label()}")
+            for coll in ax.collections:
+                if isinstance(coll, QuadMesh):
+                    continue   # heatmaps fill their axes: no legend is ever on one
+                if isinstance(coll, PathCollection):   # markers: their positions
+                    xy = coll.get_offset_transform().transform(np.asarray(coll.get_offsets()))
+                else:                                   # polygons, segments: vertices
+                    xy = np.concatenate([coll.get_transform().transform(p.vertices)
+                                         for p in coll.get_paths()] or [np.empty((0, 2))])
+                if len(xy) and inside(xy):
+                    found.append(f"{legend.get_title().get_text()}: {coll}")
+    return found
 
 
 # ---------------------------------------------------------------------------- run figures
@@ -176,12 +248,31 @@ def test_gantt_has_a_bar_per_copy_and_marks_the_winners(saved):
     starts = sorted(p.get_x() for p in bars.patches)
     assert starts == pytest.approx(sorted(mine["start"]))
     assert ax.get_xlabel() == "time (s)" and f"job {job}," in ax.get_title(loc="left")
-    # default: the job with the largest flowtime
-    jobs = run.result.jobs
-    slowest = int(jobs.loc[jobs["flowtime"].idxmax(), "job"])
-    assert f"job {slowest}," in figures.gantt(run).axes[0].get_title(loc="left")
     with pytest.raises(GeosimError, match="job 99 does not exist"):
         figures.gantt(run, 99)
+
+
+def test_default_gantt_job_is_the_slowest_readable_one(saved, monkeypatch):
+    run = as_run(saved["run"])
+    flowtime = run.result.jobs.set_index("job")["flowtime"]
+    copies = run.result.copies.groupby("job").size()
+    slowest = int(flowtime.idxmax())
+    # the run's slowest job has too many copies to draw readably
+    assert copies[slowest] > READABLE_COPIES
+    readable = copies[copies <= READABLE_COPIES].index
+    expected = int(flowtime[readable].idxmax())
+    assert run.default_job() == run.check_job(None) == expected != slowest
+    fig = figures.gantt(run)
+    _close(fig)
+    ax = fig.axes[0]
+    assert f"job {expected}, " in ax.get_title(loc="left")
+    assert len(ax.containers[0].patches) == copies[expected] <= READABLE_COPIES
+    assert sum(t.get_text().startswith("c") for t in ax.texts) == copies[expected]
+    # no job small enough: the one with the fewest copies
+    monkeypatch.setattr("viz.data.READABLE_COPIES", int(copies.min()) - 1)
+    assert run.default_job() == int(copies.idxmin())
+    # --job still chooses any job
+    assert f"job {slowest}, " in figures.gantt(run, slowest).axes[0].get_title(loc="left")
 
 
 # ---------------------------------------------------------------------------- jobs
@@ -246,6 +337,80 @@ def test_reduction_cdf_against_the_baseline(saved):
         figures.reduction_cdf(saved["low"], baseline="srpt")
 
 
+def test_reduction_cdf_marks_the_jobs_beyond_the_cut():
+    comp = _synthetic({"base": [100.0] * 10, "fast": [50.0] * 10,
+                       "slow": [350.0, 250.0, 210.0] + [90.0] * 7})
+    fig = figures.reduction_cdf(comp, baseline="base")
+    _close(fig)
+    ax = fig.axes[0]
+    left = ax.get_xlim()[0]
+    assert -1.1 <= left < -1.0   # the axis is cut just left of -100%...
+    curves = {line.get_label(): line for line in ax.lines if line.get_gid() is None
+              and line.get_label() in ("fast", "slow")}
+    assert np.sort(curves["slow"].get_xdata())[1:4] == pytest.approx([-2.5, -1.5, -1.1])
+    # ... and a marker at the cut, at the share of jobs beyond it, says so
+    (mark,) = [line for line in ax.lines if line.get_gid() == "clipped:slow"]
+    assert mark.get_xdata()[0] == pytest.approx(left)
+    assert mark.get_ydata()[0] == pytest.approx(0.3)
+    assert to_rgba(mark.get_color()) == to_rgba(curves["slow"].get_color())
+    assert not [line for line in ax.lines if line.get_gid() == "clipped:fast"]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[:2] == ["fast (median +50%)", "slow (median +10%; 3 jobs below −100%)"]
+    assert texts[2].startswith("◀ at the left edge") and "axis cut" in texts[2]
+    # nothing cut: no marker, no note, the axis reaches the lowest value
+    fig = figures.reduction_cdf(_synthetic({"base": [100.0] * 4, "other": [150, 90, 80, 70]}),
+                                baseline="base")
+    _close(fig)
+    assert not [line for line in fig.axes[0].lines if line.get_gid()]
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["other (median +15%)"]
+    assert fig.axes[0].get_xlim()[0] == pytest.approx(-0.52)
+
+
+def _crowded(name: str, shift: float = 0.0) -> ComparisonData:
+    """Every registered scheduler, with flowtimes spread over several decades."""
+    rng = np.random.default_rng(7)
+    return _synthetic({label: rng.lognormal(4.0 + 0.08 * i + shift, 0.9, 40)
+                       for i, label in enumerate(registered())}, name=name)
+
+
+def test_no_legend_covers_a_curve_bar_or_point(saved):
+    crowded = [_crowded("λ = 1/s"), _crowded("λ = 2/s", 0.3)]
+    draws = {
+        "flowtime-cdf crowded": lambda: figures.flowtime_cdf(crowded),
+        "flowtime-cdf one": lambda: figures.flowtime_cdf(crowded[0]),
+        "reduction-cdf crowded": lambda: figures.reduction_cdf(crowded, baseline="fifo"),
+        "reduction-cdf one": lambda: figures.reduction_cdf(crowded[0], baseline="fifo"),
+        "mean-flowtime": lambda: figures.mean_flowtime(crowded),
+        "copies-and-waste": lambda: figures.copies_and_waste(crowded),
+        "flowtime-cdf saved": lambda: figures.flowtime_cdf([saved["run"], saved["low"]]),
+        "reduction-cdf saved": lambda: figures.reduction_cdf([saved["low"], saved["high"]]),
+        "wan-traffic": lambda: figures.wan_traffic(saved["run"]),
+        "gantt": lambda: figures.gantt(saved["run"]),
+        "topology-map": lambda: figures.topology_map(saved["run"]),
+    }
+    covered = {name: _covered(draw()) for name, draw in draws.items()}
+    assert {name: found for name, found in covered.items() if found} == {}
+
+
+def test_crowded_figures_tell_schedulers_apart_by_style_too():
+    fig = figures.flowtime_cdf(_crowded("λ = 1/s"))
+    _close(fig)
+    lines = fig.axes[0].lines
+    assert len(lines) == len(registered()) > MAX_PLAIN
+    assert len({(line.get_color(), line.get_linestyle(), line.get_marker())
+                for line in lines}) == len(lines)
+    assert len({(line.get_linestyle(), line.get_marker()) for line in lines}) == len(lines)
+    fig = figures.mean_flowtime(_crowded("λ = 1/s"))
+    hatches = {c.get_label(): c.patches[0].get_hatch() for c in fig.axes[0].containers
+               if hasattr(c, "patches")}
+    assert len(hatches) == len(registered())
+    assert len(set(hatches.values())) > 1
+    # few schedulers: plain solid lines
+    fig = figures.flowtime_cdf(_synthetic({"fifo": [10, 20], "pingan": [15, 30]}))
+    assert {(line.get_linestyle(), line.get_marker()) for line in fig.axes[0].lines} == {
+        ("-", "None")}
+
+
 def test_copies_and_waste_per_scheduler_and_load(saved):
     fig = figures.copies_and_waste([saved["low"], saved["high"]])
     _close(fig)
@@ -267,6 +432,58 @@ def test_scheduler_colours_are_stable_and_distinct():
     two = scheduler_colors(["pingan", "srpt", "laps+r[beta=0.6]", "laps+r[beta=0.8]"])
     assert one["pingan"] == two["pingan"]
     assert len(set(two.values())) == 4
+
+
+def _cielab(rgb) -> np.ndarray:
+    """CIELAB (D65) of an sRGB colour."""
+    c = np.asarray(rgb, dtype=float)
+    c = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
+                    [0.0193, 0.1192, 0.9505]]) @ c / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def test_every_registered_scheduler_has_a_distinct_stable_colour():
+    names = list(registered())
+    assert set(names) <= set(SCHEDULER_COLORS)
+    colors = scheduler_colors(names)
+    lab = {name: _cielab(c) for name, c in colors.items()}
+    gap, a, b = min((float(np.linalg.norm(lab[a] - lab[b])), a, b)
+                    for a, b in itertools.combinations(names, 2))
+    assert gap >= 20, f"{a} and {b} are only {gap:.1f} CIELAB units apart"
+    # the three greens of the usability issue
+    assert min(np.linalg.norm(lab[a] - lab[b]) for a, b in itertools.combinations(
+        ["pingan", "iridium", "flutter+dolly"], 2)) >= 30
+    # the same colour alone, in any order, beside anything
+    for name in names:
+        assert scheduler_colors([name])[name] == colors[name] == \
+            scheduler_colors(["my-plugin", *reversed(names)])[name]
+    # no two registered schedulers share both line style and marker in crowded figures
+    styles = scheduler_styles(names)
+    assert len({(s.linestyle, s.marker) for s in styles.values()}) == len(names)
+    assert all(s.linestyle == "-" and s.marker is None and not s.hatch
+               for s in scheduler_styles(names[:MAX_PLAIN]).values())
+
+
+def test_unknown_labels_get_deterministic_colours():
+    alone = scheduler_colors(["fair[multitasking=true]", "my-plugin"])
+    beside = scheduler_colors(["srpt", "my-plugin", "fair", "fair[multitasking=true]", "pingan"])
+    assert alone == {k: beside[k] for k in alone}
+    assert to_hex(alone["my-plugin"]) in {c.lower() for c in FALLBACK_COLORS}
+    fair, variant = beside["fair"], beside["fair[multitasking=true]"]
+    assert not np.allclose(variant, fair)   # a darker or lighter shade of fair's colour
+    assert rgb_to_hsv(variant)[0] == pytest.approx(rgb_to_hsv(fair)[0], abs=0.01)
+    # variants of one scheduler, and plugins drawn together, stay apart
+    assert len(set(scheduler_colors([f"laps+r[beta=0.{i}]" for i in range(1, 7)]).values())) == 6
+    assert len(set(scheduler_colors([f"plugin-{i}" for i in range(8)]).values())) == 8
+    # the same in another process, whatever its hash seed
+    code = ("from viz.palette import scheduler_colors; "
+            "print(scheduler_colors(['my-plugin', 'fair[multitasking=true]']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": "12345"})
+    assert out.stdout.strip() == repr(scheduler_colors(["my-plugin",
+                                                        "fair[multitasking=true]"]))
 
 
 def test_results_without_link_table_estimate_links_from_gates(saved, tmp_path):

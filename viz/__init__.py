@@ -3,6 +3,6 @@
 ``viz`` reads what ``geosim run`` and ``geosim compare`` saved and never simulates again:
 :mod:`viz.figures` draws one figure per function, :mod:`viz.animation` renders the
 topology map over time, and :mod:`viz.commands` adds ``geosim plot`` and ``geosim
-animate``. :mod:`viz.dashboard` adds ``geosim dashboard``, a live Mesa SolaraViz page of
-a running model. ``viz`` imports ``geosim``; ``geosim`` never imports ``viz``.
+animate``. :mod:`viz.dashboard` adds ``geosim dashboard``, a live Solara page of a Mesa
+model of a running simulation. ``viz`` imports ``geosim``; ``geosim`` never imports ``viz``.
 """

@@ -40,7 +40,8 @@ def add_plot_parser(subparsers: argparse._SubParsersAction) -> None:
     plot.add_argument("--time", type=float, metavar="SECONDS",
                       help="time of the topology map (default: the middle of the run)")
     plot.add_argument("--job", type=int, metavar="ID",
-                      help="job of the Gantt view (default: the largest flowtime)")
+                      help="job of the Gantt view (default: the finished job with the "
+                      "largest flowtime among those with at most 60 copies)")
     plot.add_argument("--color-by", default="state", metavar="WHAT",
                       help="fill the map's clusters by state or utilisation (default: state)")
     plot.add_argument("--baseline", metavar="LABEL", help="scheduler the reduction ratios "

@@ -1,4 +1,4 @@
-"""``geosim dashboard``: a live view of a run in the browser, on Mesa's SolaraViz.
+"""``geosim dashboard``: a live view of a run in the browser, a Mesa model served by Solara.
 
 The command checks its input (scenario, scheduler, seed, overrides, port) in the calling
 process, then serves the Solara app :mod:`viz.dashboard_app` with ``solara run`` in a
@@ -155,8 +155,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``dashboard`` subcommand (entry point of ``geosim.commands``)."""
     p = subparsers.add_parser(
         "dashboard", help="watch a run live in the browser (cluster map, jobs, flowtimes)",
-        description="Serve a live dashboard of a run on Mesa's SolaraViz: the clusters on "
-        "the topology coloured by state with their busy slots, alive jobs, slot "
+        description="Serve a live dashboard of a run (a Mesa model, served by Solara): the "
+        "clusters on the topology coloured by state with their busy slots, alive jobs, slot "
         "utilisation and flowtimes, with controls for the scenario, scheduler, seed, ε, β "
         "and load, and step / play / reset. Needs the viz extra (pip install 'geosim[viz]').")
     p.add_argument("scenario", nargs="?", default=DEFAULT_SCENARIO,

@@ -252,7 +252,9 @@ class TimeSeries(BlitFigure):
             Line2D([], [], marker="o", linestyle="", markersize=4, color="#9c755f",
                    label="completed job"),
             Line2D([], [], color="#e15759", lw=1.6, label="running mean")],
-            loc="upper left", fontsize=7, ncols=2, frameon=False)
+            # above the panel, in the gap to the one above: never over a point
+            loc="lower right", bbox_to_anchor=(1.0, 1.0), borderaxespad=0.1, fontsize=7,
+            ncols=2, frameon=False)
         ax_flow.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
         for ax in (ax_alive, ax_util, ax_flow):
             ax.grid(True, lw=0.4, alpha=0.5)

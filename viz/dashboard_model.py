@@ -2,8 +2,8 @@
 
 :class:`DashboardModel` is the Mesa model the dashboard steps and re-creates. Its
 keyword arguments are the dashboard's controls (scenario file, scheduler, seed, ε, β,
-load), so Mesa's ``SolaraViz`` can rebuild it from its ``model_params``. It wraps a
-:class:`geosim.model.GeoModel` instead of subclassing it: Mesa 3.5's ``SolaraViz`` reads
+load), so the page's Reset can rebuild it from the controls' values. It wraps a
+:class:`geosim.model.GeoModel` instead of subclassing it: Mesa 3.5 reads
 ``model.scenario`` as a Mesa scenario object, which ``GeoModel.scenario`` is not.
 
 Every step appends a handful of numbers to :class:`History` (vectorised sums over the
@@ -163,7 +163,7 @@ class DashboardModel(mesa.Model):
         total_step_seconds: Wall time of all steps.
         frame_seconds: Wall time of the last frame of each view, by view name (filled
             in by the dashboard's views).
-        lock: Held while the run steps. SolaraViz steps the model in a thread of its own
+        lock: Held while the run steps. The page steps the model in a thread of its own
             while a click (pause, reset) may render the views in another, so the views
             hold it while they read the run.
     """
@@ -244,6 +244,15 @@ class DashboardModel(mesa.Model):
         """Simulated time (s) of the run."""
         return self.sim.engine.time if self.sim is not None else 0.0
 
+    @property
+    def steps_taken(self) -> int:
+        """Steps that advanced the run: time slots, and jumps over idle stretches.
+
+        Unlike Mesa's ``steps``, a call of :meth:`step` after the end of the run (or
+        after an error) does not count.
+        """
+        return max(self.history.n - 1, 0)
+
     def cluster_snapshot(self) -> ClusterSnapshot:
         """State, busy slot shares and slots of every cluster, now (vectorised)."""
         e, world = self.sim.engine, self.sim.world
@@ -274,6 +283,7 @@ class DashboardModel(mesa.Model):
             "scheduler": sim.policy.name,
             "params": sim.policy.get_params(),
             "time": sim.engine.time,
+            "steps": self.steps_taken,
             "arrival_rate": sim.scenario["workload"]["arrival_rate"],
             "jobs": sim.workload.n_jobs,
             "arrived": int(sim.engine.next_job),

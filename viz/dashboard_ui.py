@@ -1,40 +1,33 @@
-"""The dashboard page: Mesa's SolaraViz with geosim's views and controls.
+"""The dashboard page: the run's controls beside its views.
 
-:func:`make_page` returns the page component. SolaraViz supplies the step / play /
-reset buttons and turns :func:`model_params` into the controls (scenario, scheduler,
-seed, ε, β, load); a changed control takes effect at the next Reset. The views are
-Solara components of the model that re-render after every step:
+:func:`make_page` returns the page component, laid out as Mesa's SolaraViz lays out a
+model: an app bar; a sidebar with the *Controls* card (Reset, ▶ / ❚❚, Step, and the
+Play Interval and Render Interval sliders) and the *Model Parameters* card (scenario,
+scheduler, seed, ε, β, load: :func:`model_params`); the views in the main area. A
+changed parameter takes effect at the next Reset. The page runs the play loop itself
+(:func:`RunControls`) rather than through SolaraViz's controller, whose play state no
+other component can read: so the status line says ``playing``, ``paused`` or
+``finished`` truthfully, and it counts simulated time and steps itself, with no second
+step counter beside it. The views are Solara components of the model that re-render
+after every frame:
 
 - :func:`ClusterView`: the clusters on the topology (:class:`~viz.dashboard_draw.ClusterMap`);
 - :func:`PlotsView`: alive jobs, busy slots and flowtimes (:class:`~viz.dashboard_draw.TimeSeries`);
-- :func:`StatusView`: the run's headline numbers and the last step's and frame's wall time.
+- :func:`StatusView`: the run's headline numbers, whether it plays, and the last step's
+  and frame's wall time.
 
-Mesa 3.3 and 3.5 differ in SolaraViz's internals (``renderer``, the Mesa ``Scenario``
-that 3.5 reads from ``model.scenario``, the ``Step:``/``Time:`` card). The page uses
-only what both share: ``SolaraViz(model, components=[(component, page), ...],
-model_params=..., name=..., play_interval=..., render_interval=...)``, components
-that take the model as their one argument and subscribe to
-``mesa.visualization.utils.update_counter``, and a model whose constructor takes only
-keyword arguments named after the controls (see :mod:`viz.dashboard_model` for why it
-wraps :class:`~geosim.model.GeoModel`).
+The model is :class:`~viz.dashboard_model.DashboardModel`, a Mesa model whose
+constructor takes only keyword arguments named after the controls.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
+import threading
 from pathlib import Path
 from typing import Any
 
 import solara
-
-with warnings.catch_warnings():
-    # Importing Mesa 3.3's SolaraViz makes Solara warn about a hook after an early return
-    # in Mesa's own ComponentsView (fixed in Mesa 3.5); nothing to act on here.
-    warnings.filterwarnings("ignore", message=r".*ComponentsView: `use_state` found despite",
-                            category=UserWarning)
-    from mesa.visualization import SolaraViz
-    from mesa.visualization.utils import update_counter
 
 from geosim.schedulers import registered
 from geosim.schedulers.spec import Spec
@@ -47,9 +40,14 @@ from viz.dashboard_model import (
     schedulers_taking,
 )
 
-#: Play interval (ms) between frames while playing; the Render Interval slider of
-#: SolaraViz sets how many steps each frame advances.
+#: Play Interval (ms) between frames while playing, at start; the Render Interval sets
+#: how many steps each frame (and each Step click) advances.
 PLAY_INTERVAL = 100
+RENDER_INTERVAL = 1
+
+#: Bumped after every frame (a Step click, or a frame while playing): the views
+#: re-render when it changes. Solara keeps one value per browser session.
+frame_counter = solara.reactive(0)
 
 
 #: Values offered by the ε and β controls, and by the load control.
@@ -62,10 +60,11 @@ def _choices(values: list[float], current: float) -> list[float]:
 
 
 def model_params(config: DashboardConfig) -> dict[str, Any]:
-    """SolaraViz's ``model_params``: one control per keyword of the dashboard model.
+    """The model parameters: one control per keyword of the dashboard model.
 
-    Numbers are offered in drop-down lists (and the seed in a text field) rather than
-    sliders, because SolaraViz's sliders do not show their value.
+    In the format of Mesa's ``model_params`` (a dict with ``type``, ``label``, ``value``
+    per control; other values are fixed). Numbers are offered in drop-down lists (and
+    the seed in a text field) rather than sliders, whose value is not shown.
     """
     eps_users = ", ".join(schedulers_taking("epsilon")) or "none"
     beta_users = ", ".join(schedulers_taking("beta")) or "none"
@@ -85,6 +84,32 @@ def model_params(config: DashboardConfig) -> dict[str, Any]:
     }
 
 
+def control_values(params: dict[str, Any]) -> dict[str, Any]:
+    """The model's keyword arguments from :func:`model_params`: each control's value."""
+    return {name: spec["value"] if _is_control(spec) else spec
+            for name, spec in params.items()}
+
+
+def _is_control(spec: Any) -> bool:
+    return isinstance(spec, dict) and "type" in spec
+
+
+def run_state(model: DashboardModel, playing: bool) -> str:
+    """``"finished"``, ``"playing"`` or ``"paused"``: what the run is doing now."""
+    if model.sim is None or model.sim.done:
+        return "finished"
+    return "playing" if playing else "paused"
+
+
+def advance(model: DashboardModel, steps: int) -> None:
+    """Step ``model`` up to ``steps`` times (fewer if it ends), then show the new frame."""
+    for _ in range(max(int(steps), 1)):
+        if not model.running:
+            break
+        model.step()
+    frame_counter.value += 1
+
+
 def _frame_key(model: DashboardModel) -> list:
     return [model, model.history.n, model.time_now]
 
@@ -95,7 +120,7 @@ def ClusterView(model: DashboardModel, tick: int = 0):
 
     Args:
         model: The dashboard model.
-        tick: Mesa's update counter; a new value re-renders the view.
+        tick: The frame counter; a new value re-renders the view.
     """
     drawer = solara.use_memo(lambda: ClusterMap(model) if model.sim else None, [model])
     png = solara.use_memo(lambda: drawer.frame(model) if drawer else None,
@@ -123,8 +148,18 @@ def PlotsView(model: DashboardModel, tick: int = 0):
         solara.Image(png, width="100%", format="jpeg", classes=["geosim-plots-image"])
 
 
-def status_lines(model: DashboardModel) -> list[str]:
-    """The status card's lines: the run, the jobs, the slots, the timings."""
+def status_lines(model: DashboardModel, playing: bool = False) -> list[str]:
+    """The status card's lines: the run and its state, time and jobs, slots, timings.
+
+    Args:
+        model: The dashboard model.
+        playing: Whether the play loop runs (the ▶ button was pressed, not ❚❚).
+
+    Returns:
+        The first line ends with :func:`run_state`; the second gives the simulated time
+        (s, as on the plots' time axis) and the number of steps taken (each a time slot,
+        or a jump over a stretch with no alive job), then the jobs.
+    """
     s = model.status()
     if "error" in s:
         return ["no run: change the controls and press Reset"]
@@ -134,14 +169,13 @@ def status_lines(model: DashboardModel) -> list[str]:
     label = Spec(s["scheduler"], shown).label
     flow = s["mean_flowtime"]
     frame = " + ".join(f"{k} {1e3 * v:.0f} ms" for k, v in model.frame_seconds.items())
-    state = "finished" if s["finished"] else "running"
     c = s["clusters"]
     return [
         f"{label} · seed {model.seed_value} · λ = {s['arrival_rate']:.3g}/s · "
-        f"{Path(model.scenario_file).name} · {state}",
-        f"t = {s['time']:,.0f} s · jobs arrived {s['arrived']} / {s['jobs']} · "
-        f"alive {s['alive']} · done {s['done']} · mean flowtime "
-        + ("–" if math.isnan(flow) else f"{flow:,.1f} s"),
+        f"{Path(model.scenario_file).name} · {run_state(model, playing)}",
+        f"simulated time {s['time']:,.0f} s · step {s['steps']:,} · jobs arrived "
+        f"{s['arrived']} / {s['jobs']} · alive {s['alive']} · done {s['done']} · "
+        "mean flowtime " + ("–" if math.isnan(flow) else f"{flow:,.1f} s"),
         f"clusters {c['available']} available, {c['degraded']} degraded, "
         f"{c['unreachable']} unreachable · busy slots {100 * s['utilisation']:.1f}% · "
         f"usable slots {100 * s['usable']:.0f}%",
@@ -150,10 +184,10 @@ def status_lines(model: DashboardModel) -> list[str]:
 
 
 @solara.component
-def StatusView(model: DashboardModel, tick: int = 0):
+def StatusView(model: DashboardModel, playing: bool = False, tick: int = 0):
     """The run's headline numbers and timings (plain text: no Markdown renderer needed)."""
     with model.lock:
-        lines = status_lines(model)
+        lines = status_lines(model, playing)
     with solara.Column(classes=["geosim-status"], gap="2px",
                        style={"padding": "8px 12px", "font-size": "14px"}):
         for i, line in enumerate(lines):
@@ -162,27 +196,98 @@ def StatusView(model: DashboardModel, tick: int = 0):
 
 
 @solara.component
-def DashboardViews(model: DashboardModel):
+def DashboardViews(model: DashboardModel, playing: solara.Reactive[bool]):
     """The main area: the status lines above the cluster map and the plots, side by side.
 
-    Only this component subscribes to Mesa's update counter (which SolaraViz bumps after
-    every step) and hands it down, so a step costs one render pass, not one per view.
+    Only this component subscribes to :data:`frame_counter` and the play state, and
+    hands them down, so a frame costs one render pass, not one per view.
     """
-    tick = update_counter.get()
+    tick = frame_counter.value
     with solara.Column(classes=["geosim-dashboard"], gap="0px"):
-        StatusView(model, tick)
+        StatusView(model, playing.value, tick)
         with solara.Columns([1, 1], gutters_dense=True):
             ClusterView(model, tick)
             PlotsView(model, tick)
 
 
+@solara.component
+def RunControls(model: solara.Reactive[DashboardModel], playing: solara.Reactive[bool],
+                values: solara.Reactive[dict[str, Any]]):
+    """Reset, ▶ / ❚❚ and Step, the Play Interval and Render Interval, and the play loop.
+
+    While ``playing`` is set, a thread advances the run by Render Interval steps every
+    Play Interval, until ❚❚, Reset or the end of the run (which clears ``playing``).
+
+    Args:
+        model: The run (replaced on Reset).
+        playing: Whether the play loop runs.
+        values: The model parameters a Reset builds the next run from.
+    """
+    play_interval = solara.use_reactive(PLAY_INTERVAL)
+    render_interval = solara.use_reactive(RENDER_INTERVAL)
+    error = solara.use_reactive(None)
+    run = model.value
+
+    def play(cancel: threading.Event) -> None:
+        if not playing.value:
+            return
+        try:
+            while not cancel.wait(play_interval.value / 1000):
+                advance(run, render_interval.value)
+                if not run.running:
+                    break
+        except Exception as exc:   # shown on the page; the run stops
+            error.value = f"error while playing: {exc}"
+        if not cancel.is_set():
+            playing.value = False
+
+    solara.use_thread(play, dependencies=[playing.value, run], intrusive_cancel=False)
+
+    def step() -> None:
+        advance(run, render_interval.value)
+
+    def reset() -> None:
+        playing.value = False
+        error.value = None
+        model.value = DashboardModel(**values.value)
+        frame_counter.value += 1
+
+    def toggle() -> None:
+        playing.value = not playing.value
+
+    with solara.Row(justify="space-between"):
+        solara.Button(label="Reset", color="primary", on_click=reset)
+        solara.Button(label="❚❚" if playing.value else "▶", color="primary",
+                      on_click=toggle, disabled=not run.running)
+        solara.Button(label="Step", color="primary", on_click=step,
+                      disabled=playing.value or not run.running)
+    solara.SliderInt(f"Play Interval: {play_interval.value} ms", value=play_interval,
+                     min=10, max=500, step=10)
+    steps = render_interval.value
+    solara.SliderInt(f"Render Interval: {steps} step{'s' if steps > 1 else ''}",
+                     value=render_interval, min=1, max=100)
+    if error.value:
+        solara.Error(error.value)
+
+
+@solara.component
+def ParameterControls(params: dict[str, Any], values: solara.Reactive[dict[str, Any]]):
+    """One control per model parameter of :func:`model_params` (the others are fixed)."""
+    for name, spec in params.items():
+        if not _is_control(spec):
+            continue
+        def on_value(value: Any, name: str = name) -> None:
+            values.set({**values.value, name: value})
+
+        if spec["type"] == "Select":
+            solara.Select(spec["label"], value=values.value[name], values=spec["values"],
+                          on_value=on_value)
+        else:
+            solara.InputText(spec["label"], value=str(values.value[name]), on_value=on_value)
+
+
 def make_page(config: DashboardConfig):
     """The dashboard page component for ``config``; each browser session gets its own run.
-
-    SolaraViz gets the model as a reactive value and no components, so it supplies the
-    app bar, the controls and the step / play / reset buttons, and replaces the model on
-    Reset; :func:`DashboardViews` lays out the views in the main area beside it (Mesa's
-    draggable grid of components would clip the figures at its fixed item height).
 
     Returns:
         A Solara component taking no arguments (the app's ``Page``).
@@ -193,8 +298,15 @@ def make_page(config: DashboardConfig):
     def Page():
         first = solara.use_memo(lambda: DashboardModel(**config.model_kwargs()), [])
         model = solara.use_reactive(first)
-        SolaraViz(model, components=[], model_params=params, name="geosim dashboard",
-                  play_interval=PLAY_INTERVAL, render_interval=1)
-        DashboardViews(model.value)
+        playing = solara.use_reactive(False)
+        values = solara.use_reactive(control_values(params))
+        with solara.AppBar():
+            solara.AppBarTitle("geosim dashboard")
+        with solara.Sidebar(), solara.Column():
+            with solara.Card("Controls"):
+                RunControls(model, playing, values)
+            with solara.Card("Model Parameters"):
+                ParameterControls(params, values)
+        DashboardViews(model.value, playing)
 
     return Page

@@ -26,6 +26,10 @@ from geosim.experiment import MANIFEST, Comparison
 from geosim.results import CLUSTER_STATES, Result, load_result
 from geosim.topology import TIERS
 
+#: Most copies (one bar each) of the job a Gantt chart shows by default
+#: (:meth:`RunData.default_job`); up to this many, each bar is labelled with its cluster.
+READABLE_COPIES = 60
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -147,22 +151,51 @@ class RunData:
         return float(time)
 
     def check_job(self, job: int | None) -> int:
-        """``job``, or by default the finished job with the largest flowtime.
+        """``job``, or by default :meth:`default_job`.
 
         Raises:
-            GeosimError: The job does not exist.
+            GeosimError: The job does not exist, or the run has no jobs.
         """
         jobs = self.result.jobs
         if job is None:
-            done = jobs[jobs["finished"].astype(bool)]
-            pool = done if len(done) else jobs
-            if pool.empty:
-                raise GeosimError("the run has no jobs", source=self.where)
-            return int(pool.loc[pool["flowtime"].fillna(-np.inf).idxmax(), "job"])
+            return self.default_job()
         if job not in set(jobs["job"].astype(int)):
             raise GeosimError(f"job {job} does not exist (jobs {int(jobs['job'].min())} to "
                               f"{int(jobs['job'].max())})", source=self.where)
         return int(job)
+
+    def default_job(self) -> int:
+        """The job a Gantt chart shows by default: a slow one that is still readable.
+
+        Among the finished jobs with at most :data:`READABLE_COPIES` copies (one bar
+        each), the one with the largest flowtime; when every finished job has more
+        copies, the finished job with the fewest (ties: the larger flowtime). Unfinished
+        jobs are only considered when no job finished, and jobs without any copy when no
+        job has one. Ties left are broken by the lower job id.
+
+        Raises:
+            GeosimError: The run has no jobs.
+        """
+        jobs = self.result.jobs
+        if jobs.empty:
+            raise GeosimError("the run has no jobs", source=self.where)
+        copies = self.result.copies.groupby("job").size()
+        table = pd.DataFrame({
+            "job": jobs["job"].astype(int).to_numpy(),
+            "copies": jobs["job"].map(copies).fillna(0).astype(int).to_numpy(),
+            "finished": jobs["finished"].astype(bool).to_numpy(),
+            "flowtime": jobs["flowtime"].astype(float).fillna(-np.inf).to_numpy()})
+        started = table[table["copies"] > 0]
+        pool = started if len(started) else table
+        done = pool[pool["finished"]]
+        pool = done if len(done) else pool
+        readable = pool[pool["copies"] <= READABLE_COPIES]
+        if len(readable):
+            best = readable.sort_values(["flowtime", "job"], ascending=[False, True])
+        else:
+            best = pool.sort_values(["copies", "flowtime", "job"],
+                                    ascending=[True, False, True])
+        return int(best["job"].iloc[0])
 
     @property
     def layout(self) -> Layout:

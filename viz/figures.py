@@ -19,6 +19,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import (
@@ -32,11 +33,19 @@ from geosim.errors import GeosimError
 from geosim.experiment import Comparison, t_halfwidth
 from geosim.results import CLUSTER_STATES, Result
 from geosim.topology import TIERS
-from viz.data import ComparisonData, RunData, as_comparison, as_run, open_results
+from viz.data import (
+    READABLE_COPIES,
+    ComparisonData,
+    RunData,
+    as_comparison,
+    as_run,
+    open_results,
+)
 from viz.palette import (
     OUTCOME_COLORS,
     TIER_COLORS,
-    scheduler_colors,
+    SchedulerStyle,
+    scheduler_styles,
     state_cmap,
     styled,
     traffic_cmap,
@@ -193,10 +202,10 @@ def wan_traffic(run: Run) -> Figure:
     top.stackplot(times, *stacks, labels=[f"from {t} clusters" for t in present],
                   colors=[TIER_COLORS[t] for t in present], step="pre", linewidth=0)
     top.set_xlim(times[0], times[-1])
-    top.set_ylim(0, max(float(np.sum(stacks, axis=0).max()), 1e-9) * 1.3)
+    top.set_ylim(0, max(float(np.sum(stacks, axis=0).max()), 1e-9) * 1.08)
     top.set_xlabel("time (s)")
     top.set_ylabel("WAN throughput (MB/s)")
-    top.legend(loc="upper right", ncols=len(present))
+    top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     top.set_title(f"(a) WAN traffic: {run.result.summary.get('wan_mb', float('nan')):,.0f} MB "
                   "in all", loc="left")
     top.grid(axis="y")
@@ -242,7 +251,7 @@ def wan_traffic(run: Run) -> Figure:
         bottom.set_xticks(x, [str(c) for c in run.order], fontsize=6)
     else:
         bottom.set_xticks([])
-    bottom.legend(loc="lower right", ncols=2)
+    bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     bottom.set_title("(c) mean gate traffic over the run", loc="left", pad=14)
     fig.suptitle(f"{run.name}: WAN traffic", x=0.01, ha="left", fontweight="bold")
     return fig
@@ -258,11 +267,15 @@ def gantt(run: Run, job: int | None = None) -> Figure:
 
     One bar per copy, from its start to its end, grouped by task (tasks in order of
     their first start), coloured by outcome; a star marks the copy that won. Bars are
-    labelled with their cluster when there are few enough.
+    labelled with their cluster when there are at most
+    :data:`~viz.data.READABLE_COPIES`.
 
     Args:
         run: The run.
-        job: Job id; default: the finished job with the largest flowtime.
+        job: Job id; default: a slow job that is still readable, the finished job with
+            the largest flowtime among those with at most
+            :data:`~viz.data.READABLE_COPIES` copies (see
+            :meth:`~viz.data.RunData.default_job`).
 
     Raises:
         GeosimError: The job does not exist.
@@ -300,7 +313,8 @@ def gantt(run: Run, job: int | None = None) -> Figure:
     if bool(info["finished"]):
         ax.axvline(float(info["completion"]), color="#444444", linewidth=0.8,
                    label="job completion")
-    if rows <= 60:
+    labelled = rows <= READABLE_COPIES
+    if labelled:
         for row, copy in copies.iterrows():
             ax.annotate(f"c{int(copy['cluster'])}", (copy["stop"], row), xytext=(6, 0),
                         textcoords="offset points", va="center", fontsize=6, color="#333333")
@@ -322,12 +336,12 @@ def gantt(run: Run, job: int | None = None) -> Figure:
     span = max(copies["stop"].max(), float(info["completion"]) if info["finished"] else 0) \
         - min(arrival, copies["start"].min())
     ax.set_xlim(min(arrival, copies["start"].min()) - 0.02 * span,
-                copies["stop"].max() + (0.08 if rows <= 60 else 0.02) * span)
+                copies["stop"].max() + (0.08 if labelled else 0.02) * span)
     present = [o for o in OUTCOME_COLORS if (copies["outcome"] == o).any()]
     handles = [Patch(color=OUTCOME_COLORS[o], label=f"{o} ({int((copies['outcome'] == o).sum())})")
                for o in present]
     handles += [h for h in ax.get_legend_handles_labels()[0]]
-    if rows <= 60:
+    if labelled:
         handles.append(Line2D([], [], linestyle="", label="c7: ran on cluster 7"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0),
               title="copy outcome", borderaxespad=0.0)
@@ -381,7 +395,8 @@ def flowtime_cdf(sources: Run | Compared | Sequence[Run | Compared],
     """CDF of job flowtimes: runs overlaid in one panel, one panel per comparison.
 
     A comparison draws one line per scheduler from each job's flowtime averaged over
-    the replications (003 §6.1), so every line has one point per job.
+    the replications (003 §6.1), so every line has one point per job. One legend below
+    the panels names every line with its mean flowtime in each panel, left to right.
 
     Args:
         sources: Runs and/or comparisons.
@@ -391,13 +406,15 @@ def flowtime_cdf(sources: Run | Compared | Sequence[Run | Compared],
     runs = [s for s in items if isinstance(s, RunData)]
     comps = _ordered([s for s in items if isinstance(s, ComparisonData)])
     run_names = _unique_names(runs)
-    colors = scheduler_colors([n.split(" (")[0] for n in run_names] +
+    styles = scheduler_styles([n.split(" (")[0] for n in run_names] +
                               [label for c in comps for label in c.labels])
-    colors.update({n: colors[n.split(" (")[0]] for n in run_names})
+    styles.update({n: styles[n.split(" (")[0]] for n in run_names})
     panels = ([("runs", runs)] if runs else []) + [("comparison", c) for c in comps]
-    fig = new_figure(min(3.9 * len(panels) + 1.2, 14.0), 3.6)
+    labels = list(dict.fromkeys(run_names + [label for c in comps for label in c.labels]))
+    fig = new_figure(min(3.9 * len(panels) + 1.2, 14.0), PANEL_HEIGHT)
     axes = np.atleast_1d(fig.subplots(1, len(panels), sharey=True, squeeze=False)[0])
-    for ax, (kind, item) in zip(axes, panels, strict=True):
+    entries = _Entries(labels, len(panels))
+    for p, (ax, (kind, item)) in enumerate(zip(axes, panels, strict=True)):
         if kind == "runs":
             series = [(name, r.result.jobs.loc[r.result.jobs["finished"].astype(bool),
                                                "flowtime"].to_numpy())
@@ -416,8 +433,9 @@ def flowtime_cdf(sources: Run | Compared | Sequence[Run | Compared],
             if not len(values):
                 continue
             x, y = _cdf(values)
-            ax.plot(x, y, drawstyle="steps-post", color=colors[label], linewidth=1.5,
-                    label=f"{label} (mean {values.mean():.0f} s)")
+            line, = ax.plot(x, y, drawstyle="steps-post", linewidth=1.5, label=label,
+                            **styles[label].line())
+            entries.add(label, p, line, f"{values.mean():.0f} s")
         if log_x:
             ax.set_xscale("log")
             ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
@@ -425,14 +443,83 @@ def flowtime_cdf(sources: Run | Compared | Sequence[Run | Compared],
             ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(0, 1.01)
         ax.grid(True, which="major")
-        ax.legend(loc="lower right")
     axes[0].set_ylabel("fraction of jobs (CDF)")
     axes[0].yaxis.set_major_formatter(PercentFormatter(1.0))
+    entries.legend(fig, "mean", "mean flowtime")
     return fig
 
 
+#: Height (inches) of a row of CDF panels, without the legend below them.
+PANEL_HEIGHT = 3.4
+#: Inches per character and for the handle of a legend entry, and per legend row (at
+#: the legend's 8 pt font).
+LEGEND_CHAR, LEGEND_HANDLE, LEGEND_ROW = 0.06, 0.7, 0.18
+
+
+def _legend_shape(texts: list[str], width: float) -> tuple[int, int]:
+    """Columns and rows of a legend of ``texts`` that fits a figure ``width`` wide."""
+    column = LEGEND_HANDLE + LEGEND_CHAR * max(len(t) for t in texts)
+    ncols = max(1, min(len(texts), int(width // column)))
+    return ncols, -(-len(texts) // ncols)
+
+
+class _Entries:
+    """The entries of one legend below the panels: a line and a number per panel each.
+
+    Legends go outside the axes, so no curve is ever hidden behind one. Each scheduler
+    is listed once with its numbers in every panel, left to right (``–`` in a panel
+    without it).
+    """
+
+    def __init__(self, labels: list[str], panels: int):
+        self.labels, self.panels = labels, panels
+        self.handles: dict[str, Line2D] = {}
+        self.values: dict[str, list[str]] = {label: ["–"] * panels for label in labels}
+        self.notes: dict[str, list[int]] = {label: [0] * panels for label in labels}
+        self.extra: list[tuple[Line2D, str]] = []
+
+    def add(self, label: str, panel: int, line: Line2D, value: str, note: int = 0) -> None:
+        """Record ``label``'s line (its first is the legend's handle) and its numbers."""
+        self.handles.setdefault(label, line)
+        self.values[label][panel] = value
+        self.notes[label][panel] = note
+
+    def legend(self, fig: Figure, word: str, what: str,
+               note: str | None = None) -> Legend | None:
+        """Add the legend below the panels, growing the figure by its height.
+
+        Args:
+            fig: The figure (with a constrained layout), :data:`PANEL_HEIGHT` high.
+            word: What the numbers are, in each entry (``"mean"``).
+            what: What the numbers are, in the title (``"mean flowtime"``).
+            note: What a nonzero note counts (``"below −100%"``); notes are shown only
+                for entries with one.
+        """
+        shown = [label for label in self.labels if label in self.handles]
+        if not shown:
+            return None
+        texts = []
+        for label in shown:
+            text = f"{label} ({word} {', '.join(self.values[label])}"
+            if note and any(self.notes[label]):
+                counts = ", ".join(str(n) for n in self.notes[label])
+                text += f"; {counts} {'job' if counts == '1' else 'jobs'} {note}"
+            texts.append(text + ")")
+        title = f"{what} in each panel, left to right" if self.panels > 1 else what
+        handles = [self.handles[label] for label in shown]
+        for handle, text in self.extra:
+            handles.append(handle)
+            texts.append(text)
+        width = fig.get_figwidth()
+        ncols, rows = _legend_shape(texts, width)
+        fig.set_size_inches(width, PANEL_HEIGHT + LEGEND_ROW * (rows + 1) + 0.25)
+        return fig.legend(handles, texts, loc="outside lower center", ncols=ncols,
+                          title=title)
+
+
 def _grouped_bars(ax: Axes, comps: list[ComparisonData], values: dict[tuple[int, str], float],
-                  errors: dict[tuple[int, str], float] | None, colors: dict) -> None:
+                  errors: dict[tuple[int, str], float] | None,
+                  styles: dict[str, SchedulerStyle]) -> None:
     """Bars of ``values[(comparison index, label)]``: a group per comparison."""
     labels = list(dict.fromkeys(label for c in comps for label in c.labels))
     width = 0.8 / max(len(labels), 1)
@@ -446,8 +533,9 @@ def _grouped_bars(ax: Axes, comps: list[ComparisonData], values: dict[tuple[int,
         if not xs:
             continue
         yerr = np.nan_to_num(es) if errors else None
-        ax.bar(xs, hs, width=width * 0.92, color=colors[label], label=label, yerr=yerr,
-               capsize=3 if errors else 0, error_kw={"linewidth": 0.9}, gid=f"bars:{label}")
+        ax.bar(xs, hs, width=width * 0.92, label=label, yerr=yerr,
+               capsize=3 if errors else 0, error_kw={"linewidth": 0.9}, gid=f"bars:{label}",
+               **styles[label].bar())
     ax.set_xticks(range(len(comps)), [c.name for c in comps])
     ax.set_xlim(-0.6, len(comps) - 0.4)
     ax.set_ylim(bottom=0)   # intervals reaching below zero are cut at it
@@ -455,11 +543,23 @@ def _grouped_bars(ax: Axes, comps: list[ComparisonData], values: dict[tuple[int,
     ax.set_axisbelow(True)
 
 
+def _bar_legend(ax: Axes, count: int) -> Legend:
+    """The scheduler legend of bar figures, beside the axes (never over a bar)."""
+    return ax.legend(title="scheduler", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                     borderaxespad=0.0, ncols=1 if count <= 14 else 2)
+
+
 def _ordered(comps: list[ComparisonData]) -> list[ComparisonData]:
     """Comparisons by load (arrival rate) when every one has it, else as given."""
     if all(c.arrival_rate is not None for c in comps):
         return sorted(comps, key=lambda c: c.arrival_rate)  # type: ignore[arg-type,return-value]
     return comps
+
+
+def _bar_height(count: int) -> float:
+    """Height (inches) of a bar figure whose legend beside it lists ``count`` schedulers."""
+    rows = count if count <= 14 else -(-count // 2)
+    return max(3.8, 0.9 + 0.19 * rows)
 
 
 @styled
@@ -473,25 +573,30 @@ def mean_flowtime(comparisons: Compared | Sequence[Compared]) -> Figure:
         comparisons: One comparison per load.
     """
     comps = _ordered(_comparisons(comparisons))
-    colors = scheduler_colors(label for c in comps for label in c.labels)
+    labels = list(dict.fromkeys(label for c in comps for label in c.labels))
+    styles = scheduler_styles(labels)
     values, errors = {}, {}
     for g, comp in enumerate(comps):
         rows = comp.summary.set_index("label")
         for label in comp.labels:
             values[(g, label)] = float(rows.loc[label, "mean_flowtime"])
             errors[(g, label)] = float(rows.loc[label, "ci95"])
-    fig = new_figure(max(3.2 + 1.3 * len(comps), 5.0), 3.8)
+    fig = new_figure(max(3.2 + 1.3 * len(comps), 5.0), _bar_height(len(labels)))
     ax = fig.add_subplot()
-    _grouped_bars(ax, comps, values, errors, colors)
+    _grouped_bars(ax, comps, values, errors, styles)
     ax.set_ylabel("mean flowtime (s)")
     ax.set_xlabel("load (Poisson arrival rate)" if all(c.arrival_rate is not None
                                                        for c in comps) else "comparison")
     reps = sorted({len(c.seeds) for c in comps})
     how = "over replications" if min(reps) > 1 else "batch means of one replication"
     ax.set_title(f"Mean flowtime, 95% confidence intervals ({how})", loc="left")
-    ax.legend(title="scheduler", loc="upper left", bbox_to_anchor=(1.01, 1.0),
-              borderaxespad=0.0)
+    _bar_legend(ax, len(labels))
     return fig
+
+
+#: Left end of the reduction axis: a job more than twice as slow as under the baseline
+#: is counted, not placed.
+REDUCTION_CUT = -1.0
 
 
 @styled
@@ -500,8 +605,10 @@ def reduction_cdf(comparisons: Compared | Sequence[Compared],
     """CDF of the per-job flowtime reduction ratio against a baseline (003 Fig. 5 style).
 
     Each job's ratio is ``(F_base - F) / F_base`` from replication-averaged flowtimes:
-    positive when faster than under the baseline. The axis is cut at -100%; the CDF's
-    height at the left edge is the share of jobs more than twice as slow.
+    positive when faster than under the baseline. The axis is cut at -100%: when a
+    scheduler has jobs below it (more than twice as slow), a ◀ at the left edge marks
+    the share of them (the CDF's height there) and the legend counts them. The legend,
+    below the panels, gives each scheduler's median reduction in every panel.
 
     Args:
         comparisons: One panel per comparison.
@@ -512,15 +619,21 @@ def reduction_cdf(comparisons: Compared | Sequence[Compared],
         GeosimError: A comparison has a single scheduler, or the baseline is unknown.
     """
     comps = _ordered(_comparisons(comparisons))
-    colors = scheduler_colors(label for c in comps for label in c.labels)
-    fig = new_figure(min(3.9 * len(comps) + 1.2, 14.0), 3.6)
-    axes = np.atleast_1d(fig.subplots(1, len(comps), sharey=True, squeeze=False)[0])
-    for ax, comp in zip(axes, comps, strict=True):
+    for comp in comps:
         if len(comp.labels) < 2:
             raise GeosimError("a reduction needs at least two schedulers", source=comp.where)
-        base = comp.baseline(baseline)
+    bases = [comp.baseline(baseline) for comp in comps]
+    labels = list(dict.fromkeys(label for comp, base in zip(comps, bases, strict=True)
+                                for label in comp.labels if label != base))
+    styles = scheduler_styles(label for c in comps for label in c.labels)
+    fig = new_figure(min(3.9 * len(comps) + 1.2, 14.0), PANEL_HEIGHT)
+    axes = np.atleast_1d(fig.subplots(1, len(comps), sharey=True, squeeze=False)[0])
+    entries = _Entries(labels, len(comps))
+    clipped_any = False
+    for p, (ax, comp, base) in enumerate(zip(axes, comps, bases, strict=True)):
         table = comp.reductions(base)
         lowest = 0.0
+        clipped: list[tuple[str, float]] = []
         for label in comp.labels:
             if label == base:
                 continue
@@ -529,18 +642,33 @@ def reduction_cdf(comparisons: Compared | Sequence[Compared],
                 continue
             x, y = _cdf(ratio)
             lowest = min(lowest, float(x.min()))
-            ax.plot(x, y, drawstyle="steps-post", color=colors[label], linewidth=1.5,
-                    label=f"{label} (median {_signed_percent(float(np.median(ratio)))})")
+            below = int((ratio < REDUCTION_CUT).sum())
+            line, = ax.plot(x, y, drawstyle="steps-post", linewidth=1.5, label=label,
+                            **styles[label].line())
+            entries.add(label, p, line, _signed_percent(float(np.median(ratio))), below)
+            if below:
+                clipped.append((label, below / len(ratio)))
+        left = REDUCTION_CUT - 0.06 if clipped else lowest - 0.02
+        for label, share in clipped:
+            ax.plot([left], [share], linestyle="", marker="<", markersize=7,
+                    color=styles[label].color, markeredgecolor="black",
+                    markeredgewidth=0.5, clip_on=False, zorder=4, gid=f"clipped:{label}")
+        clipped_any = clipped_any or bool(clipped)
         ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
-        ax.set_xlim(max(lowest, -1.0) - 0.02, 1.0)
+        ax.set_xlim(left, 1.0)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0))
         ax.set_xlabel(f"flowtime reduction against {base}: (F_{base} − F) / F_{base}")
         ax.set_title(comp.name, loc="left")
         ax.grid(True)
-        ax.legend(loc="upper left")
+    if clipped_any:
+        entries.extra.append((Line2D([], [], linestyle="", marker="<", markersize=7,
+                                     color="#BBBBBB", markeredgecolor="black",
+                                     markeredgewidth=0.5),
+                              "◀ at the left edge: share of jobs below −100% (axis cut)"))
     axes[0].set_ylabel("fraction of jobs (CDF)")
     axes[0].yaxis.set_major_formatter(PercentFormatter(1.0))
     axes[0].set_ylim(0, 1.01)
+    entries.legend(fig, "median", "median reduction", note="below −100%")
     return fig
 
 
@@ -556,7 +684,8 @@ def copies_and_waste(comparisons: Compared | Sequence[Compared]) -> Figure:
         comparisons: One group per comparison.
     """
     comps = _ordered(_comparisons(comparisons))
-    colors = scheduler_colors(label for c in comps for label in c.labels)
+    labels = list(dict.fromkeys(label for c in comps for label in c.labels))
+    styles = scheduler_styles(labels)
     copies, waste, waste_ci = {}, {}, {}
     for g, comp in enumerate(comps):
         rows = comp.summary.set_index("label")
@@ -565,18 +694,18 @@ def copies_and_waste(comparisons: Compared | Sequence[Compared]) -> Figure:
             mine = comp.runs.loc[comp.runs["label"] == label, "wasted_slot_seconds"]
             waste[(g, label)] = float(mine.mean())
             waste_ci[(g, label)] = t_halfwidth(mine.to_numpy())
-    fig = new_figure(max(2 * (2.2 + 1.1 * len(comps)), 7.0), 3.6)
+    fig = new_figure(max(2 * (2.2 + 1.1 * len(comps)), 7.0), max(_bar_height(len(labels)) - 0.2,
+                                                                 3.6))
     left, right = fig.subplots(1, 2)
-    _grouped_bars(left, comps, copies, None, colors)
+    _grouped_bars(left, comps, copies, None, styles)
     left.axhline(1, color="#444444", linewidth=0.8, linestyle="--")
     left.set_ylabel("copies launched per task")
     left.set_title("(a) copies per task", loc="left")
-    _grouped_bars(right, comps, waste, waste_ci, colors)
+    _grouped_bars(right, comps, waste, waste_ci, styles)
     right.set_ylabel("wasted slot-seconds per run")
     right.set_title("(b) wasted work", loc="left")
     right.yaxis.set_major_formatter(_thousands)
-    right.legend(title="scheduler", loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                 borderaxespad=0.0)
+    _bar_legend(right, len(labels))
     return fig
 
 

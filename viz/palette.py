@@ -1,15 +1,19 @@
 """One palette for every figure: cluster states, tiers, copy outcomes, schedulers.
 
 Colours are the Okabe–Ito set (readable with the common colour-vision deficiencies)
-plus a few neutrals. A scheduler keeps its colour in every figure of a call: its base
-name (``srpt`` for ``srpt[preemptive=false]``) picks the hue, and labels sharing a base
-name get darker and lighter shades of it.
+plus a few neutrals. Every registered scheduler has a colour of its own
+(:data:`SCHEDULER_COLORS`), the same in every figure; a label with parameters
+(``srpt[preemptive=false]``) is a shade of its scheduler's colour, and an unknown
+scheduler name takes a fallback colour by a hash of the name. Figures with many
+schedulers also give each a line style, marker and hatch (:func:`scheduler_styles`).
 """
 
 from __future__ import annotations
 
 import functools
+import zlib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 import matplotlib as mpl
@@ -46,19 +50,52 @@ TRAFFIC_CMAP = "Purples"
 #: Links carrying nothing.
 IDLE_LINK_COLOR = "#D0D0D0"
 
-# Hues of known schedulers; other names take the fallback hues in order of appearance.
-_SCHEDULER_HUES: dict[str, str] = {
-    "fifo": "#7F7F7F",
-    "fair": "#0072B2",
-    "srpt": "#E69F00",
-    "pingan": "#009E73",
-    "srpt+r": "#D55E00",
-    "fair+r": "#56B4E9",
-    "laps+r": "#CC79A7",
-    "laps": "#8C564B",
+#: Colour of every registered scheduler (``geosim.schedulers.registered()``), fixed so
+#: that a scheduler looks the same in every figure whatever is drawn beside it. The first
+#: eight are the Okabe–Ito set (plus grey and brown); the others were picked from Paul
+#: Tol's, Tableau's and ColorBrewer's sets to keep every pair at least 20 CIELAB units
+#: apart, and about 10 apart under simulated deuteranopia and protanopia. Figures with
+#: more than :data:`MAX_PLAIN` schedulers also tell them apart by line style, marker and
+#: hatch (:func:`scheduler_styles`).
+SCHEDULER_COLORS: dict[str, str] = {
+    "fifo": "#7F7F7F",               # grey
+    "fair": "#0072B2",               # blue
+    "srpt": "#E69F00",               # orange
+    "pingan": "#009E73",             # bluish green
+    "srpt+r": "#D55E00",             # vermillion
+    "fair+r": "#56B4E9",             # sky blue
+    "laps+r": "#CC79A7",             # reddish purple
+    "laps": "#8C564B",               # brown
+    "iridium": "#332288",            # indigo
+    "flutter": "#0B3C49",            # dark teal
+    "flutter+dolly": "#17BECF",      # cyan
+    "flutter+mantri": "#393B79",     # dark slate blue
+    "flutter+late": "#B5CF6B",       # light olive
+    "mantri": "#920000",             # dark red
+    "late": "#8C6D31",               # ochre
+    "dolly": "#FF9DA7",              # pink
+    "spark": "#924900",              # rust
+    "spark+speculation": "#EDC948",  # yellow
+    "flowflex": "#B66DFF",           # violet
+    "flow-fair": "#59A14F",          # green
+    "sca": "#7B4173",                # plum
+    "srptms+c": "#D62728",           # red
+    "srptms-offline": "#999933",     # olive
 }
-_FALLBACK_HUES = ("#332288", "#117733", "#882255", "#44AA99", "#999933", "#AA4499",
-                  "#DDCC77", "#661100")
+#: Colours of scheduler names not in :data:`SCHEDULER_COLORS` (plugins): a hash of the
+#: name picks one, so a name keeps its colour from figure to figure.
+FALLBACK_COLORS = ("#E7298A", "#006DDB", "#9C9EDE", "#9467BD", "#F95D6A", "#637939",
+                   "#AA3377", "#BBBBBB")
+#: Up to this many schedulers in one figure are told apart by colour alone; with more,
+#: each also gets a line style, a marker and a bar hatch of its own.
+MAX_PLAIN = 8
+LINESTYLES = ("-", "--", "-.", ":")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
+HATCHES = ("", "//", "\\\\", "xx", "..", "++", "--", "||", "oo")
+# How much darker (negative) or lighter (positive) the variants of a scheduler are
+# (``laps+r[beta=0.6]`` beside ``laps+r``): a hash of the label picks one.
+_SHADES = (-0.3, 0.3, -0.5, 0.45, -0.15, 0.15)
+
 
 #: Matplotlib settings of every figure.
 STYLE: dict[str, object] = {
@@ -96,40 +133,131 @@ def base_name(label: str) -> str:
     return label.split("[", 1)[0].strip().lower()
 
 
+def _digest(text: str) -> int:
+    """A hash of ``text`` that is the same in every process (``hash()`` is salted)."""
+    return zlib.crc32(text.encode())
+
+
+def _base_colors(bases: Iterable[str]) -> dict[str, str]:
+    """The colour of each scheduler name: its own, or a fallback colour by hash.
+
+    Two unknown names drawn together that hash to the same fallback colour are told
+    apart: the later in alphabetical order takes the next free one.
+    """
+    colors: dict[str, str] = {}
+    taken: set[str] = set()
+    for base in sorted(set(bases)):
+        if base in SCHEDULER_COLORS:
+            colors[base] = SCHEDULER_COLORS[base]
+            continue
+        start = _digest(base) % len(FALLBACK_COLORS)
+        for k in range(len(FALLBACK_COLORS)):
+            hue = FALLBACK_COLORS[(start + k) % len(FALLBACK_COLORS)]
+            if hue not in taken:
+                break
+        colors[base] = hue
+        taken.add(hue)
+    return colors
+
+
 def scheduler_colors(labels: Iterable[str]) -> dict[str, tuple[float, float, float]]:
     """Colour of every scheduler label, the same whatever figure draws it.
+
+    A registered scheduler has its own colour (:data:`SCHEDULER_COLORS`); another name
+    (a plugin) takes one of :data:`FALLBACK_COLORS` by a hash of the name. A label with
+    parameters (``fair[multitasking=true]``) is a darker or lighter shade of its
+    scheduler's colour, picked by a hash of the label; labels of one scheduler drawn
+    together get different shades. Nothing depends on the order of ``labels``.
 
     Args:
         labels: Scheduler labels (names, or specs with parameters), in display order.
 
     Returns:
-        An RGB colour per label.
+        An RGB colour per label, in the order of ``labels``.
     """
     labels = list(dict.fromkeys(labels))
-    by_base: dict[str, list[str]] = {}
-    for label in labels:
-        by_base.setdefault(base_name(label), []).append(label)
-    spare = iter(h for h in _FALLBACK_HUES if h not in _SCHEDULER_HUES.values())
+    hues = _base_colors(base_name(label) for label in labels)
     colors: dict[str, tuple[float, float, float]] = {}
-    for base, members in by_base.items():
-        hue = _SCHEDULER_HUES.get(base) or next(spare, "#000000")
-        # the bare name (or the first label) takes the hue; the others alternate darker
-        # and lighter shades of it
-        members = sorted(members, key=lambda m: (m != base, labels.index(m)))
-        for i, label in enumerate(members):
-            colors[label] = _shade(hue, i)
+    used: dict[str, set[int]] = {}
+    for label in sorted(labels):
+        base = base_name(label)
+        if label.strip().lower() == base:
+            colors[label] = to_rgb(hues[base])
+            continue
+        taken = used.setdefault(base, set())
+        start = _digest(label) % len(_SHADES)
+        shade = next((i for k in range(len(_SHADES))
+                      if (i := (start + k) % len(_SHADES)) not in taken), start)
+        taken.add(shade)
+        colors[label] = _shade(hues[base], _SHADES[shade])
     return {label: colors[label] for label in labels}
 
 
-def _shade(hue: str, i: int) -> tuple[float, float, float]:
+def _shade(hue: str, amount: float) -> tuple[float, float, float]:
+    """``hue`` mixed with black (``amount`` < 0) or white (``amount`` > 0)."""
     rgb = to_rgb(hue)
-    if i == 0:
-        return rgb
-    step = (i + 1) // 2
-    amount = min(0.25 * step, 0.75)
-    if i % 2:   # darker
-        return tuple(c * (1 - amount) for c in rgb)  # type: ignore[return-value]
+    if amount < 0:
+        return tuple(c * (1 + amount) for c in rgb)  # type: ignore[return-value]
     return tuple(c + (1 - c) * amount for c in rgb)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class SchedulerStyle:
+    """How a scheduler is drawn: a colour, and in crowded figures line style, marker, hatch.
+
+    Attributes:
+        color: RGB colour.
+        linestyle: Line style of its lines.
+        marker: Marker along its lines, or ``None``.
+        hatch: Hatch of its bars, or ``None``.
+    """
+
+    color: tuple[float, float, float]
+    linestyle: str = "-"
+    marker: str | None = None
+    hatch: str | None = None
+
+    def line(self) -> dict[str, object]:
+        """Keyword arguments of ``Axes.plot`` (markers spaced along the line)."""
+        kwargs: dict[str, object] = {"color": self.color, "linestyle": self.linestyle}
+        if self.marker:
+            kwargs.update(marker=self.marker, markersize=4.5, markevery=0.12,
+                          markerfacecolor="white", markeredgecolor=self.color)
+        return kwargs
+
+    def bar(self) -> dict[str, object]:
+        """Keyword arguments of ``Axes.bar``."""
+        kwargs: dict[str, object] = {"color": self.color}
+        if self.hatch:
+            kwargs.update(hatch=self.hatch, edgecolor="white", linewidth=0)
+        return kwargs
+
+
+def scheduler_styles(labels: Iterable[str]) -> dict[str, SchedulerStyle]:
+    """Style of every scheduler label of one figure.
+
+    Colours are :func:`scheduler_colors`. With at most :data:`MAX_PLAIN` labels every
+    line is solid and every bar plain; with more, each label also gets a line style,
+    marker and hatch: a registered scheduler by its place in :data:`SCHEDULER_COLORS`
+    (no two registered schedulers share the pair of line style and marker), another
+    label by a hash of it.
+
+    Args:
+        labels: Scheduler labels of the figure.
+
+    Returns:
+        A :class:`SchedulerStyle` per label, in the order of ``labels``.
+    """
+    colors = scheduler_colors(labels)
+    if len(colors) <= MAX_PLAIN:
+        return {label: SchedulerStyle(color) for label, color in colors.items()}
+    order = {name: i for i, name in enumerate(SCHEDULER_COLORS)}
+    styles = {}
+    for label, color in colors.items():
+        i = order.get(label.strip().lower(), _digest(label))
+        styles[label] = SchedulerStyle(color, LINESTYLES[i % len(LINESTYLES)],
+                                       MARKERS[i % len(MARKERS)], HATCHES[i % len(HATCHES)])
+    return styles
 
 
 def state_cmap() -> tuple[Colormap, BoundaryNorm]:
@@ -151,7 +279,8 @@ def traffic_cmap() -> Colormap:
 
 
 __all__ = [
-    "IDLE_LINK_COLOR", "OUTCOME_COLORS", "STATE_COLORS", "STYLE", "TIER_COLORS",
-    "TIER_MARKERS", "base_name", "scheduler_colors", "state_cmap", "styled", "traffic_cmap",
+    "FALLBACK_COLORS", "IDLE_LINK_COLOR", "MAX_PLAIN", "OUTCOME_COLORS", "SCHEDULER_COLORS",
+    "STATE_COLORS", "STYLE", "TIER_COLORS", "TIER_MARKERS", "SchedulerStyle", "base_name",
+    "scheduler_colors", "scheduler_styles", "state_cmap", "styled", "traffic_cmap",
     "utilisation_cmap",
 ]
