@@ -169,21 +169,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "handler", None) is not None:
             return args.handler(args)
         if args.command == "schedulers":
-            from geosim.schedulers import registered
-            reg = registered()
-            width = max(len(n) for n in reg)
-            for name, cls in reg.items():
-                print(f"{name:<{width}}  {cls.description}")
+            from geosim.schedulers import registered, unavailable
+            rows = [(name, cls.description) for name, cls in registered().items()]
+            rows += [(name, f"(unavailable: {why})") for name, why in unavailable().items()]
+            width = max(len(n) for n, _ in rows)
+            for name, text in rows:
+                print(f"{name:<{width}}  {text}")
             return 0
         if args.command == "compare":
             return _compare(args)
         scenario = _load(args)
         if args.command == "validate":
+            from geosim.footprint import describe_run
             from geosim.model import GeoModel
             model = GeoModel(scenario, None)
             print(f"{scenario.source}: ok ({model.world.n_clusters} clusters, "
                   f"{model.world.n_slots} slots, {model.workload.n_jobs} jobs, "
                   f"{model.workload.n_tasks} tasks, scheduler {model.policy.name})")
+            print(describe_run(scenario, model.world, model.workload, model.footprint))
             return 0
         from geosim.model import GeoModel
         from geosim.results import check_output_dir
@@ -196,6 +199,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except GeosimError as exc:
         print(f"geosim: error: {exc}", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("geosim: error: out of memory: the machine cannot hold this run (its estimate "
+              "passed run.max_memory_gb); make it smaller or lower run.max_memory_gb",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         resume = "; run the same command again to resume" if args.command == "compare" else ""

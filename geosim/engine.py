@@ -47,6 +47,7 @@ import math
 import numpy as np
 from numba import njit
 
+from geosim.footprint import Budget
 from geosim.variability import FAMILIES, copy_factors, keyed_uniforms
 from geosim.workload import Workload
 from geosim.world import World
@@ -106,9 +107,11 @@ def rank_in_runs(keys: np.ndarray) -> np.ndarray:
 class _Table:
     """Growable struct-of-arrays with amortised doubling."""
 
-    def __init__(self, spec: dict[str, tuple[np.dtype, float]], capacity: int = 1024):
+    def __init__(self, spec: dict[str, tuple[np.dtype, float]], capacity: int = 1024,
+                 name: str = "rows", budget: Budget | None = None):
         self._spec = spec
         self.n = 0
+        self.name, self.budget = name, budget
         self.cols = {k: np.full(capacity, fill, dtype=dt) for k, (dt, fill) in spec.items()}
 
     @property
@@ -132,10 +135,22 @@ class _Table:
         the table plus one column, not two tables.
         """
         capacity = max(capacity, self.n)
+        self.check(capacity)
         for k, (dt, fill) in self._spec.items():
             arr = np.full(capacity, fill, dtype=dt)
             arr[: self.n] = self.cols[k][: self.n]
             self.cols[k] = arr
+
+
+    def check(self, capacity: int) -> None:
+        """Ask the run's memory budget (if any) whether ``capacity`` rows may be held.
+
+        Raises:
+            GeosimError: The table would exceed ``run.max_memory_gb``.
+        """
+        if self.budget is not None:
+            row = sum(np.dtype(dt).itemsize for dt, _ in self._spec.values())
+            self.budget.check(capacity * row, f"{self.name} table ({capacity:,} rows)")
 
 
 _COPY_SPEC = {
@@ -166,11 +181,12 @@ class Engine:
         variability: Family of each copy's own work factor (:mod:`geosim.variability`);
             used for tasks whose ``task_cv`` is positive.
         copy_key: Key of the counter-based stream of copy factors (from the run's seed).
+        budget: The run's memory limit, asked before the copies and inputs tables grow.
     """
 
     def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator,
                  transfer: str = "fetch", data_lag: float = 0.0, variability: str = "pareto",
-                 copy_key: int = 0):
+                 copy_key: int = 0, budget: Budget | None = None):
         if transfer not in TRANSFER_MODES:
             raise ValueError(f"transfer mode {transfer!r} not in {TRANSFER_MODES}")
         if variability not in FAMILIES:
@@ -233,8 +249,8 @@ class Engine:
         self.slot_used = np.zeros(world.n_slots)
         self.slot_copies = np.zeros(world.n_slots, dtype=np.int64)
         self.reachable = np.ones(world.n_clusters, dtype=bool)
-        self.copies = _Table(_COPY_SPEC)
-        self.inputs = _Table(_INPUT_SPEC, capacity=4096)
+        self.copies = _Table(_COPY_SPEC, name="copies", budget=budget)
+        self.inputs = _Table(_INPUT_SPEC, capacity=4096, name="inputs", budget=budget)
         self.live = np.empty(0, dtype=np.int64)     # ids of live copies, ascending
         self._flows: tuple | None = None
         self.egress_mb = np.zeros(world.n_clusters)

@@ -29,7 +29,7 @@ from typing import Any
 import mesa
 import numpy as np
 
-from geosim import poolsim
+from geosim import footprint, invariants, poolsim
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
 from geosim.engine import READY, Engine, concat_ranges
 from geosim.errors import GeosimError
@@ -46,11 +46,14 @@ from geosim.workload import (
     single_work_jobs,
     wfformat_jobs,
 )
-from geosim.world import World, build_world, nominal_priors, spawn_streams
+from geosim.world import World, build_graph, build_world, nominal_priors, spawn_streams
 
 #: Simulated seconds with alive jobs and no task completing after which a run is declared
 #: stuck (a scheduler that never launches, or a world in which a task cannot finish).
 STALL_SECONDS = 1e6
+#: Steps with alive jobs and no task completing after which a run is declared stuck (so a
+#: tiny ``run.dt`` cannot make the guard above unreachable).
+STALL_STEPS = 1_000_000
 
 
 def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -> Workload:
@@ -58,11 +61,8 @@ def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -
     wl = scenario["workload"]
     kind = wl["kind"]
     if kind == "single":
-        work = dict(wl["work"])
-        try:
-            dist = WorkDistribution(work.pop("distribution", "pareto"), work)
-        except GeosimError as exc:
-            raise GeosimError(str(exc), source=scenario.source, key="workload.work") from None
+        work = dict(wl["work"])        # checked by the scenario's validation
+        dist = WorkDistribution(work.pop("distribution", "pareto"), work)
         cluster = wl["input_cluster"]
         if cluster >= world.n_clusters:
             raise GeosimError(f"input on cluster {cluster}, but the topology has "
@@ -98,6 +98,11 @@ def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -
     return wfformat_jobs(files, wl["n_jobs"], wl["arrival_rate"], rng, **common)
 
 
+def _pair(value: Any) -> tuple:
+    """A range key as ``(low, high)``: a single number stands for both."""
+    return tuple(value) if isinstance(value, list) else (value, value)
+
+
 def _flow_jobs(scenario: Scenario, slots: int, rng: np.random.Generator) -> Workload:
     """004 §3's flows on the world's ``slots`` slots (work in seconds at power 1)."""
     from geosim.flowflex import GeneratorConfig
@@ -106,11 +111,12 @@ def _flow_jobs(scenario: Scenario, slots: int, rng: np.random.Generator) -> Work
     keys = {f: wl[f"flow_{f}"] for f in (
         "edge_probability", "big_probability", "big_factor", "tall_probability",
         "wide_probability", "deadline_slack", "sla_gap")}
-    keys.update({f: tuple(wl[f"flow_{f}"]) for f in (
-        "jobs", "weights", "short_duration", "tall_duration", "narrow_cap", "sla_steps",
-        "sla_heights")})
+    keys.update({f: _pair(wl[f"flow_{f}"]) for f in (
+        "count", "jobs", "weights", "short_duration", "tall_duration", "narrow_cap",
+        "sla_steps", "sla_heights")})
+    keys["flows"] = keys.pop("count")
     try:
-        config = GeneratorConfig(slots=slots, flows=tuple(wl["flow_count"]), **keys)
+        config = GeneratorConfig(slots=slots, **keys)
     except ValueError as exc:
         raise GeosimError(str(exc), source=scenario.source, key="workload") from None
     return flow_jobs(rng, config, batch=wl["flow_batch"], n_flows=wl["n_jobs"],
@@ -129,6 +135,9 @@ class GeoModel(mesa.Model):
             otherwise.
         seed: Seed of every random draw; default: the scenario's ``run.seed``.
         workload: Jobs to run instead of the scenario's generator (same seed rules).
+        check_invariants: Check :mod:`geosim.invariants` after every step (conformance
+            mode; runs through the general step, never the compiled pool loop); default:
+            on when the environment variable ``GEOSIM_CHECK_INVARIANTS`` says so.
 
     Raises:
         GeosimError: Bad scheduler name or parameters, or a workload that does not fit
@@ -136,7 +145,8 @@ class GeoModel(mesa.Model):
     """
 
     def __init__(self, scenario: Scenario, scheduler: Scheduler | str | None = None,
-                 seed: int | None = None, workload: Workload | None = None):
+                 seed: int | None = None, workload: Workload | None = None,
+                 check_invariants: bool | None = None):
         seed = scenario["run"]["seed"] if seed is None else int(seed)
         super().__init__(rng=seed)
         self.scenario, self.seed = scenario, seed
@@ -151,15 +161,23 @@ class GeoModel(mesa.Model):
             scheduler = make_scheduler(spec.name, params, source=scenario.source)
         self.policy = scheduler
         streams = spawn_streams(seed)
-        self.world = build_world(scenario, streams)
+        graph = build_graph(scenario, streams["topology"])
+        self.footprint = footprint.estimate(scenario, graph, workload)
+        footprint.check_memory(self.footprint, scenario)
+        self.world = build_world(scenario, streams, graph)
         self.workload = workload if workload is not None else build_workload(
             scenario, self.world, streams["workload"])
         self.workload.validate(self.world.n_clusters, source=scenario.source)
+        footprint.check_pace(scenario, self.world, self.workload, STALL_SECONDS, STALL_STEPS)
+        footprint.check_records(scenario, self.world, self.workload)
         self.engine = Engine(self.world, self.workload, self.dt, streams["placement"],
                              transfer=scenario["links"]["transfer"],
                              data_lag=scenario["workload"]["data_lag"],
                              variability=scenario["workload"]["copy_variability"],
-                             copy_key=int(streams["copies"].integers(2 ** 63)))
+                             copy_key=int(streams["copies"].integers(2 ** 63)),
+                             budget=footprint.Budget(
+                                 scenario["run"]["max_memory_gb"] * footprint.GIB,
+                                 scenario.source))
         self.monitor = Monitor(self.world.n_clusters, len(self.workload.type_names),
                                priors=nominal_priors(scenario, self.world))
         self.view = SchedulerView(self.engine, self.monitor)
@@ -176,6 +194,8 @@ class GeoModel(mesa.Model):
         self._records: list[dict[str, np.ndarray]] = []
         self._link_records: list[dict[str, np.ndarray]] = []
         self._last_progress = 0.0
+        self._progress_step = 0
+        self._run_start = _time.perf_counter()
         self.steps_run = 0
         self.jobs_done = 0
         self.wall_seconds = 0.0
@@ -196,6 +216,10 @@ class GeoModel(mesa.Model):
                                   source=scenario.source, key="run.timing")
         self._event = True     # event timing: something happened since the last decision
         self._reachable_slots = self.view.total_slots
+        #: Conformance mode: :mod:`geosim.invariants` checked after every step.
+        self.check_invariants = invariants.from_environment() if check_invariants is None \
+            else bool(check_invariants)
+        self._invariants = invariants.Checker(self) if self.check_invariants else None
 
     # ------------------------------------------------------------------ running
     @property
@@ -243,13 +267,16 @@ class GeoModel(mesa.Model):
         if e.completed:
             self._observe(np.concatenate(e.completed))
         if view.completions or not self.jobs:
-            self._last_progress = e.time
-        elif e.time - self._last_progress > STALL_SECONDS:
+            self._last_progress, self._progress_step = e.time, self.steps_run
+        elif e.time - self._last_progress > STALL_SECONDS \
+                or self.steps_run - self._progress_step > STALL_STEPS:
             raise self.stalled(len(self.jobs))
         for job in e.finished_jobs:
             self.jobs.pop(job).remove()
         self.jobs_done += len(e.finished_jobs)
         e.finished_jobs.clear()
+        if self._invariants is not None:
+            self._invariants.check()
 
     def run(self, progress: bool = False) -> Result:
         """Step until every job is done (or the horizon); return the result tables.
@@ -262,11 +289,13 @@ class GeoModel(mesa.Model):
             from tqdm import tqdm
             bar = tqdm(total=self.workload.n_jobs, unit="job", desc=self.policy.name,
                        leave=False, dynamic_ncols=True)
-        start = _time.perf_counter()
-        if self.compiled and not self.steps_run and not poolsim.unsupported(self):
+        start = self._run_start = _time.perf_counter()
+        if self.compiled and self._invariants is None and not self.steps_run \
+                and not poolsim.unsupported(self):
             poolsim.run(self)
         while not self.done:
             self.step()
+            self.check_budget(self.steps_run)
             if bar is not None and self.jobs_done != bar.n:
                 bar.update(self.jobs_done - bar.n)
         self.wall_seconds = _time.perf_counter() - start
@@ -275,11 +304,35 @@ class GeoModel(mesa.Model):
         return build_result(self)
 
     def stalled(self, alive: int) -> GeosimError:
-        """The error of a run in which no task completed for :data:`STALL_SECONDS`."""
+        """The error of a run without a completion for :data:`STALL_SECONDS` or steps."""
         return GeosimError(
-            f"no task completed in {STALL_SECONDS:g} simulated seconds with {alive} jobs "
-            f"alive (scheduler {self.policy.name!r}); set run.horizon to stop a run that "
-            "cannot finish", source=self.scenario.source)
+            f"no task completed in {STALL_SECONDS:g} simulated seconds or {STALL_STEPS:g} "
+            f"steps with {alive} jobs alive (scheduler {self.policy.name!r}, run.dt = "
+            f"{self.dt:g}); set run.horizon to stop a run that cannot finish",
+            source=self.scenario.source)
+
+    def check_budget(self, steps: int) -> None:
+        """Stop the run when it exceeds ``run.max_wall_seconds`` or ``run.max_steps``.
+
+        Args:
+            steps: Steps run so far.
+
+        Raises:
+            GeosimError: Naming the limit, the simulated time reached and the jobs done.
+        """
+        limits = self.scenario["run"]
+        key = ""
+        if limits["max_steps"] and steps > limits["max_steps"]:
+            key, what = "run.max_steps", f"{steps} steps"
+        elif limits["max_wall_seconds"] and \
+                _time.perf_counter() - self._run_start > limits["max_wall_seconds"]:
+            key, what = "run.max_wall_seconds", \
+                f"{_time.perf_counter() - self._run_start:.1f} s of wall-clock time"
+        if key:
+            raise GeosimError(
+                f"stopped after {what} (limit {self.scenario.get(key):g}) at simulated time "
+                f"{self.engine.time:.6g} s with {self.jobs_done} of {self.workload.n_jobs} "
+                "jobs done; nothing is written", source=self.scenario.source, key=key)
 
     # ------------------------------------------------------------------ internals
     @property
@@ -459,6 +512,9 @@ class GeoModel(mesa.Model):
         e.ingress_mb[:] = 0.0
         e.link_mb[:] = 0.0
         self._last_record = e.time
+        behind = (e.time + 1e-9 - self._next_record) / self.record_interval
+        if behind > 1000:                       # many intervals per slot: skip them at once
+            self._next_record += math.floor(behind) * self.record_interval
         while self._next_record <= e.time + 1e-9:
             self._next_record += self.record_interval
 

@@ -114,10 +114,12 @@ def run(model) -> None:
                      e.task_cluster, e.task_copies, e.task_checkpoints, e.task_live,
                      e.job_work_left, e.job_checkpoints, e.slot_used, e.slot_copies,
                      *copies, live, alive, *scratch, *records)
+        model.check_budget(int(iv[4]))
         if code == _CHUNK:
             continue
         if code == _COPIES:
             e.copies.n = int(iv[5])        # the rows to keep
+            e.copies.check(_grown(e.copies.capacity))
             own, copies = copies[-3:], None     # let each old column go once replaced
             copies = _copy_arrays(e.copies, _grown(e.copies.capacity), own)
             continue

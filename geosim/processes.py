@@ -273,7 +273,7 @@ def geometric_trials_draw(p: np.ndarray, interval: float) -> BlockDraw:
 
     def draw(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
         u = rng.random(size=(n, k))
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             trials = np.ceil(np.log1p(-u) / np.log1p(-p)[:, None])
         trials = np.where(p[:, None] <= 0, np.inf, np.maximum(trials, 1))
         trials = np.where(p[:, None] >= 1, 1, trials)

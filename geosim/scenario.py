@@ -14,6 +14,7 @@ import copy
 import math
 import os
 import re
+import reprlib
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from typing import Any
 
 from geosim.errors import GeosimError
 from geosim.flowflex.generator import GeneratorConfig
+from geosim.topology import MAX_CLUSTERS
 
 _FLOWS = GeneratorConfig()  # defaults of the flows workload
 
@@ -55,7 +57,8 @@ class Field:
 
 def _tier(slots, gate, pmean, prsd, outage) -> dict[str, Field]:
     return {
-        "slots": Field(slots, "irange", lo=1, doc="slots (VMs) per cluster, drawn per cluster"),
+        "slots": Field(slots, "irange", lo=1, hi=1_000_000,
+                       doc="slots (VMs) per cluster, drawn per cluster"),
         "gate_ratio": Field(gate, "range", lo=0, lo_open=True, doc="gate bandwidth / sum of VMs' "
                             "external bandwidth"),
         "power_mean": Field(pmean, "range", lo=0, lo_open=True, doc="mean VM power (MIPS)"),
@@ -70,7 +73,7 @@ def _tier(slots, gate, pmean, prsd, outage) -> dict[str, Field]:
 SCHEMA: dict[str, dict[str, Field]] = {
     "run": {
         "name": Field("scenario", "str", doc="label stored with the results"),
-        "seed": Field(1, "int", lo=0, doc="seed of every random draw of the run"),
+        "seed": Field(1, "int", lo=0, hi=2**63 - 1, doc="seed of every random draw of the run"),
         "dt": Field(1.0, "float", lo=1e-6, hi=86400.0,
                     doc="length of a time slot (s), 1e-6 to 86 400"),
         "horizon": Field(0.0, "float", lo=0,
@@ -78,6 +81,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "record_interval": Field(10.0, "float", lo=1e-6,
                                  doc="sampling period of the cluster time series (s), "
                                      "at least 1e-6"),
+        "max_memory_gb": Field(8.0, "float", lo=0, lo_open=True,
+                               doc="refuse a run whose estimated memory exceeds this (GiB)"),
+        "max_wall_seconds": Field(0.0, "float", lo=0,
+                                  doc="stop a run after this much wall-clock time (s); "
+                                      "0 = no limit"),
+        "max_steps": Field(0, "int", lo=0, doc="stop a run after this many steps; 0 = no "
+                           "limit"),
         "timing": Field("slot", "str", choices=("slot", "event"),
                         doc="slot: decisions at slot boundaries; event: an event-driven "
                         "scheduler decides at the instant of each arrival and completion "
@@ -94,12 +104,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "topology": {
         "generator": Field("barabasi_albert", "str", choices=("barabasi_albert", "file", "single"),
                            doc="how the cluster graph is made"),
-        "n_clusters": Field(100, "int", lo=1, doc="clusters, for the generator"),
+        "n_clusters": Field(100, "int", lo=1, hi=MAX_CLUSTERS, doc="clusters, for the generator"),
         "m": Field(2, "int", lo=1, doc="Barabási–Albert attachment edges per new node"),
         "file": Field("", "str", doc="GraphML or BRITE file (relative to the scenario)"),
         "tier_shares": Field([0.05, 0.20, 0.75], "list", doc="shares of large/medium/small "
                              "clusters, by degree"),
-        "seed": Field(-1, "int", lo=-1, doc="seed of the generated graph; -1 = the run's seed"),
+        "seed": Field(-1, "int", lo=-1, hi=2**63 - 1,
+                      doc="seed of the generated graph; -1 = the run's seed"),
     },
     "tiers.large": _tier([500, 1500], [0.55, 0.75], [174.0, 355.0], [0.25, 0.6], [0.002, 0.011]),
     "tiers.medium": _tier([50, 500], [0.65, 0.85], [128.0, 241.0], [0.55, 0.85], [0.02, 0.2]),
@@ -152,7 +163,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "kind": Field("montage", "str",
                       choices=("montage", "single", "wfformat", "mapreduce", "google", "flows"),
                       doc="job generator"),
-        "n_jobs": Field(2000, "int", lo=1, doc="jobs in the run"),
+        "n_jobs": Field(2000, "int", lo=1, hi=100_000_000, doc="jobs in the run"),
         "arrival_rate": Field(0.07, "float", lo=0, lo_open=True, doc="Poisson arrival rate (1/s)"),
         "work": Field({"distribution": "pareto", "scale": 20.0, "shape": 2.0}, "table",
                       doc="work distribution of single-work jobs"),
@@ -161,7 +172,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "input_tiers": Field(["small", "medium"], "list", doc="tiers that may hold raw input"),
         "medium_input_share": Field(0.5, "float", lo=0, hi=1,
                                     doc="share of medium clusters that hold raw input"),
-        "large_max_tasks": Field(2000, "int", lo=501, doc="largest task count of a large job"),
+        "large_max_tasks": Field(2000, "int", lo=501, hi=1_000_000,
+                                 doc="largest task count of a large job"),
         "reference_mips": Field(200.0, "float", lo=0, lo_open=True,
                                 doc="MIPS of the machine task runtimes were measured on"),
         "files": Field([], "list", doc="WfFormat JSON instances (wfformat kind)"),
@@ -171,10 +183,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                   choices=("pareto", "lognormal", "gamma", "none"),
                                   doc="family of each copy's own work around its task's mean, "
                                   "with the task's coefficient of variation (000 §III: Pareto)"),
-        "map_tasks": Field([1, 50], "irange", lo=1,
+        "map_tasks": Field([1, 50], "irange", lo=1, hi=1_000_000,
                            doc="mapreduce jobs: map tasks per job, drawn per job"),
-        "reduce_tasks": Field([0, 10], "irange", lo=0, doc="mapreduce jobs: reduce tasks per "
-                              "job, drawn per job (0: map-only)"),
+        "reduce_tasks": Field([0, 10], "irange", lo=0, hi=1_000_000, doc="mapreduce jobs: "
+                              "reduce tasks per job, drawn per job (0: map-only)"),
         "map_mean": Field([10.0, 100.0], "range", lo=0, lo_open=True, doc="mapreduce jobs: "
                           "mean map task duration (s at power 1), drawn per job"),
         "map_cv": Field(0.5, "float", lo=0, doc="mapreduce jobs: coefficient of variation of "
@@ -186,8 +198,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "weight": Field([1, 1], "irange", lo=1, doc="mapreduce jobs: job weight, drawn per job"),
         "mean_tasks": Field(26.31, "float", lo=1, lo_open=True, doc="google jobs: mean tasks "
                             "per job (000 Table II)"),
-        "max_tasks": Field(5000, "int", lo=2, doc="google jobs: largest task count of the "
-                           "power law"),
+        "max_tasks": Field(5000, "int", lo=2, hi=10_000_000, doc="google jobs: largest task "
+                           "count of the power law"),
         "duration_min": Field(12.8, "float", lo=0, lo_open=True, doc="google jobs: smallest "
                               "mean task duration (s at power 1; 000 Table II)"),
         "duration_max": Field(22919.3, "float", lo=0, lo_open=True, doc="google jobs: largest "
@@ -203,10 +215,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 "priorities 0..11 (weight = priority + 1)"),
         "flow_batch": Field(True, "bool", doc="flows: one 004 §3 experiment, every flow at "
                             "t = 0 (false: n_jobs flows arriving at arrival_rate)"),
-        "flow_count": Field(list(_FLOWS.flows), "irange", lo=1, doc="flows: flows per "
-                            "experiment (004 §3: 5-20)"),
-        "flow_jobs": Field(list(_FLOWS.jobs), "irange", lo=1, doc="flows: MapReduce jobs per "
-                           "flow (004 §3: 2-20)"),
+        "flow_count": Field(list(_FLOWS.flows), "irange", lo=1, hi=100_000, doc="flows: flows "
+                            "per experiment (004 §3: 5-20)"),
+        "flow_jobs": Field(list(_FLOWS.jobs), "irange", lo=1, hi=10_000, doc="flows: MapReduce "
+                           "jobs per flow (004 §3: 2-20)"),
         "flow_edge_probability": Field(_FLOWS.edge_probability, "float", lo=0, hi=1,
                                        doc="flows: probability of each forward precedence arc"),
         "flow_weights": Field(list(_FLOWS.weights), "irange", lo=1, doc="flows: flow weight "
@@ -226,13 +238,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "flow_tall_duration": Field(list(_FLOWS.tall_duration), "range", lo=0, lo_open=True,
                                     doc="flows: running time at full width of a tall job "
                                     "(time units)"),
-        "flow_narrow_cap": Field(list(_FLOWS.narrow_cap), "irange", lo=1, doc="flows: cap of "
-                                 "a job of a flow that is not wide"),
+        "flow_narrow_cap": Field(list(_FLOWS.narrow_cap), "irange", lo=1, hi=1_000_000,
+                                 doc="flows: cap of a job of a flow that is not wide"),
         "flow_deadline_slack": Field(_FLOWS.deadline_slack, "float", lo=0, doc="flows: extra "
                                      "deadline time, fraction of the experiment's squashed "
                                      "area"),
-        "flow_sla_steps": Field(list(_FLOWS.sla_steps), "irange", lo=1, doc="flows: SLA steps "
-                                "per flow (004: at most 5)"),
+        "flow_sla_steps": Field(list(_FLOWS.sla_steps), "irange", lo=1, hi=1000,
+                                doc="flows: SLA steps per flow (004: at most 5)"),
         "flow_sla_heights": Field(list(_FLOWS.sla_heights), "irange", lo=1, doc="flows: "
                                   "height of each SLA step"),
         "flow_sla_gap": Field(_FLOWS.sla_gap, "float", lo=0, doc="flows: extra time between "
@@ -245,6 +257,26 @@ SCHEMA: dict[str, dict[str, Field]] = {
 }
 
 _SECTION_PARENTS = {"tiers"}
+
+#: Deepest nesting of tables and arrays in a scenario (or a --set value).
+MAX_DEPTH = 16
+#: Largest scenario file read (bytes) and longest ``--set`` value (characters).
+MAX_FILE_BYTES = 1 * 2**20
+MAX_VALUE_CHARS = 65536
+_REPR = reprlib.Repr()
+_REPR.maxstring, _REPR.maxlong, _REPR.maxother, _REPR.maxlevel = 60, 40, 60, 4
+
+
+def _short(value: Any) -> str:
+    """``repr`` of a user's value, shortened (long strings, huge numbers, deep nesting)."""
+    return _REPR.repr(value)
+
+
+#: Largest whole number a key without its own upper bound accepts (counts, weights, steps).
+MAX_INT = 2**31 - 1
+#: Largest magnitude of any other number without its own bound (seconds, MB/s, MIPS, ...):
+#: far beyond any world, far enough from overflow that sums and products stay finite.
+MAX_FLOAT = 1e15
 
 
 def default_scenario() -> dict[str, dict[str, Any]]:
@@ -326,12 +358,19 @@ def load_scenario(source: str | os.PathLike | Mapping[str, Any],
             raise GeosimError(f"cannot read scenario file ({exc.strerror})", source=name) from None
         except UnicodeDecodeError as exc:
             raise GeosimError(f"not UTF-8 text (byte {exc.start})", source=name) from None
+        if len(text) > MAX_FILE_BYTES:
+            raise GeosimError(f"larger than {MAX_FILE_BYTES:,} bytes", source=name)
+        line = _deep_key_line(text)
+        if line:
+            raise GeosimError(f"line {line}: a key of more than {MAX_DEPTH} dotted parts",
+                              source=name)
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise GeosimError(f"malformed TOML: {exc}", source=name) from None
         except RecursionError:
             raise GeosimError("malformed TOML: nested too deeply", source=name) from None
+        _check_depth(raw, name)
         if not raw:
             raise GeosimError("empty scenario: it sets nothing, so it would run every default "
                               "(give at least one section, e.g. [workload])", source=name)
@@ -348,24 +387,60 @@ def parse_override(text: str, source: str = "--set") -> tuple[str, Any]:
     if "=" not in text:
         raise GeosimError(f"expected KEY=VALUE, got {text!r}", source=source)
     key, value = text.split("=", 1)
-    return key.strip(), _parse_value(value.strip())
+    return key.strip(), _parse_value(value.strip(), source, key.strip())
 
 
-def _parse_value(value: Any) -> Any:
+def _parse_value(value: Any, source: str = "--set", key: str | None = None) -> Any:
     if not isinstance(value, str):
+        _check_depth(value, source, key)
         return value
+    if len(value) > MAX_VALUE_CHARS:
+        raise GeosimError(f"value longer than {MAX_VALUE_CHARS} characters ({_short(value)})",
+                          source=source, key=key)
     try:
-        return tomllib.loads(f"v = {value}")["v"]
+        parsed = tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
         return value
+    except RecursionError:
+        raise GeosimError(f"value nested too deeply ({_short(value)})", source=source,
+                          key=key) from None
+    _check_depth(parsed, source, key)
+    return parsed
+
+
+def _deep_key_line(text: str) -> int:
+    """The first line whose key has more than :data:`MAX_DEPTH` dotted parts (0: none).
+
+    Checked before parsing, in one pass: the TOML reader slows down with the square of
+    a key's parts.
+    """
+    for number, line in enumerate(text.splitlines(), 1):
+        ends = [i for i in (line.find("="), line.find("]")) if i >= 0]
+        if line[:min(ends, default=len(line))].count(".") > MAX_DEPTH:
+            return number
+    return 0
+
+
+def _check_depth(value: Any, source: str, key: str | None = None) -> None:
+    """Refuse tables and arrays nested deeper than :data:`MAX_DEPTH` (without recursing)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise GeosimError(f"tables or arrays nested deeper than {MAX_DEPTH} levels",
+                              source=source, key=key)
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, depth + 1) for v in item)
 
 
 def _split_key(dotted: str, source: str) -> tuple[str, str]:
     section, _, key = dotted.rpartition(".")
     if section not in SCHEMA:
-        raise GeosimError(f"unknown key {dotted!r}", source=source)
+        raise GeosimError(f"unknown key {_short(dotted)}", source=source)
     if key not in SCHEMA[section]:
-        raise GeosimError(f"unknown key {dotted!r}", source=source)
+        raise GeosimError(f"unknown key {_short(dotted)}", source=source)
     return section, key
 
 
@@ -388,7 +463,7 @@ def _merge_section(data: dict[str, dict[str, Any]], section: str, values: Any,
         raise GeosimError(f"[{section}] must be a table", source=source, key=section)
     for key, value in values.items():
         if key not in SCHEMA[section]:
-            raise GeosimError(f"unknown key (value {value!r})", source=source,
+            raise GeosimError(f"unknown key (value {_short(value)})", source=source,
                               key=f"{section}.{key}")
         data[section][key] = value
 
@@ -400,7 +475,7 @@ def _apply_overrides(data: dict[str, dict[str, Any]], overrides: Mapping[str, An
         if section == "scheduler" and key == "params" and isinstance(value, Mapping):
             data[section][key] = {**data[section][key], **value}
         else:
-            data[section][key] = _parse_value(value)
+            data[section][key] = _parse_value(value, source, dotted)
 
 
 def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
@@ -409,7 +484,7 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
             value = data[section][key]
             problem = _check(fld, value)
             if problem:
-                raise GeosimError(f"{problem} (got {value!r})", source=source,
+                raise GeosimError(f"{problem} (got {_short(value)})", source=source,
                                   key=f"{section}.{key}")
             if fld.kind == "irange" and isinstance(value, float):
                 data[section][key] = int(value)
@@ -423,10 +498,9 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
         if not topo["file"]:
             raise GeosimError("generator 'file' needs topology.file", source=source,
                               key="topology.file")
-        path = Path(topo["file"]) if Path(topo["file"]).is_absolute() else base / topo["file"]
-        if not path.is_file():
-            raise GeosimError(f"topology file not found: {path}", source=source,
-                              key="topology.file")
+        if not _is_file(base, topo["file"]):
+            raise GeosimError(f"topology file not found: {base / topo['file']}",
+                              source=source, key="topology.file")
     if topo["generator"] == "barabasi_albert" and topo["n_clusters"] <= topo["m"]:
         raise GeosimError(f"needs more clusters than m={topo['m']} (got {topo['n_clusters']})",
                           source=source, key="topology.n_clusters")
@@ -456,9 +530,11 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
             raise GeosimError("kind 'wfformat' needs workload.files", source=source,
                               key="workload.files")
         for name in wl["files"]:
-            path = Path(name) if Path(name).is_absolute() else base / name
-            if not path.is_file():
-                raise GeosimError(f"workflow file not found: {path}", source=source,
+            if not isinstance(name, str):
+                raise GeosimError(f"must list file names (got {_short(name)})", source=source,
+                                  key="workload.files")
+            if not _is_file(base, name):
+                raise GeosimError(f"workflow file not found: {base / name}", source=source,
                                   key="workload.files")
     for section, key in (("clusters", "power_redraw_interval"), ("links", "redraw_interval")):
         value = data[section][key]
@@ -470,10 +546,38 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
     defaults = data["scheduler"]["defaults"]
     if not isinstance(defaults, Mapping):
         raise GeosimError("must be a table", source=source, key="scheduler.defaults")
+    from geosim.schedulers import registered
+    known = registered()
     for name, params in defaults.items():
+        if name not in known:
+            raise GeosimError(f"unknown scheduler {name!r} (known: {', '.join(known)})",
+                              source=source, key=f"scheduler.defaults.{name}")
         if not isinstance(params, Mapping):
-            raise GeosimError(f"must be a table of parameters (got {params!r})", source=source,
-                              key=f"scheduler.defaults.{name}")
+            raise GeosimError(f"must be a table of parameters (got {_short(params)})",
+                              source=source, key=f"scheduler.defaults.{name}")
+    _check_work(data["workload"]["work"], source)
+
+
+def _check_work(work: Mapping[str, Any], source: str) -> None:
+    """Check ``workload.work`` whatever the workload kind, so a bad table never waits."""
+    from geosim.workload import WorkDistribution
+    params = dict(work)
+    kind = params.pop("distribution", "pareto")
+    if not isinstance(kind, str):
+        raise GeosimError(f"distribution must be a string (got {_short(kind)})", source=source,
+                          key="workload.work")
+    try:
+        WorkDistribution(kind, params)
+    except GeosimError as exc:
+        raise GeosimError(str(exc), source=source, key="workload.work") from None
+
+
+def _is_file(base: Path, name: str) -> bool:
+    """Whether ``name`` (relative to ``base``) is a file; False for a name the system refuses."""
+    try:
+        return (base / name).is_file()            # an absolute name replaces base
+    except (OSError, ValueError):                 # too long, or holding a NUL byte
+        return False
 
 
 def _is_number(value: Any) -> bool:
@@ -497,8 +601,9 @@ def _check(fld: Field, value: Any) -> str | None:
         values = value if isinstance(value, list) else [value]
         if len(values) not in (1, 2) or not all(_is_number(v) for v in values):
             return "must be a number or a [low, high] pair"
-        if any(math.isnan(v) for v in values):
-            return "must not be NaN"
+        problem = next(filter(None, map(_nan, values)), None)
+        if problem:
+            return problem
         if kind == "irange" and not all(float(v).is_integer() for v in values):
             return "must be whole numbers"
         if len(values) == 2 and values[0] > values[1]:
@@ -515,20 +620,35 @@ def _check(fld: Field, value: Any) -> str | None:
     if kind == "float":
         if not _is_number(value):
             return "must be a number"
-        if math.isnan(value):
-            return "must not be NaN"
-        return _bounds(fld, value)
+        return _nan(value) or _bounds(fld, value)
     raise AssertionError(kind)
 
 
+def _nan(v: float) -> str | None:
+    """The problem with a number that is NaN or beyond the floating-point range."""
+    try:
+        return "must not be NaN" if math.isnan(v) else None
+    except OverflowError:                       # a whole number of hundreds of digits
+        return "must be a finite number"
+
+
 def _bounds(fld: Field, v: float) -> str | None:
+    if fld.hi is None and math.isfinite(v):
+        top = MAX_INT if fld.kind in ("int", "irange") else MAX_FLOAT
+        if abs(v) > top:
+            return f"must be {'<=' if v > 0 else '>='} {'-' if v < 0 else ''}{_number(top)}"
     if fld.lo is not None and (v < fld.lo or (fld.lo_open and v == fld.lo)):
-        return f"must be {'>' if fld.lo_open else '>='} {fld.lo:g}"
+        return f"must be {'>' if fld.lo_open else '>='} {_number(fld.lo)}"
     if fld.hi is not None and (v > fld.hi or (fld.hi_open and v == fld.hi)):
-        return f"must be {'<' if fld.hi_open else '<='} {fld.hi:g}"
+        return f"must be {'<' if fld.hi_open else '<='} {_number(fld.hi)}"
     if isinstance(v, float) and math.isinf(v):
         return "must be finite"
     return None
+
+
+def _number(x: float) -> str:
+    """A bound as written: whole numbers in full, others in short form."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e10 else f"{x:g}"
 
 
 def _toml_key(key: str) -> str:

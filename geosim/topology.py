@@ -49,6 +49,11 @@ _Nodes = list[tuple[str, float, float]]
 _Edges = list[tuple[int, int, float | None, float | None]]
 
 
+#: Most clusters of a topology (generated or read): its routes grow as the square.
+MAX_CLUSTERS = 10_000
+#: Largest topology file read (bytes).
+MAX_FILE_BYTES = 64 * 2**20
+
 def barabasi_albert_topology(
     n_clusters: int,
     m: int = 2,
@@ -158,6 +163,8 @@ def read_topology(path: str | os.PathLike) -> nx.Graph:
     if not file.is_file():
         reason = "not a regular file" if file.exists() else "topology file not found"
         raise GeosimError(reason, source=source)
+    if file.stat().st_size > MAX_FILE_BYTES:
+        raise GeosimError(f"larger than {MAX_FILE_BYTES:,} bytes", source=source)
     try:
         if suffix == ".graphml":
             nodes, edges = _parse_graphml(file, source)
@@ -168,6 +175,9 @@ def read_topology(path: str | os.PathLike) -> nx.Graph:
     except UnicodeDecodeError as exc:
         raise GeosimError(f"not a UTF-8 text file: {exc.reason}", source=source) from exc
 
+    if len(nodes) > MAX_CLUSTERS:
+        raise GeosimError(f"{len(nodes)} clusters, more than the {MAX_CLUSTERS} geosim "
+                          "handles", source=source)
     graph = nx.Graph()
     for i, (name, x, y) in enumerate(nodes):
         graph.add_node(i, name=name, x=x, y=y)
@@ -302,7 +312,7 @@ def _number(value: object, what: str, source: str) -> float:
     """Convert a file value to a finite float, or raise a GeosimError naming ``what``."""
     try:
         number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise GeosimError(f"{what} is not a number: {value!r}", source=source) from None
     if not math.isfinite(number):
         raise GeosimError(f"{what} is not finite: {value!r}", source=source)

@@ -154,18 +154,21 @@ def _routes(graph: nx.Graph, weight: str | None) -> tuple[np.ndarray, np.ndarray
     return link_u, link_v, pair_ptr, pair_res, hops
 
 
-def build_world(scenario: Scenario, streams: dict[str, np.random.Generator]) -> World:
+def build_world(scenario: Scenario, streams: dict[str, np.random.Generator],
+                graph: nx.Graph | None = None) -> World:
     """Build the world of a scenario from the run's random streams.
 
     Args:
         scenario: A validated scenario.
         streams: The run's generators, from :func:`spawn_streams`.
+        graph: Its topology, if already made by :func:`build_graph` from the same streams.
 
     Returns:
         The world at time 0.
     """
     rng = streams["clusters"]
-    graph = build_graph(scenario, streams["topology"])
+    if graph is None:
+        graph = build_graph(scenario, streams["topology"])
     n = graph.number_of_nodes()
     tier = assign_tiers(graph, scenario["topology"]["tier_shares"])
     per_tier = [scenario[f"tiers.{name}"] for name in TIERS]

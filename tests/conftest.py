@@ -3,11 +3,30 @@
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 import pytest
 
+from geosim import invariants
 from geosim.workload import Workload
+
+#: Test modules run in conformance mode (:mod:`geosim.invariants` checked after every
+#: step); elsewhere, the tests named for checkpoints or outages. Not the whole suite: a
+#: check costs about as much as a cheap step, and a checked pool run leaves the compiled
+#: loop that ``test_poolsim`` (never checked) exists to test. ``GEOSIM_CHECK_INVARIANTS``
+#: set in the environment overrides this choice for every test.
+CHECKED_MODULES = frozenset({"test_conformance", "test_engine", "test_invariants"})
+CHECKED_WORDS = ("checkpoint", "outage")
+
+
+@pytest.fixture(autouse=True)
+def conformance_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turn conformance mode on for the tests chosen above."""
+    module = request.node.path.stem
+    named = module != "test_poolsim" and any(w in request.node.name for w in CHECKED_WORDS)
+    if (module in CHECKED_MODULES or named) and invariants.ENV_VAR not in os.environ:
+        monkeypatch.setenv(invariants.ENV_VAR, "1")
 
 
 def tiny_workload(**changes: Any) -> Workload:

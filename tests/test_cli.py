@@ -77,7 +77,7 @@ BAD_RUNS = [
     (["validate", QUICK, "--set", "tiers.small.power_mean=[nan, 1.0]"],
      "tiers.small.power_mean: must not be NaN"),
     (["run", QUICK, "--scheduler", "dolly[straggler_ratio=nan]"],
-     "dolly: straggler_ratio must not be NaN"),
+     "dolly: straggler_ratio must be finite"),
     (["run", QUICK, "--set", "run.dt=1e300"], "run.dt: must be <= 86400"),
     (["run", QUICK, "--set", "links.redraw_interval=5e-324"],
      "links.redraw_interval: must be 0 (never) or at least 1e-3"),

@@ -1,23 +1,21 @@
 """Checks every registered scheduler must pass (like scikit-learn's estimator checks).
 
 Each scheduler runs on a small geo-distributed world with every process on (availability,
-outages, WAN), on one-cluster worlds and on flows of capped MapReduce stages (004); after
-every decision and every slot the invariants are checked: no slot share above 1, every
-live copy's share in (0, 1], no gate carrying more than its bandwidth, no stage with more
-tasks in progress than its cap. At the end every job has finished, every task has exactly
-one winning copy, work is conserved, and a second run with the same seed gives identical
-tables.
+outages, WAN), on one-cluster worlds and on flows of capped MapReduce stages (004), in
+conformance mode: after every step the invariants of :mod:`geosim.invariants` are checked
+(no slot, gate, link or capped stage oversubscribed, no copy on an unreachable cluster,
+work conserved per task across kills, outages and checkpoints, every task finished at
+most once). At the end every job has finished, every task has exactly one winning copy,
+work is conserved, and a second run with the same seed gives identical tables.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 from conftest import closed_world, flows_world, geo_world, mapreduce_world
 
 from geosim import GeoModel, load_scenario, make_scheduler, registered
-from geosim.engine import ALIVE
 
 SCHEDULERS = sorted(registered())
 #: Every registered scheduler with its defaults, plus non-default variants worth checking.
@@ -52,30 +50,18 @@ WORLDS = {
 
 
 class Checked(GeoModel):
-    """A model that checks resource invariants after every decision and slot."""
+    """A model in conformance mode (:mod:`geosim.invariants` after every step), for tests."""
 
-    def step(self):
-        super().step()
-        e = self.engine
-        assert np.all(e.slot_used <= 1 + 1e-9), "slot oversubscribed"
-        assert np.all(e.slot_used >= -1e-9)
-        live = e.live
-        shares = e.copies.cols["share"][live]
-        assert np.all((shares > 0) & (shares <= 1 + 1e-12))
-        assert np.all(e.copies.cols["outcome"][live] == ALIVE)
-        assert np.all(e.gate_out <= self.world.gate * (1 + 1e-9)), "egress gate oversubscribed"
-        assert np.all(e.gate_in <= self.world.gate * (1 + 1e-9)), "ingress gate oversubscribed"
-        on_down = ~e.reachable[e.copies.cols["cluster"][live]]
-        assert not on_down.any(), "copy running on an unreachable cluster"
-        if e.capped:
-            cap = self.workload.task_cap[e.group_ptr[:-1]]
-            busy = e.group_ready + e.group_running
-            assert np.all((cap == 0) | (busy <= cap)), "a stage beyond its cap"
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs, check_invariants=True)
 
 
-def run_checked(world: dict, name: str):
+def run_checked(world: dict, name: str, check: bool = True):
+    """Run ``name`` on ``world``, in conformance mode unless ``check`` is false."""
     scenario = load_scenario(world)
-    return Checked(scenario, make_scheduler(name, scenario["scheduler"]["params"])).run()
+    model = GeoModel(scenario, make_scheduler(name, scenario["scheduler"]["params"]),
+                     check_invariants=check)
+    return model.run()
 
 
 @pytest.mark.parametrize("world", sorted(WORLDS))
@@ -110,7 +96,9 @@ def test_same_seed_gives_identical_tables(name):
 
 def test_every_scheduler_sees_the_same_world():
     # Common random numbers: availability, outages and arrivals depend on the seed only.
-    runs = {name: run_checked(geo_world(scheduler=name, n_jobs=8), name) for name in SCHEDULERS}
+    # Unchecked: test_scheduler_conformance checks every scheduler on this world (12 jobs).
+    runs = {name: run_checked(geo_world(scheduler=name, n_jobs=8), name, check=False)
+            for name in SCHEDULERS}
     first = next(iter(runs.values()))
     horizon = min(r.clusters["time"].max() for r in runs.values())
     cols = ["time", "cluster", "reachable", "available_slots"]

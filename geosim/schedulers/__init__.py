@@ -1,7 +1,9 @@
 """Scheduling policies, registered by name.
 
 Importing this package registers every built-in scheduler; ``registered()`` lists them
-and ``make_scheduler(name, params)`` builds one.
+with the plugins of the ``geosim.schedulers`` entry points (loaded on first use),
+``unavailable()`` the plugins that could not be loaded and why, and
+``make_scheduler(name, params)`` builds one.
 """
 
 from geosim.schedulers import (  # noqa: F401
@@ -19,6 +21,12 @@ from geosim.schedulers import (  # noqa: F401
     srptms_c,
     srptms_offline,
 )
-from geosim.schedulers.base import Scheduler, make_scheduler, register, registered
+from geosim.schedulers.base import (
+    Scheduler,
+    make_scheduler,
+    register,
+    registered,
+    unavailable,
+)
 
-__all__ = ["Scheduler", "make_scheduler", "register", "registered"]
+__all__ = ["Scheduler", "make_scheduler", "register", "registered", "unavailable"]

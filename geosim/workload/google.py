@@ -164,9 +164,12 @@ def _draw_counts(cdf: np.ndarray, n_jobs: int, rng: np.random.Generator) -> np.n
 
 def _log_moment(beta: float, log_low: float, span: float) -> float:
     """Logarithm of the integral of x**(beta - 1) over [low, high]; span = log(high / low)."""
-    if abs(beta * span) < 1e-12:
+    x = beta * span
+    if abs(x) < 1e-12:
         return math.log(span) + beta * log_low
-    return beta * log_low + math.log(math.expm1(beta * span) / beta)
+    if x > 700:                                   # expm1 would overflow: log(e^x - 1) directly
+        return beta * log_low + x + math.log1p(-math.exp(-x)) - math.log(beta)
+    return beta * log_low + math.log(math.expm1(x) / beta)
 
 
 def bounded_pareto_mean(low: float, high: float, shape: float) -> float:

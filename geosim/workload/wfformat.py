@@ -6,9 +6,11 @@ instances as a Poisson stream, placing raw inputs as :func:`~geosim.workload.mon
 
 from __future__ import annotations
 
+import functools
 import heapq
 import json
 import math
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +33,10 @@ from geosim.workload.core import (
 )
 
 __all__ = ["read_wfformat", "wfformat_jobs"]
+
+#: Largest WfFormat file read (bytes): a bound on the memory a file can ask for.
+MAX_FILE_BYTES = 512 * 2**20
+
 
 @dataclass(frozen=True)
 class _WfTemplate:
@@ -131,6 +137,32 @@ def _wf_tasks_old(wf: dict[str, Any]) -> tuple[list[_WfTask], dict[str, Any], di
     return tasks, sizes, alias
 
 
+def _finite(value: Any) -> bool:
+    """Whether a JSON value is a finite number (a huge integer is not)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def workflow_size(path: str | Path) -> int:
+    """Number of tasks of a WfFormat instance (the file is read once per change)."""
+    p = Path(path)
+    try:
+        stat = p.stat()
+    except OSError:
+        stat = None
+    key = (str(p), stat.st_mtime_ns, stat.st_size) if stat else (str(p), 0, 0)
+    return _cached_template(*key).runtime.size
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_template(path: str, _mtime: int, _size: int) -> _WfTemplate:
+    return _parse_wfformat(path, 0.0)
+
+
 def _parse_wfformat(path: str | Path, min_runtime: float) -> _WfTemplate:
     src = str(path)
 
@@ -138,12 +170,18 @@ def _parse_wfformat(path: str | Path, min_runtime: float) -> _WfTemplate:
         return GeosimError(message.replace("\n", " "), source=src)
 
     try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            raise fail(f"larger than {MAX_FILE_BYTES:,} bytes")
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except (OSError, UnicodeDecodeError) as exc:
         raise fail(f"cannot read WfFormat file: {exc}") from None
     except json.JSONDecodeError as exc:
         raise fail(f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:                       # e.g. an integer of too many digits
+        raise fail(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise fail("not valid WfFormat: nested too deeply") from None
     try:
         if not isinstance(doc, dict) or not isinstance(doc.get("workflow"), dict):
             raise ValueError("no 'workflow' object")
@@ -157,7 +195,7 @@ def _parse_wfformat(path: str | Path, min_runtime: float) -> _WfTemplate:
             raise ValueError("'workflow' has neither 'specification' (schema 1.5) nor 'tasks'")
     except KeyError as exc:
         raise fail(f"malformed WfFormat: missing field {exc}") from None
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise fail(f"malformed WfFormat: {exc}") from None
 
     if not tasks:
@@ -173,8 +211,7 @@ def _parse_wfformat(path: str | Path, min_runtime: float) -> _WfTemplate:
     # file sizes (MB) and producers
     size_mb: dict[str, float] = {}
     for fid, size in sizes.items():
-        ok = isinstance(size, int | float) and not isinstance(size, bool) and \
-            math.isfinite(size) and size >= 0
+        ok = _finite(size) and size >= 0
         if not ok:
             raise fail(f"file {fid!r} has invalid size {size!r}")
         size_mb[fid] = float(size) / BYTES_PER_MB
@@ -236,8 +273,7 @@ def _parse_wfformat(path: str | Path, min_runtime: float) -> _WfTemplate:
     ttype = np.empty(nt, dtype=np.int32)
     for i, t in enumerate(tasks):
         rt = t.runtime
-        ok = isinstance(rt, int | float) and not isinstance(rt, bool) and math.isfinite(rt) \
-            and rt >= 0
+        ok = _finite(rt) and rt >= 0
         if not ok:
             raise fail(f"task {t.key!r} has no valid runtime (got {rt!r})")
         runtime[pos[i]] = max(float(rt), min_runtime)

@@ -1,0 +1,356 @@
+"""A run's size before it runs, and the limits that refuse a run the machine cannot hold.
+
+Three guards, each naming the scenario key that causes the problem:
+
+* :func:`estimate` and :func:`check_memory`: before the world and the workload are built,
+  the expected numbers of slots, route entries, jobs and tasks give a memory estimate; a
+  run whose estimate exceeds ``run.max_memory_gb`` is refused, naming the key behind the
+  largest term. The per-item sizes are measured peaks of this implementation (see
+  ``docs/model.md``), rounded up, so the estimate errs on the large side.
+* :class:`Budget`: the same limit while the run goes on, for what cannot be known in
+  advance (the copies a redundant scheduler launches); the engine's growable tables ask it
+  before they grow.
+* :func:`check_pace`: once the world and workload exist, a mean task alone on the slowest
+  slot, gate and link must finish within the stall limits of :mod:`geosim.model`
+  (simulated seconds and steps); otherwise the run could never complete and is refused
+  before it starts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from geosim.errors import GeosimError
+from geosim.scenario import Scenario
+from geosim.topology import TIERS, assign_tiers
+
+GIB = 2.0**30
+#: Bytes of the interpreter, the libraries and the compiled kernels of one run.
+BASE_BYTES = 320 * 2**20
+#: Bytes per slot: the blocks of its availability periods (two sequences of two draws,
+#: a ring of 64-item blocks that widens when slots drift apart), state and time series.
+SLOT_BYTES = 8192
+#: Bytes per route entry (a directed link of the route between two clusters) while the
+#: routes are built; the pairs themselves add :data:`PAIR_BYTES`.
+ROUTE_ENTRY_BYTES = 80
+PAIR_BYTES = 16
+#: Bytes per task and per job over a run: the tables of tasks, copies, inputs and results.
+TASK_BYTES = 4096
+JOB_BYTES = 2048
+#: Wall-clock seconds per slotted step, per event of an event-timed run and per task
+#: (order of magnitude, measured on the shipped scenarios), for :func:`describe_run`.
+STEP_SECONDS = 1e-3
+EVENT_SECONDS = 2e-5
+TASK_SECONDS = 5e-5
+#: Bytes of one sample of one cluster's (ten columns) and one link's (seven) time series.
+RECORD_BYTES = 80
+LINK_RECORD_BYTES = 56
+#: Sources sampled for the mean route length of a large topology.
+ROUTE_SAMPLES = 16
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """The expected size of a run.
+
+    Attributes:
+        clusters: Clusters of the topology.
+        slots: Expected slots in all clusters.
+        route_entries: Expected entries of the routes between all pairs of clusters.
+        jobs: Jobs of the workload.
+        tasks: Expected tasks of the workload.
+        terms: Estimated bytes per scenario key responsible for them.
+    """
+
+    clusters: int
+    slots: float
+    route_entries: float
+    jobs: int
+    tasks: float
+    terms: dict[str, float]
+
+    @property
+    def memory_bytes(self) -> float:
+        """Estimated peak memory of the run (bytes)."""
+        return BASE_BYTES + sum(self.terms.values())
+
+    def describe(self) -> str:
+        """One line: the estimated memory and the counts behind it."""
+        return (f"about {self.memory_bytes / GIB:.2f} GiB ({self.clusters} clusters, "
+                f"~{self.slots:,.0f} slots, ~{self.route_entries:,.0f} route entries, "
+                f"{self.jobs:,} jobs, ~{self.tasks:,.0f} tasks)")
+
+
+def estimate(scenario: Scenario, graph: nx.Graph, workload=None) -> Footprint:
+    """Estimate a run's size from its scenario and topology, before building anything.
+
+    Args:
+        scenario: A validated scenario.
+        graph: Its topology (generated or read).
+        workload: The jobs, when given instead of the scenario's generator.
+
+    Returns:
+        The expected counts and memory terms.
+    """
+    n = graph.number_of_nodes()
+    per_tier = np.bincount(assign_tiers(graph, scenario["topology"]["tier_shares"]),
+                           minlength=len(TIERS))
+    slots = sum(float(k) * _mean(scenario[f"tiers.{t}"]["slots"])
+                for k, t in zip(per_tier, TIERS, strict=True))
+    entries = n * (n - 1) * (_mean_hops(graph) + 2.0) if n > 1 else 0.0
+    if workload is None:
+        jobs, tasks, task_key = _tasks(scenario, slots)
+    else:
+        jobs, tasks, task_key = workload.n_jobs, float(workload.n_tasks), "workload.n_jobs"
+    topo_key = "topology.file" if scenario["topology"]["generator"] == "file" \
+        else "topology.n_clusters"
+    terms = {"tiers.*.slots": slots * SLOT_BYTES,
+             topo_key: entries * ROUTE_ENTRY_BYTES + n * n * PAIR_BYTES,
+             task_key: tasks * TASK_BYTES + jobs * JOB_BYTES}
+    return Footprint(n, slots, entries, jobs, tasks, terms)
+
+
+def check_memory(footprint: Footprint, scenario: Scenario) -> None:
+    """Refuse a run whose estimated memory exceeds ``run.max_memory_gb``.
+
+    Raises:
+        GeosimError: Naming the key behind the largest term, its value and the limit.
+    """
+    limit = float(scenario["run"]["max_memory_gb"])
+    need = footprint.memory_bytes / GIB
+    if need <= limit:
+        return
+    key = max(footprint.terms, key=footprint.terms.__getitem__)
+    value = "" if key.startswith("tiers.") else f" = {scenario.get(key)!r}"
+    raise GeosimError(
+        f"the run would need {footprint.describe()}, more than run.max_memory_gb = "
+        f"{limit:g}; most of it comes from {key}{value}: make the run smaller or raise "
+        "run.max_memory_gb", source=scenario.source, key=key)
+
+
+class Budget:
+    """The memory limit while a run goes on, asked by tables before they grow.
+
+    Args:
+        limit_bytes: Most bytes a growable table may hold.
+        source: The scenario file, for the error message.
+    """
+
+    def __init__(self, limit_bytes: float = math.inf, source: str | None = None):
+        self.limit_bytes, self.source = limit_bytes, source
+
+    def check(self, nbytes: float, what: str) -> None:
+        """Raise if a table of ``nbytes`` bytes would exceed the limit.
+
+        Args:
+            nbytes: The size the table is about to take.
+            what: What grows, e.g. ``"12,000,000 copies"``.
+
+        Raises:
+            GeosimError: Naming ``run.max_memory_gb``.
+        """
+        if nbytes > self.limit_bytes:
+            raise GeosimError(
+                f"the run's {what} would take {nbytes / GIB:.2f} GiB, more than "
+                f"run.max_memory_gb = {self.limit_bytes / GIB:g}: make the run smaller or "
+                "raise run.max_memory_gb", source=self.source, key="run.max_memory_gb")
+
+
+def task_seconds(scenario: Scenario, world, workload,
+                 slowest: bool = False) -> tuple[float, float]:
+    """Time of a mean task alone: (compute, transfer) seconds.
+
+    Compute is the mean work over the slots' mean power times the long-run mean speed
+    factor of the availability periods; transfer is the mean input a task reads over the
+    smaller of the gates' and the WAN links' mean bandwidths. With ``slowest``, the
+    slowest slot, gate and link stand in for the means: a task that lands there must
+    finish too.
+    """
+    pick = np.min if slowest else np.mean
+    n_tasks = max(int(workload.n_tasks), 1)
+    power = float(pick(world.power.mean)) * _mean_factor(scenario)
+    compute = float(np.sum(workload.task_work)) / n_tasks / power if power > 0 else math.inf
+    data = float(np.sum(workload.raw_size)) + float(np.sum(workload.edge_size))
+    transfer = 0.0
+    if data > 0 and world.n_clusters > 1:
+        bws = [float(pick(world.gate))]
+        if world.link_bw is not None:
+            bws.append(float(pick(world.link_bw.mean)))
+        bw = min(bws)
+        transfer = data / n_tasks / bw if bw > 0 else math.inf
+    return compute, transfer
+
+
+def check_pace(scenario: Scenario, world, workload, stall_seconds: float,
+               stall_steps: int) -> None:
+    """Refuse a run whose tasks cannot finish within the stall limits on the slowest slots.
+
+    Args:
+        scenario: The run's scenario.
+        world: Its world.
+        workload: Its jobs.
+        stall_seconds: Simulated seconds without a completion after which a run stops.
+        stall_steps: Steps without a completion after which a run stops.
+
+    Raises:
+        GeosimError: Naming the key that makes tasks too slow (or the slot too short).
+    """
+    compute, transfer = task_seconds(scenario, world, workload, slowest=True)
+    alone = compute + transfer
+    if alone > stall_seconds:
+        if compute >= transfer:
+            typical = task_seconds(scenario, world, workload)[0] <= stall_seconds
+            kind = scenario["workload"]["kind"]
+            key = "workload.reference_mips" if kind in ("montage", "wfformat") and \
+                not typical else "tiers.*.power_mean"
+            if _mean_factor(scenario) < 1e-6:
+                key = "availability.available_rate"
+            why = f"computing takes {compute:.3g} s on the slowest VMs"
+        else:
+            key = "links.bandwidth_mean" if world.link_bw is not None and float(np.min(
+                world.link_bw.mean)) < float(np.min(world.gate)) else "tiers.*.gate_ratio"
+            why = f"reading its input takes {transfer:.3g} s through the slowest gate or link"
+        raise GeosimError(
+            f"a task alone would take about {alone:.3g} simulated seconds ({why}), more than "
+            f"the {stall_seconds:g} s after which a run without progress stops: the run "
+            "cannot finish", source=scenario.source, key=key)
+    dt = float(scenario["run"]["dt"])
+    if scenario["run"]["timing"] == "slot" and alone / dt > stall_steps:
+        raise GeosimError(
+            f"a task alone would take about {alone / dt:.3g} slots of {dt:g} s, more than "
+            f"the {stall_steps:g} steps after which a run without progress stops: raise "
+            "run.dt", source=scenario.source, key="run.dt")
+
+
+def describe_run(scenario: Scenario, world, workload, footprint: Footprint) -> str:
+    """One line for ``geosim validate``: memory, simulated time, steps and wall time.
+
+    The simulated time is the later of the last arrival and the time the whole work takes
+    on all slots at the mean rates, plus one task alone; the steps are that over
+    ``run.dt`` (a bound: idle stretches are skipped); the wall time is
+    :data:`STEP_SECONDS` per step plus :data:`TASK_SECONDS` per task, measured on
+    slotted runs of the shipped scenarios, so take it as an order of magnitude.
+    """
+    compute, transfer = task_seconds(scenario, world, workload)
+    simulated, steps = simulated_span(scenario, world, workload)
+    event = scenario["run"]["timing"] == "event"
+    wall = steps * (EVENT_SECONDS if event else STEP_SECONDS) + workload.n_tasks * TASK_SECONDS
+    unit = "events" if event else f"steps of {scenario['run']['dt']:g} s"
+    return (f"estimate: memory {footprint.memory_bytes / GIB:.2f} GiB (run.max_memory_gb = "
+            f"{scenario['run']['max_memory_gb']:g}); a task alone takes about "
+            f"{compute + transfer:.3g} s; about {simulated:,.0f} simulated s in at most "
+            f"{steps:,.0f} {unit}; wall time on the order of {_duration(wall)}")
+
+
+def simulated_span(scenario: Scenario, world, workload) -> tuple[float, float]:
+    """Expected simulated seconds of a run, and its steps (events when event-timed).
+
+    The simulated time is the later of the last arrival and the time the whole work takes
+    on all slots at the mean rates, plus a mean task alone (capped by ``run.horizon``);
+    the steps are that over ``run.dt`` (a bound: idle stretches are skipped), or two per
+    task when decisions are at events.
+    """
+    compute, transfer = task_seconds(scenario, world, workload)
+    power = float(np.mean(world.power.mean)) * _mean_factor(scenario) * world.n_slots
+    drain = float(np.sum(workload.task_work)) / power if power > 0 else math.inf
+    arrivals = float(np.max(workload.arrival)) if workload.n_jobs else 0.0
+    simulated = max(arrivals, drain) + compute + transfer
+    if scenario["run"]["horizon"] > 0:
+        simulated = min(simulated, float(scenario["run"]["horizon"]))
+    if scenario["run"]["timing"] == "event":
+        return simulated, 2.0 * workload.n_tasks
+    return simulated, simulated / float(scenario["run"]["dt"])
+
+
+def check_records(scenario: Scenario, world, workload) -> None:
+    """Refuse a run whose time series would exceed ``run.max_memory_gb``.
+
+    A slotted run samples at most once per step; an event-timed one at every
+    ``run.record_interval``.
+
+    Raises:
+        GeosimError: Naming ``run.record_interval``.
+    """
+    simulated, steps = simulated_span(scenario, world, workload)
+    samples = simulated / float(scenario["run"]["record_interval"])
+    if scenario["run"]["timing"] == "slot":
+        samples = min(samples, steps)
+    need = samples * (world.n_clusters * RECORD_BYTES + world.n_links * LINK_RECORD_BYTES)
+    limit = float(scenario["run"]["max_memory_gb"]) * GIB
+    if need > limit:
+        raise GeosimError(
+            f"about {samples:.3g} samples of the time series would take {need / GIB:.3g} GiB, "
+            f"more than run.max_memory_gb = {limit / GIB:g}: raise run.record_interval",
+            source=scenario.source, key="run.record_interval")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{max(seconds, 1):.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _mean(value) -> float:
+    return 0.5 * (value[0] + value[-1]) if isinstance(value, list) else float(value)
+
+
+def _mean_factor(scenario: Scenario) -> float:
+    """Long-run mean speed factor of a slot's available/unavailable periods."""
+    av = scenario["availability"]
+    if not av["enabled"] or av["normalise"]:
+        return 1.0
+    up = av["available_shape"] * av["available_scale"]
+    down = av["unavailable_shape"] * av["unavailable_scale"]
+    return (up * _mean(av["available_rate"]) + down * _mean(av["unavailable_rate"])) \
+        / (up + down)
+
+
+def _mean_hops(graph: nx.Graph) -> float:
+    """Mean hop count of shortest paths, from up to :data:`ROUTE_SAMPLES` even sources."""
+    nodes = list(graph.nodes)
+    if len(nodes) < 2:
+        return 0.0
+    step = max(1, len(nodes) // ROUTE_SAMPLES)
+    total = count = 0
+    for s in nodes[::step][:ROUTE_SAMPLES]:
+        lengths = nx.single_source_shortest_path_length(graph, s)
+        total += sum(lengths.values())
+        count += len(lengths) - 1
+    return total / max(count, 1)
+
+
+def _tasks(scenario: Scenario, slots: float) -> tuple[int, float, str]:
+    """Jobs, expected tasks, and the key that sizes them."""
+    wl = scenario["workload"]
+    kind, jobs = wl["kind"], int(wl["n_jobs"])
+    if kind == "single":
+        return jobs, float(jobs), "workload.n_jobs"
+    if kind == "montage":
+        mix = ((0.89, 1, 150), (0.08, 151, 500), (0.03, 501, wl["large_max_tasks"]))
+        return jobs, jobs * sum(p * 0.5 * (lo + hi) for p, lo, hi in mix), "workload.n_jobs"
+    if kind == "mapreduce":
+        per = _mean(wl["map_tasks"]) + _mean(wl["reduce_tasks"])
+        return jobs, jobs * per, "workload.n_jobs"
+    if kind == "google":
+        return jobs, jobs * min(wl["mean_tasks"], wl["max_tasks"]), "workload.n_jobs"
+    if kind == "wfformat":
+        from geosim.workload.wfformat import workflow_size
+        sizes = [workflow_size(scenario.resolve(f)) for f in wl["files"]]
+        return jobs, jobs * float(np.mean(sizes)), "workload.n_jobs"
+    # flows: bricks of at most flow_brick seconds over each job's area (slot-time units)
+    flows = _mean(wl["flow_count"]) if wl["flow_batch"] else float(jobs)
+    per_flow = _mean(wl["flow_jobs"])
+    tall = wl["flow_tall_probability"]
+    duration = tall * _mean(wl["flow_tall_duration"]) \
+        + (1 - tall) * _mean(wl["flow_short_duration"])
+    duration *= 1 + wl["flow_big_probability"] * (wl["flow_big_factor"] - 1)
+    wide = wl["flow_wide_probability"]
+    width = wide * slots + (1 - wide) * _mean(wl["flow_narrow_cap"])
+    bricks = max(duration * width * wl["flow_time_unit"] / wl["flow_brick"], width)
+    return int(flows), flows * per_flow * bricks, "workload.flow_brick"

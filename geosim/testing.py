@@ -1,0 +1,220 @@
+"""The scheduler contract as checks an author runs on their own scheduler.
+
+Like scikit-learn's ``check_estimator``: :func:`check_scheduler` runs a scheduler class
+through the core checks of the project's conformance suite (``tests/test_conformance.py``)
+and raises :class:`AssertionError` naming the first check that fails. The checks are
+
+``params``
+    ``name`` is set; parameters are keyword arguments of ``__init__`` stored as given, so
+    :meth:`~geosim.schedulers.Scheduler.get_params` returns them and rebuilds an equal
+    scheduler.
+``flows``, ``closed``, ``mapreduce``, ``geo``
+    A run in each small world of the suite (flows of capped stages; one cluster with
+    availability periods; MapReduce jobs whose copies vary; a geo-distributed world with
+    every process on: availability, outages, WAN) in conformance mode, which checks the
+    invariants of :mod:`geosim.invariants` after every step (no slot, gate, link or capped
+    stage oversubscribed, no copy on an unreachable cluster, work conserved). At the end
+    every job has finished, every task has exactly one winning copy that started after
+    the task was ready, and executed work is demanded plus wasted work.
+``same seed``
+    Two runs with the same seed give identical tables.
+
+Each run builds a fresh scheduler and stops after :data:`MAX_STEPS` of its world's
+steps (about ten times what the slowest built-in scheduler needs there), so a scheduler
+that never finishes fails within seconds instead of running on. With pytest, one test
+per check::
+
+    from geosim.testing import scheduler_checks
+
+    CHECKS = scheduler_checks(Greedy)
+
+    @pytest.mark.parametrize("check", CHECKS.values(), ids=list(CHECKS))
+    def test_greedy_conformance(check):
+        check()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+import pandas as pd
+
+from geosim.errors import GeosimError
+from geosim.model import GeoModel
+from geosim.results import Result
+from geosim.scenario import load_scenario
+from geosim.schedulers.base import Scheduler, make_scheduler, registered
+
+#: Steps per world after which a checked run is stopped and its check fails.
+MAX_STEPS = {"flows": 1_000, "closed": 8_000, "mapreduce": 5_000, "geo": 40_000}
+
+
+def _closed(availability: bool = True) -> dict[str, Any]:
+    """One cluster of 3 slots of power 1: 150 single-task jobs, availability periods on."""
+    return {
+        "run": {"seed": 1, "record_interval": 100.0, "max_steps": MAX_STEPS["closed"]},
+        "topology": {"generator": "single"},
+        "tiers": {"small": {"slots": 3, "power_mean": 1.0, "power_rsd": 0.0}},
+        "clusters": {"power_redraw_interval": 0.0},
+        "availability": {"enabled": availability},
+        "outages": {"enabled": False},
+        "workload": {"kind": "single", "n_jobs": 150, "arrival_rate": 0.2,
+                     "work": {"distribution": "exponential", "mean": 10.0}},
+    }
+
+
+def _mapreduce() -> dict[str, Any]:
+    """One cluster of 12 unit-speed machines: 25 MapReduce jobs whose copies vary."""
+    world = _closed(availability=False)
+    world["run"].update(seed=2, max_steps=MAX_STEPS["mapreduce"])
+    world["tiers"]["small"]["slots"] = 12
+    world["workload"] = {"kind": "mapreduce", "n_jobs": 25, "arrival_rate": 0.05,
+                         "map_tasks": [1, 8], "reduce_tasks": [0, 3], "map_mean": [5.0, 30.0],
+                         "reduce_mean": [5.0, 20.0], "map_cv": 0.8, "reduce_cv": 0.5,
+                         "weight": [1, 5]}
+    return world
+
+
+def _flows() -> dict[str, Any]:
+    """25 unit-speed slots, slots of 5 s: 2-3 flows of 2-4 capped MapReduce stages."""
+    world = _closed(availability=False)
+    world["run"].update(dt=5.0, max_steps=MAX_STEPS["flows"])
+    world["tiers"]["small"]["slots"] = 25
+    world["workload"] = {"kind": "flows", "flow_count": [2, 3], "flow_jobs": [2, 4],
+                         "flow_time_unit": 10.0, "flow_brick": 5.0}
+    return world
+
+
+def _geo(n_jobs: int = 12) -> dict[str, Any]:
+    """8 clusters, every process on (availability, outages, WAN), Montage workflows."""
+    return {
+        "run": {"seed": 3, "record_interval": 20.0, "max_steps": MAX_STEPS["geo"]},
+        "topology": {"generator": "barabasi_albert", "n_clusters": 8},
+        "tiers": {"large": {"slots": [30, 40]}, "medium": {"slots": [10, 20]},
+                  "small": {"slots": [4, 8]}},
+        "outages": {"trial_interval": 30.0},
+        "workload": {"kind": "montage", "n_jobs": n_jobs, "arrival_rate": 0.05,
+                     "large_max_tasks": 600, "data_lag": 60.0},
+    }
+
+
+#: The worlds a scheduler runs in, by check name (quickest first): builders of scenarios.
+WORLDS: dict[str, Callable[[], dict[str, Any]]] = {
+    "flows": _flows, "closed": _closed, "mapreduce": _mapreduce, "geo": _geo}
+
+
+def _require(condition: Any, message: str) -> None:
+    """Raise :class:`AssertionError` with ``message`` unless ``condition`` holds."""
+    if not condition:
+        raise AssertionError(message)
+
+
+def _resolve(scheduler: type[Scheduler] | str) -> type[Scheduler]:
+    if isinstance(scheduler, str):   # make_scheduler raises the one-line error of a bad name
+        return registered().get(scheduler) or type(make_scheduler(scheduler))
+    if not (isinstance(scheduler, type) and issubclass(scheduler, Scheduler)):
+        raise TypeError(f"not a geosim Scheduler subclass: {scheduler!r}")
+    return scheduler
+
+
+def _run(cls: type[Scheduler], params: Mapping[str, Any], world: dict[str, Any],
+         where: str) -> Result:
+    """One run in conformance mode with a fresh scheduler."""
+    try:
+        return GeoModel(load_scenario(world), cls(**params), check_invariants=True).run()
+    except GeosimError as exc:   # e.g. stopped after MAX_STEPS
+        raise AssertionError(f"{where}: {exc}") from exc
+    except Exception as exc:   # a broken invariant, an impossible action
+        exc.add_note(f"while checking {where}")
+        raise
+
+
+def check_params(cls: type[Scheduler], params: Mapping[str, Any]) -> None:
+    """The ``params`` check: a name, and parameters stored as given."""
+    where = f"{cls.__name__}, params"
+    _require(isinstance(cls.name, str) and cls.name != "", f"{where}: the class sets no name")
+    _require(isinstance(cls.description, str), f"{where}: description must be a string")
+    scheduler = cls(**params)
+    try:
+        got = scheduler.get_params()
+    except AttributeError as exc:
+        raise AssertionError(f"{where}: every __init__ parameter must be stored as an "
+                             f"attribute of the same name ({exc})") from None
+    for key, value in params.items():
+        _require(got.get(key) == value,
+                 f"{where}: {key}={value!r} was given but get_params() says {got.get(key)!r}")
+    _require(cls(**got).get_params() == got, f"{where}: cls(**get_params()) differs")
+    repr(scheduler)
+
+
+def check_world(cls: type[Scheduler], params: Mapping[str, Any], world: str) -> None:
+    """A world check (``flows``, ``closed``, ``mapreduce`` or ``geo``): see the module."""
+    where = f"{cls.__name__} in the {world} world"
+    result = _run(cls, params, WORLDS[world](), where)
+    jobs, tasks, copies = result.jobs, result.tasks, result.copies
+    _require(jobs["finished"].all(), f"{where}: some jobs never finished")
+    _require((jobs["completion"] >= jobs["arrival"]).all(),
+             f"{where}: a job ended before it arrived")
+    won = copies[copies["outcome"] == "won"]
+    _require(won["task"].is_unique and len(won) == len(tasks),
+             f"{where}: a task did not complete exactly once")
+    _require((copies["outcome"] != "alive").all(), f"{where}: copies alive after the run")
+    ready = tasks.loc[won["task"], "ready"].to_numpy()
+    _require((won["start"].to_numpy() >= ready - 1e-9).all(),
+             f"{where}: a winning copy started before its task was ready")
+    s = result.summary
+    executed, demanded, wasted = s["executed_work"], s["demanded_work"], s["wasted_work"]
+    _require(abs(executed - demanded - wasted) <= 1e-9 * max(executed, 1.0),
+             f"{where}: executed work {executed} is not demanded {demanded} + wasted {wasted}")
+
+
+def check_same_seed(cls: type[Scheduler], params: Mapping[str, Any]) -> None:
+    """The ``same seed`` check: two runs with one seed give identical tables."""
+    where = f"{cls.__name__}, same seed"
+    a = _run(cls, params, _geo(n_jobs=6), where)
+    b = _run(cls, params, _geo(n_jobs=6), where)
+    for table in ("jobs", "tasks", "copies", "clusters"):
+        try:
+            pd.testing.assert_frame_equal(getattr(a, table), getattr(b, table))
+        except AssertionError as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise AssertionError(f"{where}: the {table} tables differ ({first})") from None
+
+
+def scheduler_checks(scheduler: type[Scheduler] | str,
+                     params: Mapping[str, Any] | None = None) -> dict[str, Callable[[], None]]:
+    """The contract's checks of a scheduler, by name, each a call without arguments.
+
+    Args:
+        scheduler: A :class:`~geosim.schedulers.Scheduler` subclass (registered or not)
+            or a registered name.
+        params: Keyword parameters of the scheduler (default: its defaults).
+
+    Raises:
+        TypeError: ``scheduler`` is not a scheduler class.
+        GeosimError: An unknown or unavailable name.
+    """
+    cls, params = _resolve(scheduler), dict(params or {})
+    checks: dict[str, Callable[[], None]] = {"params": partial(check_params, cls, params)}
+    checks.update({world: partial(check_world, cls, params, world) for world in WORLDS})
+    checks["same seed"] = partial(check_same_seed, cls, params)
+    return checks
+
+
+def check_scheduler(scheduler: type[Scheduler] | str,
+                    params: Mapping[str, Any] | None = None) -> None:
+    """Run every check of the contract on ``scheduler`` (see the module).
+
+    Args:
+        scheduler: A :class:`~geosim.schedulers.Scheduler` subclass or a registered name.
+        params: Keyword parameters of the scheduler (default: its defaults).
+
+    Raises:
+        AssertionError: The first check that fails, named in the message (a broken
+            invariant raises :class:`geosim.invariants.InvariantError`, an
+            :class:`AssertionError`).
+    """
+    for check in scheduler_checks(scheduler, params).values():
+        check()

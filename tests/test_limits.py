@@ -1,0 +1,181 @@
+"""Size, pace and budget limits: runs the machine cannot hold or that cannot finish."""
+
+from __future__ import annotations
+
+import re
+
+import networkx as nx
+import pytest
+
+import geosim.model
+from geosim import GeosimError, footprint
+from geosim.cli import main
+from geosim.engine import _COPY_SPEC, _Table
+from geosim.model import GeoModel
+from geosim.scenario import load_scenario
+from geosim.schedulers import Scheduler
+from geosim.topology import write_topology
+from geosim.world import build_graph, spawn_streams
+
+MEDIUM = "scenarios/pingan-medium.toml"
+QUICK = "scenarios/quickstart.toml"
+
+
+def _estimate(path, overrides=None):
+    scenario = load_scenario(path, overrides or {})
+    graph = build_graph(scenario, spawn_streams(scenario["run"]["seed"])["topology"])
+    return scenario, footprint.estimate(scenario, graph)
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("tiers.medium.slots", 2**63 - 1, "must be <= 1000000"),
+    ("topology.n_clusters", 100_001, "must be <= 10000"),
+    ("workload.n_jobs", 10**9, "must be <= 100000000"),
+    ("workload.flow_sla_steps", 2**40, "must be <= 1000"),
+    ("workload.flow_weights", 2**40, "must be <= 2147483647"),
+    ("links.bandwidth_mean", 1e300, "must be <= 1e+15"),
+    ("workload.arrival_rate", 10**400, "must be a finite number"),
+    ("workload.large_max_tasks", 2**31, "must be <= 1000000"),
+])
+def test_counts_have_upper_bounds(key, value, message):
+    with pytest.raises(GeosimError, match=re.escape(f"{key}: {message}")):
+        load_scenario(MEDIUM, {key: value})
+
+
+def test_estimate_counts_close_to_the_built_run():
+    scenario, fp = _estimate(MEDIUM)
+    model = GeoModel(scenario)
+    assert fp.clusters == model.world.n_clusters
+    assert fp.slots == pytest.approx(model.world.n_slots, rel=0.1)
+    assert fp.route_entries == pytest.approx(model.world.pair_res.size, rel=0.1)
+    assert fp.tasks == pytest.approx(model.workload.n_tasks, rel=0.1)
+
+
+def test_a_run_too_big_for_the_memory_limit_is_refused_naming_its_key():
+    with pytest.raises(GeosimError, match=r"workload.n_jobs: the run would need about "
+                       r"10\.\d\d GiB .* more than run.max_memory_gb = 8; most of it comes "
+                       r"from workload.n_jobs = 20000"):
+        GeoModel(load_scenario(MEDIUM, {"workload.n_jobs": 20000}))
+    scenario, fp = _estimate(MEDIUM, {"workload.n_jobs": 20000, "run.max_memory_gb": 12})
+    footprint.check_memory(fp, scenario)                      # raised limit: accepted
+    scenario, fp = _estimate(QUICK, {"topology.n_clusters": 3000, "run.max_memory_gb": 1})
+    with pytest.raises(GeosimError, match="most of it comes from topology.n_clusters = 3000"):
+        footprint.check_memory(fp, scenario)
+
+
+def test_routes_of_a_chain_topology_are_estimated_before_they_are_built(tmp_path):
+    write_topology(nx.path_graph(1000), tmp_path / "chain.graphml")
+    (tmp_path / "chain.toml").write_text(
+        '[topology]\ngenerator = "file"\nfile = "chain.graphml"\n[workload]\nn_jobs = 1\n')
+    scenario, fp = _estimate(tmp_path / "chain.toml")
+    exact = sum(abs(s - d) + 2 for s in range(1000) for d in range(1000) if s != d)
+    assert fp.route_entries == pytest.approx(exact, rel=0.05)
+    with pytest.raises(GeosimError, match="topology.file: the run would need"):
+        GeoModel(scenario)
+
+
+@pytest.mark.parametrize(("overrides", "key"), [
+    ({"workload.reference_mips": 1e12}, "workload.reference_mips"),
+    ({"links.bandwidth_mean": 1e-300}, "links.bandwidth_mean"),
+    ({f"tiers.{t}.gate_ratio": 1e-300 for t in ("large", "medium", "small")},
+     r"tiers.\*.gate_ratio"),
+    ({"run.dt": 1e-6}, "run.dt"),
+])
+def test_a_run_that_could_never_finish_is_refused_before_it_starts(overrides, key):
+    scenario = load_scenario(MEDIUM, {"workload.n_jobs": 5, **overrides})
+    with pytest.raises(GeosimError, match=f"{key}: a task alone would take about"):
+        GeoModel(scenario)
+
+
+def test_growth_beyond_the_budget_stops_with_the_limit_named():
+    table = _Table(_COPY_SPEC, capacity=16, name="copies",
+                   budget=footprint.Budget(64 * 121, "my.toml"))
+    table.append(64)
+    with pytest.raises(GeosimError, match=r"my.toml: run.max_memory_gb: the run's copies "
+                       r"table \(128 rows\) would take"):
+        table.append(1)
+
+
+class Idle(Scheduler):
+    name = "idle-for-limits"
+
+    def decide(self, view, actions):
+        pass
+
+
+def test_stall_is_counted_in_steps_too(monkeypatch):
+    scenario = load_scenario(QUICK, {"workload.n_jobs": 2, "run.dt": 0.001})
+    model = GeoModel(scenario, Idle())
+    monkeypatch.setattr(geosim.model, "STALL_STEPS", 40)
+    with pytest.raises(GeosimError, match="no task completed in 1e.06 simulated seconds or "
+                       "40 steps .* run.dt = 0.001"):
+        model.run()
+    assert model.steps_run == 41 and model.engine.time < model.workload.arrival[0] + 1
+
+
+@pytest.mark.parametrize("path", [QUICK, "scenarios/redundancy-gamma.toml"])
+def test_step_and_wall_budgets_stop_a_run(path, tmp_path, capsys):
+    over = {"workload.n_jobs": 50}
+    if "redundancy" in path:                   # the compiled event loop checks them too
+        over.update({"run.timing": "event", "scheduler.name": "srpt+r"})
+    with pytest.raises(GeosimError, match=r"run.max_steps: stopped after \d+ steps \(limit "
+                       r"5\) at simulated time .* of 50 jobs done"):
+        GeoModel(load_scenario(path, {**over, "run.max_steps": 5})).run()
+    with pytest.raises(GeosimError, match="run.max_wall_seconds: stopped after"):
+        GeoModel(load_scenario(path, {**over, "run.max_wall_seconds": 1e-9})).run()
+    out = tmp_path / "out"
+    assert main(["run", path, "--out", str(out), "--set", "run.max_steps=3",
+                 "--set", "workload.n_jobs=50"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "run.max_steps: stopped after" in err[0]
+    assert not out.exists()
+
+
+def test_validate_prints_the_estimate_the_readme_shows(capsys):
+    assert main(["validate", QUICK]) == 0
+    printed = capsys.readouterr().out
+    readme = open("README.md").read()
+    assert f"$ geosim validate {QUICK}\n{printed}```" in readme
+    assert "estimate: memory 0.38 GiB" in printed
+
+
+def test_work_scheduler_defaults_and_parameters_are_checked_whatever_the_run():
+    with pytest.raises(GeosimError, match="workload.work: pareto parameter 'shape' must be"):
+        load_scenario(MEDIUM, {"workload.work": {"distribution": "pareto", "scale": 1.0,
+                                                 "shape": float("nan")}})
+    with pytest.raises(GeosimError, match="scheduler.defaults.nosuch: unknown scheduler"):
+        load_scenario(MEDIUM, {"scheduler.defaults": {"nosuch": {}}})
+    for spec in ("spark+speculation[interval=inf]", "dolly[straggler_ratio=nan]"):
+        with pytest.raises(GeosimError, match="must be finite"):
+            GeoModel(load_scenario(QUICK, {"workload.n_jobs": 1}), spec)
+
+
+def test_workflow_and_topology_files_are_bounded(tmp_path, monkeypatch):
+    import geosim.topology
+    import geosim.workload.wfformat as wf
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(GeosimError, match="deep.json: not valid WfFormat: nested too deeply"):
+        wf.workflow_size(deep)
+    monkeypatch.setattr(wf, "MAX_FILE_BYTES", 10)
+    with pytest.raises(GeosimError, match="larger than 10 bytes"):
+        wf.read_wfformat(deep)
+    write_topology(nx.path_graph(30), tmp_path / "t.graphml")
+    monkeypatch.setattr(geosim.topology, "MAX_CLUSTERS", 20)
+    with pytest.raises(GeosimError, match="30 clusters, more than the 20"):
+        geosim.topology.read_topology(tmp_path / "t.graphml")
+    monkeypatch.setattr(geosim.topology, "MAX_FILE_BYTES", 10)
+    with pytest.raises(GeosimError, match="larger than 10 bytes"):
+        geosim.topology.read_topology(tmp_path / "t.graphml")
+
+
+def test_a_sampling_interval_far_below_the_slot_neither_spins_nor_overflows():
+    scenario = load_scenario(QUICK, {"workload.n_jobs": 3, "run.record_interval": 1e-6})
+    model = GeoModel(scenario)
+    result = model.run()                      # at most one sample per slot, at once
+    assert result.jobs["finished"].all()
+    assert result.clusters["time"].nunique() <= model.engine.time / model.dt + 2
+    event = {"workload.n_jobs": 20000, "run.timing": "event", "scheduler.name": "srpt+r",
+             "run.record_interval": 1e-6}
+    with pytest.raises(GeosimError, match=r"run.record_interval: about [12]\.\d+e\+10 samples"):
+        GeoModel(load_scenario("scenarios/redundancy-gamma.toml", event))
