@@ -28,6 +28,22 @@ Rates of a task copy are compositions of these independent discrete variables (0
 §3.2): a copy's rate is ``min(V^P / work, min_s V^T_s / size_s)`` and a task with copies
 ``1..c`` runs at ``max`` of theirs. :func:`expected_min` and :func:`expected_max` compute
 the expectations of such compositions exactly from the atoms.
+
+Two choices of the paper are options (:data:`ESTIMATES`, :data:`LEARN_FROM`):
+
+- ``estimate``: 003 plans with the expected rate ``r(c) = E[max_i V_i]`` and takes the
+  execution time as ``datasize / r(c)`` (§3.2, eq. 6), the default ``"mean-rate"``. By
+  Jensen's inequality ``1 / E[V] <= E[1 / V]``: the time is underestimated, the more the
+  more the rate varies. ``"mean-time"`` plans with the rate ``1 / E[T]`` instead, ``T``
+  the time of the task (per unit of it): ``E[1 / min_s X_s] = E[max_s 1 / X_s]`` for one
+  copy, exact over the resources' atoms (:func:`expected_time_min`), and
+  ``E[min_i 1 / V_i]`` over the copies' quantile atoms (:func:`expected_time_max`).
+- ``learn_from``: 003's PM hears from finished tasks only (§3.1, Fig. 1b): the default
+  ``"winners"``. ``"all"`` also learns from copies that ended without winning (killed
+  siblings, copies lost to outages): their progress over their running time is a rate
+  observation, credited to the resource the model expects to bound the copy
+  (:meth:`PerformanceModel.observe_ended`). Such samples are kept in the model's own
+  rings, next to the monitor's, so the run's monitor is not changed.
 """
 
 from __future__ import annotations
@@ -39,6 +55,11 @@ from numba import njit
 from scipy import stats
 
 from geosim.monitor import Monitor
+
+#: How expected times are estimated: ``datasize / E[rate]`` (003 §3.2) or ``E[datasize / rate]``.
+ESTIMATES = ("mean-rate", "mean-time")
+#: Which copies the model learns from: the winners (003 §3.1) or every copy that ran.
+LEARN_FROM = ("winners", "all")
 
 
 def levels(k: int) -> np.ndarray:
@@ -512,6 +533,66 @@ def expected_max(atoms: np.ndarray) -> np.ndarray:
     return -expected_min(-atoms[..., ::-1])[0]
 
 
+def _reciprocal(atoms: np.ndarray, absent: float, at_zero: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Atoms of ``1 / X`` (ascending) of rate atoms (ascending, ``±inf`` absent).
+
+    Returns:
+        The time atoms (``absent`` for absent variables, ``at_zero`` for rate atoms
+        ``<= 0``) and whether each variable has a rate atom ``<= 0``, shape ``(N, R)``.
+    """
+    present = np.isfinite(atoms)
+    zero = present & (atoms <= 0.0)
+    times = np.full(atoms.shape, absent)
+    np.divide(1.0, atoms, out=times, where=present & ~zero)
+    times[zero] = at_zero
+    return np.ascontiguousarray(times[..., ::-1]), zero.any(axis=2)
+
+
+def expected_time_min(atoms: np.ndarray) -> np.ndarray:
+    """``E[1 / min_r X_r]``: the expected time (per unit) of a copy whose rate is a minimum.
+
+    ``1 / min_r X_r = max_r 1 / X_r``, computed exactly over the atoms like
+    :func:`expected_max`.
+
+    Args:
+        atoms: Shape ``(N, R, K)``: rate atoms, ascending; a variable whose atoms are all
+            ``+inf`` is absent (it bounds nothing), as in :func:`expected_min`.
+
+    Returns:
+        ``E[1 / min]`` per problem; ``inf`` where a present variable has a rate atom
+        ``<= 0`` (the time is then infinite with positive probability).
+    """
+    times, zero = _reciprocal(atoms, -np.inf, 0.0)
+    out = expected_max(times)
+    out[zero.any(axis=1)] = np.inf
+    return out
+
+
+def expected_time_max(atoms: np.ndarray) -> np.ndarray:
+    """``E[1 / max_r X_r]``: the expected time (per unit) of a task run by several copies.
+
+    ``1 / max_r X_r = min_r 1 / X_r``, computed exactly over the atoms like
+    :func:`expected_min`.
+
+    Args:
+        atoms: Shape ``(N, R, K)``: rate atoms, ascending; a variable whose atoms are all
+            ``-inf`` is absent, as in :func:`expected_max`.
+
+    Returns:
+        ``E[1 / max]`` per problem; ``inf`` where every present variable has a rate atom
+        ``<= 0`` (then no copy finishes with positive probability).
+    """
+    # A rate atom of 0 is an infinite time. expected_min takes an infinite atom as the
+    # row's largest finite one, which leaves the minimum unchanged as long as some
+    # variable of the row is finite throughout; rows where none is are set apart.
+    times, zero = _reciprocal(atoms, np.inf, np.inf)
+    out = expected_min(times)[0]
+    present = np.isfinite(atoms).any(axis=2)
+    out[np.all(zero | ~present, axis=1) & present.any(axis=1)] = np.inf
+    return out
+
+
 class PerformanceModel:
     """Distributions of speed, bandwidth and unreachability learned from observations.
 
@@ -523,12 +604,32 @@ class PerformanceModel:
         min_samples: Samples a key needs before its own observations replace the fallback.
         prior_seconds: Weight of the nominal outage rate, in seconds of observation.
         refresh: Seconds between refreshes of the distributions.
+        estimate: ``"mean-rate"`` (003 §3.2: plan with ``E[rate]``, time ``1 / E[rate]``)
+            or ``"mean-time"`` (plan with ``1 / E[time]``); see :meth:`copy_rate`.
+        learn_from: ``"winners"`` (003: completed copies only) or ``"all"`` (also the
+            copies reported to :meth:`observe_ended`).
+
+    Attributes:
+        speed_mean: ``E[V^P]`` per cluster and type (MIPS).
+        bandwidth_mean: ``E[V^T]`` per cluster pair (MB/s).
+        speed_hmean: Harmonic mean ``1 / E[1 / V^P]`` per cluster and type (MIPS).
+        bandwidth_hmean: Harmonic mean ``1 / E[1 / V^T]`` per cluster pair (MB/s).
     """
 
     def __init__(self, monitor: Monitor, gate: np.ndarray, dt: float, atoms: int = 16,
-                 min_samples: int = 5, prior_seconds: float = 600.0, refresh: float = 30.0):
+                 min_samples: int = 5, prior_seconds: float = 600.0, refresh: float = 30.0,
+                 estimate: str = "mean-rate", learn_from: str = "winners"):
         if monitor.priors is None:
             raise ValueError("the monitor has no priors for the performance model")
+        if estimate not in ESTIMATES:
+            raise ValueError(f"estimate must be one of {', '.join(ESTIMATES)}, got {estimate!r}")
+        if learn_from not in LEARN_FROM:
+            raise ValueError(f"learn_from must be one of {', '.join(LEARN_FROM)}, "
+                             f"got {learn_from!r}")
+        self.estimate, self.learn_from = estimate, learn_from
+        # Rate observations of copies that ended without winning (learn_from = "all").
+        self._ended = (Monitor(monitor.n_clusters, monitor.n_types, monitor.window)
+                       if learn_from == "all" else None)
         self.monitor, self.dt, self.k = monitor, dt, atoms
         self.min_samples, self.prior_seconds, self.refresh_interval = (
             min_samples, prior_seconds, refresh)
@@ -545,6 +646,7 @@ class PerformanceModel:
         self.version = 0
         self.speed_mean = self.speed.mean(axis=2)
         self.bandwidth_mean = self.bandwidth.mean(axis=1).reshape(n, n)
+        self._harmonic_means()
         self.outage_probability = self._outage_probability()
 
     def refresh(self, now: float) -> bool:
@@ -558,17 +660,43 @@ class PerformanceModel:
         self._next = now + self.refresh_interval
         self._refresh_speed()
         self._refresh_bandwidth()
+        self._harmonic_means()
         self.outage_probability = self._outage_probability()
         self.version += 1
         return True
 
+    def _harmonic_means(self) -> None:
+        """``1 / E[1 / V]`` of every speed and bandwidth distribution (0 if an atom is 0)."""
+        with np.errstate(divide="ignore"):
+            self.speed_hmean = 1.0 / np.mean(1.0 / self.speed, axis=2)
+            self.bandwidth_hmean = (1.0 / np.mean(1.0 / self.bandwidth, axis=1)).reshape(
+                self.bandwidth_mean.shape)
+
+    def _tables(self, mine: tuple[np.ndarray, np.ndarray], theirs: tuple | None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Samples, sample counts (to detect change) and samples in use, of one kind.
+
+        ``mine`` is a table of the monitor, ``theirs`` the same table of the ended copies
+        (None when learning from winners): with it, each key's samples are the recent
+        ``window`` of each source side by side.
+        """
+        samples, counts = mine
+        window = self.monitor.window
+        if theirs is None:
+            return samples, counts, np.minimum(counts, window)
+        more, more_counts = theirs
+        return (np.concatenate([samples, more], axis=-1), counts + more_counts,
+                np.minimum(counts, window) + np.minimum(more_counts, window))
+
     def _refresh_speed(self) -> None:
-        samples, counts = self.monitor.speed_table()
+        samples, counts, used = self._tables(
+            self.monitor.speed_table(),
+            None if self._ended is None else self._ended.speed_table())
         changed = np.flatnonzero(np.any(counts != self._speed_seen, axis=1))
         if changed.size == 0:
             return
         self._speed_seen[changed] = counts[changed]
-        n = np.minimum(counts[changed], self.monitor.window)
+        n = used[changed]
         atoms = np.repeat(self._speed_prior[changed][:, None, :], n.shape[1], axis=1)
         pooled = n.sum(axis=1) >= self.min_samples
         if pooled.any():
@@ -581,15 +709,19 @@ class PerformanceModel:
         self.speed_mean[changed] = atoms.mean(axis=2)
 
     def _refresh_bandwidth(self) -> None:
-        samples, counts = self.monitor.bandwidth_table()
+        ended = self._ended
+        samples, counts, used = self._tables(
+            self.monitor.bandwidth_table(), None if ended is None else ended.bandwidth_table())
         if np.array_equal(counts, self._bw_seen):
             return
         self._bw_seen = counts.copy()
-        n, window = self.monitor.n_clusters, self.monitor.window
+        n = self.monitor.n_clusters
         # Fallback of a pair without its own samples: transfers into its destination,
         # else all transfers, else the nominal prior.
-        into, into_counts = self.monitor.bandwidth_into_table()
-        enough = np.minimum(into_counts, window) >= self.min_samples
+        into, _, into_used = self._tables(
+            self.monitor.bandwidth_into_table(),
+            None if ended is None else ended.bandwidth_into_table())
+        enough = into_used >= self.min_samples
         pooled = np.zeros((n + 1, self.k))
         if enough.any():
             pooled[enough] = _sample_atoms(into[enough], self.k)
@@ -599,7 +731,7 @@ class PerformanceModel:
         dst = np.flatnonzero(enough[:n])
         base[:, dst] = pooled[dst]
         self.bandwidth = base.reshape(n * n, self.k)
-        own = np.flatnonzero(np.minimum(counts, window) >= self.min_samples)
+        own = np.flatnonzero(used >= self.min_samples)
         if own.size:
             self.bandwidth[own] = _sample_atoms(samples[own], self.k)
         self.bandwidth_mean = self.bandwidth.mean(axis=1).reshape(n, n)
@@ -612,3 +744,96 @@ class PerformanceModel:
     def pair_atoms(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Bandwidth atoms (MB/s) from ``src[i]`` to ``dst[i]``; shape ``src.shape + (K,)``."""
         return self.bandwidth[np.asarray(src) * self.monitor.n_clusters + np.asarray(dst)]
+
+    # ------------------------------------------------------------------ planning rates
+    def copy_rate(self, atoms: np.ndarray) -> np.ndarray:
+        """The rate a scheduler plans with for a copy whose rate is ``min_r X_r``.
+
+        ``"mean-rate"``: ``E[min_r X_r]`` (003's ``r(1)``); ``"mean-time"``:
+        ``1 / E[1 / min_r X_r]``, the reciprocal of the expected time (0 when it is
+        infinite). Either way the expected time is taken as ``1 / rate``.
+
+        Args:
+            atoms: Shape ``(N, R, K)`` as for :func:`expected_min`.
+        """
+        if self.estimate == "mean-rate":
+            return expected_min(atoms)[0]
+        with np.errstate(divide="ignore"):
+            return 1.0 / expected_time_min(atoms)
+
+    def task_rate(self, atoms: np.ndarray) -> np.ndarray:
+        """The rate a scheduler plans with for a task run by copies of rates ``X_r``.
+
+        ``"mean-rate"``: ``E[max_r X_r]`` (003's ``r(c)``); ``"mean-time"``:
+        ``1 / E[1 / max_r X_r]``.
+
+        Args:
+            atoms: Shape ``(N, R, K)`` as for :func:`expected_max`.
+        """
+        if self.estimate == "mean-rate":
+            return expected_max(atoms)
+        with np.errstate(divide="ignore"):
+            return 1.0 / expected_time_max(atoms)
+
+    # ------------------------------------------------------------------ ended copies
+    def observe_ended(self, cluster: np.ndarray, task_type: np.ndarray, work: np.ndarray,
+                      rate: np.ndarray, g_ptr: np.ndarray, g_src: np.ndarray,
+                      g_size: np.ndarray) -> None:
+        """Learn from copies that ended without winning (only with ``learn_from="all"``).
+
+        A copy's observed rate ``rho`` (the fraction of its task done per second of its
+        running time) is ``min(V^P / work, min_s V^T_s / size_s)`` as the copy saw them:
+        one observation of whichever bound the copy. It is credited to the bound the
+        model expects to be the tightest, ``E[V^P] / work`` or ``E[V^T_{s,m}] / size_s``
+        over the copy's remote input groups, as ``rho * work`` (a speed sample, MIPS) or
+        ``rho * size_s`` (a bandwidth sample of the pair ``s -> m``, MB/s). The samples
+        take effect at the next refresh. Where the model's guess of the bottleneck is
+        wrong the sample is a lower bound of the other resource, not a draw of it.
+
+        Args:
+            cluster: Cluster of each copy.
+            task_type: Type of each copy's task.
+            work: Mean work (MI) of each copy's task.
+            rate: Observed rate of each copy (1/s); non-finite or negative ones are ignored.
+            g_ptr: Input groups of copy ``i``: ``g_ptr[i]:g_ptr[i + 1]`` (as
+                :meth:`~geosim.view.SchedulerView.input_group_ptr` of their tasks).
+            g_src: Source cluster of each group.
+            g_size: Size (MB) of the largest input of each group.
+        """
+        if self._ended is None or len(cluster) == 0:
+            return
+        cluster = np.asarray(cluster, dtype=np.int64)
+        task_type = np.asarray(task_type, dtype=np.int64)
+        work, rate = np.asarray(work, dtype=float), np.asarray(rate, dtype=float)
+        g_ptr = np.asarray(g_ptr, dtype=np.int64)
+        g_src, g_size = np.asarray(g_src, dtype=np.int64), np.asarray(g_size, dtype=float)
+        ok = np.isfinite(rate) & (rate >= 0)
+        group = _bottleneck(cluster, task_type, work, g_ptr, g_src, g_size, self.speed_mean,
+                            self.bandwidth_mean)
+        proc = np.flatnonzero(ok & (group < 0))
+        self._ended.record_copies(cluster[proc], task_type[proc], rate[proc] * work[proc])
+        tr = np.flatnonzero(ok & (group >= 0))
+        g = group[tr]
+        self._ended.record_transfers(g_src[g], cluster[tr], rate[tr] * g_size[g])
+
+
+@njit(cache=True, error_model="numpy")
+def _bottleneck(cluster, task_type, work, g_ptr, g_src, g_size, speed_mean,
+                bw_mean):  # pragma: no cover - compiled
+    """Per copy, the input group whose expected rate bounds it, or -1 for processing.
+
+    Processing bounds at ``speed_mean / work``; a remote group (source not the copy's
+    cluster) at ``bw_mean[source, cluster] / size``; ties go to processing, then to the
+    earlier group.
+    """
+    out = np.full(cluster.size, -1, dtype=np.int64)
+    for i in range(cluster.size):
+        c = cluster[i]
+        best = speed_mean[c, task_type[i]] / work[i]
+        for g in range(g_ptr[i], g_ptr[i + 1]):
+            if g_src[g] != c:
+                r = bw_mean[g_src[g], c] / g_size[g]
+                if r < best:
+                    best = r
+                    out[i] = g
+    return out

@@ -662,6 +662,8 @@ FORMER_ESCAPES = [
     _escape("google durations near the float maximum: OverflowError in "
             "google.bounded_pareto_shape", OverflowError,
             _SMALL + 'kind = "google"\nduration_max = 1e308\nduration_mean = 5e307\n'),
+    _escape("google durations from 1e-300: OverflowError in google._log_moment",
+            OverflowError, _SMALL + 'kind = "google"\nduration_min = 1e-300\n'),
     _escape("google durations of 1e300..1e308: numpy RuntimeWarning printed before the "
             "error line", AssertionError, _SMALL + 'kind = "google"\nduration_min = 1e300\n'
             "duration_max = 1e308\nduration_mean = 5.00000005e307\n"),

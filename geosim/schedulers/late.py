@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from geosim.reports import Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
 from geosim.view import Actions, SchedulerView, first_of_runs
 
@@ -36,7 +37,7 @@ def grouped_quantile(keys: np.ndarray, values: np.ndarray, q: float) -> np.ndarr
     return out
 
 
-class LATE(Redundancy):
+class LATE(Monitored, Redundancy):
     """LATE's speculative execution (OSDI 2008, §4), one backup per task.
 
     At every slot boundary with a free slot left after the primary placement (in Hadoop,
@@ -73,12 +74,27 @@ class LATE(Redundancy):
             LATE uses 60 s for tasks of minutes; the PingAn scenarios' copies run about
             16 s at the median, so the default is 10 s: ten progress reports, enough to
             measure a rate.
+        monitoring: ``"oracle"`` reads every copy's true progress at every slot
+            (today's free reports); ``"reports"`` reads the last progress report each
+            copy's heartbeat delivered to its job's master cluster
+            (:mod:`geosim.reports`): progress rates and cluster scores come from the
+            report's progress and the time it was measured; ``min_runtime`` is still
+            counted from the launch, which the manager knows.
+        report_interval: Seconds between a copy's heartbeats (``"reports"``; default 3).
+        report_delay: Seconds a report travels per WAN hop (``"reports"``; default 0).
+        report_to: Master cluster: ``"home"`` (default; the job's largest raw-input
+            cluster) or a cluster id (``"reports"``).
+        monitoring_cost: Fraction of its slot share each copy gives to its monitoring,
+            in [0, 1) (``"reports"``; default 0).
     """
 
     name = "late"
 
     def __init__(self, speculative_cap: float = 0.1, slow_node_threshold: float = 0.25,
-                 slow_task_threshold: float = 0.25, min_runtime: float = 10.0):
+                 slow_task_threshold: float = 0.25, min_runtime: float = 10.0,
+                 monitoring: str = "oracle", report_interval: float | None = None,
+                 report_delay: float | None = None, report_to: str | int | None = None,
+                 monitoring_cost: float | None = None):
         if not _number(speculative_cap) or not 0.0 < speculative_cap <= 1.0:
             raise ValueError(f"speculative_cap must be in (0, 1], got {speculative_cap!r}")
         if not _number(slow_node_threshold) or not 0.0 <= slow_node_threshold <= 1.0:
@@ -91,6 +107,8 @@ class LATE(Redundancy):
             raise ValueError(f"min_runtime must be a number >= 0, got {min_runtime!r}")
         self.speculative_cap, self.slow_node_threshold = speculative_cap, slow_node_threshold
         self.slow_task_threshold, self.min_runtime = slow_task_threshold, min_runtime
+        self._init_monitoring(monitoring, report_interval, report_delay, report_to,
+                              monitoring_cost)
 
     def reset(self, view, rng, model) -> None:
         """Forget the backups."""
@@ -100,8 +118,8 @@ class LATE(Redundancy):
         #: Backups launched over the run.
         self.n_backups = 0
 
-    def act(self, view: SchedulerView, actions: Actions, place: PlaceFn,
-            free: np.ndarray) -> None:
+    def speculate(self, view: SchedulerView, actions: Actions, place: PlaceFn,
+                  free: np.ndarray) -> None:
         """Back up the slow tasks with the longest time left, within the cap."""
         if not free.any():
             return
@@ -117,16 +135,18 @@ class LATE(Redundancy):
         info = view.copy_info()
         now = view.time
         elapsed = now - info["start"]
-        gain = info["progress"] - info["base"]
+        progress, seen = self.progress_seen(view, info)
+        measured = elapsed if self.reports is None else seen - info["start"]
+        gain = progress - info["base"]
         with np.errstate(divide="ignore", invalid="ignore"):
-            rate = np.where(elapsed > _EPS, gain / elapsed, 0.0)
+            rate = np.where(measured > _EPS, gain / measured, 0.0)
         # Per task: its fastest copy's rate and progress, its copies, its oldest start.
         order = np.lexsort((-rate, info["task"]))
         keys = info["task"][order]
         heads = np.flatnonzero(first_of_runs(keys))
         cnt = np.diff(np.r_[heads, keys.size])
         tasks, lead = keys[heads], order[heads]
-        t_rate, t_prog = rate[lead], info["progress"][lead]
+        t_rate, t_prog = rate[lead], progress[lead]
         group = view.task_job[tasks] * (int(view.task_type.max()) + 1) + view.task_type[tasks]
         threshold = grouped_quantile(group, t_rate, self.slow_task_threshold)
         cand = ((cnt == 1) & ~self._backed[tasks] & (elapsed[lead] >= self.min_runtime - _EPS)
@@ -137,7 +157,7 @@ class LATE(Redundancy):
         with np.errstate(divide="ignore"):
             left = np.where(t_rate[idx] > 0, (1.0 - t_prog[idx]) / t_rate[idx], np.inf)
         idx = idx[np.lexsort((tasks[idx], -left))]
-        slow = self._slow_clusters(view, info, elapsed, gain)
+        slow = self._slow_clusters(view, info, measured, gain)
         hidden = free[slow].copy()
         free[slow] = 0
         try:
@@ -157,7 +177,11 @@ class LATE(Redundancy):
 
     def _slow_clusters(self, view: SchedulerView, info: dict, elapsed: np.ndarray,
                        gain: np.ndarray) -> np.ndarray:
-        """Clusters scoring below the SlowNodeThreshold quantile of reachable clusters."""
+        """Clusters scoring below the SlowNodeThreshold quantile of reachable clusters.
+
+        ``elapsed`` and ``gain`` are each copy's running time and progress made, as of
+        what the rule knows of it (its last report under ``"reports"``).
+        """
         n = view.n_clusters
         seen = elapsed > _EPS
         speed = gain[seen] * view.task_work[info["task"][seen]] / elapsed[seen]

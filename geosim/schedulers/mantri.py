@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from geosim.modeler import _exact_min, _row_min_quantiles, _survival_steps, quantile_bounds
+from geosim.reports import Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
 from geosim.variability import copy_factors
 from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs
@@ -65,7 +66,7 @@ def restart_rule(t_rem: np.ndarray, mean_new: np.ndarray, margin: float) -> np.n
     return np.asarray(t_rem) > np.asarray(mean_new) + margin
 
 
-class Mantri(Redundancy):
+class Mantri(Monitored, Redundancy):
     """Mantri's restarts and duplicates (OSDI 2010, §5.1) with network-aware placement (§5.2).
 
     Every ``interval`` seconds (a progress report of every copy, Mantri's period Δ),
@@ -118,6 +119,17 @@ class Mantri(Redundancy):
         duplicate_factor: ``None`` for Mantri's ``(c+1)/c``; a fixed factor otherwise.
             000 §VI-A's Mantri is ``duplicate_factor=2.0, max_restarts=0``: a copy when
             ``P(t_rem > 2 t_new) > δ``, no restarts.
+        monitoring: ``"oracle"`` reads every copy's true progress at every slot
+            (today's free reports); ``"reports"`` reads the last progress report each
+            copy's heartbeat delivered to its job's master cluster
+            (:mod:`geosim.reports`): ``t_rem`` is computed from the report's progress
+            and the time it was measured. The period Δ of the rules stays ``interval``.
+        report_interval: Seconds between a copy's heartbeats (``"reports"``; default 3).
+        report_delay: Seconds a report travels per WAN hop (``"reports"``; default 0).
+        report_to: Master cluster: ``"home"`` (default; the job's largest raw-input
+            cluster) or a cluster id (``"reports"``).
+        monitoring_cost: Fraction of its slot share each copy gives to its monitoring,
+            in [0, 1) (``"reports"``; default 0).
 
     On a world whose copies draw their own work (``task_cv > 0``, :mod:`geosim.variability`),
     ``t_new`` also carries that variability: each atom of the speed/bandwidth model is
@@ -129,7 +141,9 @@ class Mantri(Redundancy):
 
     def __init__(self, interval: float = 10.0, delta: float = 0.25,
                  restart_margin: float | None = None, max_restarts: int = 3,
-                 duplicate_factor: float | None = None):
+                 duplicate_factor: float | None = None, monitoring: str = "oracle",
+                 report_interval: float | None = None, report_delay: float | None = None,
+                 report_to: str | int | None = None, monitoring_cost: float | None = None):
         if not _number(interval) or interval <= 0:
             raise ValueError(f"interval must be a number > 0, got {interval!r}")
         if not _number(delta) or not 0.0 <= delta < 1.0:
@@ -147,6 +161,8 @@ class Mantri(Redundancy):
         self.interval, self.delta, self.restart_margin = interval, delta, restart_margin
         self.max_restarts = max_restarts
         self.duplicate_factor = duplicate_factor
+        self._init_monitoring(monitoring, report_interval, report_delay, report_to,
+                              monitoring_cost)
 
     def reset(self, view, rng, model) -> None:
         """Clear the restart counts and the report clock."""
@@ -165,8 +181,8 @@ class Mantri(Redundancy):
         self._clean = False
 
     # ------------------------------------------------------------------ the report
-    def act(self, view: SchedulerView, actions: Actions, place: PlaceFn,
-            free: np.ndarray) -> None:
+    def speculate(self, view: SchedulerView, actions: Actions, place: PlaceFn,
+                  free: np.ndarray) -> None:
         """At a progress report, restart or duplicate the tasks Mantri's rules pick."""
         now = view.time
         if now < self._next - _EPS:
@@ -292,7 +308,11 @@ class Mantri(Redundancy):
         """
         task = info["task"]
         elapsed = now - info["start"]
-        rem = remaining_time(elapsed, info["progress"], info["base"])
+        if self.reports is None:
+            rem = remaining_time(elapsed, info["progress"], info["base"])
+        else:            # the last report: its progress and the time it was measured
+            progress, seen = self.progress_seen(view, info)
+            rem = remaining_time(seen - info["start"], progress, info["base"])
         if self._mine.size:
             at = np.minimum(np.searchsorted(self._mine, info["copy"]), self._mine.size - 1)
             due = np.where(self._mine[at] == info["copy"], self._due[at], -np.inf)

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from geosim.modeler import PerformanceModel, _pairwise_sum, expected_max, expected_min
+from geosim.modeler import (
+    ESTIMATES,
+    LEARN_FROM,
+    PerformanceModel,
+    _pairwise_sum,
+    expected_max,
+    expected_min,
+)
 from geosim.schedulers.base import Scheduler, register
 from geosim.view import READY, RUNNING, Actions, SchedulerView
 
@@ -70,15 +77,24 @@ class PingAn(Scheduler):
     principle. ``allocation`` is ``efa`` (all jobs' round 1 before anyone's round 2) or
     ``jga`` (each job's rounds 1, 2, 3… before the next job's).
 
-    Expected rates come from :class:`~geosim.modeler.PerformanceModel`, which learns
-    from completed copies only. Two documented simplifications: the transfer part of a
-    copy's rate is the bottleneck ``min_s V^T_{s,m} / size_s`` over the distinct clusters
-    ``s`` holding its inputs (``size_s`` the largest input from ``s``), which is how the
-    engine runs parallel downloads (the paper averages bandwidths over input
-    locations, undefined when some input is local); and exact expectations are computed
-    for the ``candidates`` clusters with the highest upper bound ``min(E[V^P], E[V^T])``
-    among reachable clusters and among clusters with a free slot (all clusters when
-    ``2 · candidates >= n_clusters``). Copies of one task are independent draws, as in
+    Expected rates come from :class:`~geosim.modeler.PerformanceModel`, which by default
+    (``learn_from="winners"``, as 003 §3.1) learns from completed copies only. With
+    ``estimate="mean-rate"`` (003 §3.2, eq. 6) a copy's rate is ``E[r(c)]`` and its time
+    ``1 / E[r(c)]``; with ``"mean-time"`` every rate above, in scores, floors, gate
+    demands, ``e`` and the resource-saving rule, is ``1 / E[T(c)]`` instead, ``T(c)`` the
+    time of the task with its ``c`` copies (the mean of ``1 / rate``, not ``1`` over the
+    mean rate). ``learn_from="all"`` also feeds the model with the copies that ended
+    without winning: each one's progress over its running time, as last seen at a slot
+    boundary (:meth:`~geosim.modeler.PerformanceModel.observe_ended`).
+
+    Two documented simplifications: the transfer part of a copy's rate is the bottleneck
+    ``min_s V^T_{s,m} / size_s`` over the distinct clusters ``s`` holding its inputs
+    (``size_s`` the largest input from ``s``), which is how the engine runs parallel
+    downloads (the paper averages bandwidths over input locations, undefined when some
+    input is local); and exact expectations are computed for the ``candidates`` clusters
+    with the highest upper bound ``min(E[V^P], E[V^T])`` (harmonic means with
+    ``"mean-time"``) among reachable clusters and among clusters with a free slot (all
+    clusters when ``2 · candidates >= n_clusters``). Copies of one task are independent draws, as in
     the paper. PingAn does not checkpoint: a copy lost to an outage restarts from zero.
 
     Args:
@@ -93,6 +109,10 @@ class PingAn(Scheduler):
         backfill: An extension, not in 003: give slots the admitted jobs leave idle to the
             other jobs' waiting tasks (round 1 only, in priority order), making the
             ε-admission work-conserving.
+        estimate: ``"mean-rate"`` (003 §3.2: time ``1 / E[rate]``) or ``"mean-time"``
+            (``E[1 / rate]``); one of :data:`~geosim.modeler.ESTIMATES`.
+        learn_from: ``"winners"`` (003: finished copies report) or ``"all"`` (killed and
+            failed copies too); one of :data:`~geosim.modeler.LEARN_FROM`.
     """
 
     name = "pingan"
@@ -101,7 +121,8 @@ class PingAn(Scheduler):
     def __init__(self, epsilon: float = 0.6, principle: str = "eff-reli",
                  allocation: str = "efa", candidates: int = 8, atoms: int = 16,
                  min_samples: int = 5, prior_seconds: float = 600.0, refresh: float = 30.0,
-                 backfill: bool = False):
+                 backfill: bool = False, estimate: str = "mean-rate",
+                 learn_from: str = "winners"):
         if not isinstance(backfill, bool):
             raise ValueError(f"backfill must be true or false, got {backfill!r}")
         if not isinstance(epsilon, int | float) or not 0.0 < epsilon < 1.0:
@@ -111,6 +132,11 @@ class PingAn(Scheduler):
                              f"got {principle!r}")
         if str(allocation).lower() not in ALLOCATIONS:
             raise ValueError(f"allocation must be efa or jga, got {allocation!r}")
+        if estimate not in ESTIMATES:
+            raise ValueError(f"estimate must be one of {', '.join(ESTIMATES)}, got {estimate!r}")
+        if learn_from not in LEARN_FROM:
+            raise ValueError(f"learn_from must be one of {', '.join(LEARN_FROM)}, "
+                             f"got {learn_from!r}")
         for key, value, low in (("candidates", candidates, 1), ("atoms", atoms, 2),
                                 ("min_samples", min_samples, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -121,13 +147,17 @@ class PingAn(Scheduler):
         self.epsilon, self.principle, self.allocation = epsilon, principle, allocation
         self.candidates, self.atoms, self.min_samples = candidates, atoms, min_samples
         self.prior_seconds, self.refresh, self.backfill = prior_seconds, refresh, backfill
+        self.estimate, self.learn_from = estimate, learn_from
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Start a fresh performance model and empty gate reservations."""
         super().reset(view, rng)
         self.model = PerformanceModel(view.monitor, np.asarray(view.gate), view.dt,
                                       self.atoms, self.min_samples, self.prior_seconds,
-                                      self.refresh)
+                                      self.refresh, self.estimate, self.learn_from)
+        self._mean_time = self.estimate == "mean-time"
+        # learn_from = "all": the live copies at the last decision and their progress.
+        self._seen = (np.empty(0, dtype=np.int64), np.empty(0), -np.inf)
         self._first, self._second = self.principle.lower().split("-")
         self._gate = np.asarray(view.gate, dtype=float) * (1 + 1e-9)
         self._res_in = np.zeros(view.n_clusters)
@@ -144,6 +174,8 @@ class PingAn(Scheduler):
     # ------------------------------------------------------------------ the step
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Draw up and launch this slot's insurance plan."""
+        if self.learn_from == "all":
+            self._observe_ended(view)
         refreshed = self.model.refresh(view.time)
         reach_changed = not np.array_equal(view.reachable, self._reachable)
         if view.n_ready == 0 or not (view.arrivals or view.completions or view.failures
@@ -199,6 +231,31 @@ class PingAn(Scheduler):
         self._first_round(ev, np.arange(tasks.size), pos, st, plan)
         self._launch(actions, tasks, ev, plan)
 
+    def _observe_ended(self, view: SchedulerView) -> None:
+        """Report the copies that ended without winning since the last decision.
+
+        A copy's observed rate is its progress at the last decision it was live at, over
+        the time it had run by then: exact times, at the cost of its last slot (a copy
+        that ended within the slot it started in is not observed). A winner ends with
+        progress 1 and is learned from by the monitor.
+        """
+        live = np.asarray(view.live_copies, dtype=np.int64)
+        ids, progress, at = self._seen
+        if ids.size:
+            ended = _not_live(ids, live)
+            if ended.any():
+                info = view.copy_info(ids[ended])
+                ran = at - info["start"]
+                keep = (info["progress"] < 1.0) & (ran > 0)
+                if keep.any():
+                    tasks = info["task"][keep]
+                    g_ptr, g_src, g_size = view.input_group_ptr(tasks)
+                    rate = (progress[ended][keep] - info["base"][keep]) / ran[keep]
+                    self.model.observe_ended(info["cluster"][keep], view.task_type[tasks],
+                                             view.task_work[tasks], rate, g_ptr, g_src,
+                                             g_size)
+        self._seen = (live.copy(), view.copy_info(live)["progress"].copy(), view.time)
+
     # ------------------------------------------------------------------ estimates
     def _evaluate(self, view: SchedulerView, tasks: np.ndarray,
                   free: np.ndarray) -> _Candidates:
@@ -214,8 +271,11 @@ class PingAn(Scheduler):
         if 2 * m >= n:
             cand = np.broadcast_to(np.arange(n), (tasks.size, n)).copy()
         else:
-            # Negated upper bounds over reachable clusters and over clusters with a slot.
-            neg_reach, neg_fits = _neg_bounds(model.speed_mean, model.bandwidth_mean, types,
+            # Negated upper bounds over reachable clusters and over clusters with a slot:
+            # of E[V] with mean rates, of 1 / E[T] with mean times (E[max] >= max E).
+            speed_b, bw_b = ((model.speed_hmean, model.bandwidth_hmean) if self._mean_time
+                             else (model.speed_mean, model.bandwidth_mean))
+            neg_reach, neg_fits = _neg_bounds(speed_b, bw_b, types,
                                               work, g_ptr, g_src, g_size, reach, fits)
             cand = _top(neg_reach, m)
             if _any_unfit(cand, fits, reach):
@@ -230,6 +290,8 @@ class PingAn(Scheduler):
             a = _rate_atoms(rows, cand, types, work, g_ptr, g_src, g_size, model.speed,
                             model.bandwidth, n, counts[b])
             mean, q = expected_min(a, quantiles=True)
+            if self._mean_time:
+                mean = model.copy_rate(a)
             rate[rows] = mean.reshape(rows.size, cand.shape[1])
             atoms[rows] = q.reshape(rows.size, cand.shape[1], k)
         # A copy pulls each remote input at its expected rate times the input's size.
@@ -273,7 +335,9 @@ class PingAn(Scheduler):
         order = np.lexsort((pro1, job_pos[rows1]))
         rows1, col1, c1, pro1, rate1 = (rows1[order], col1[order], c1[order], pro1[order],
                                         rate1[order])
-        r2 = expected_max(_pairs(ev.atoms, rows1, col1)).reshape(rows1.size, ev.cand.shape[1])
+        pairs = _pairs(ev.atoms, rows1, col1)
+        r2 = (self.model.task_rate(pairs) if self._mean_time else expected_max(pairs)).reshape(
+            rows1.size, ev.cand.shape[1])
         if self._second == "eff":
             score, base = r2, rate1
         else:
@@ -313,10 +377,14 @@ class PingAn(Scheduler):
         need = (c + 1) / c * before
         # E[max(Y, V)] <= E[Y] + E[(V - y)^+] for any y below every value of Y: only the
         # candidates passing this bound need the exact expectation.
-        ti, ci, stacked = _saving_candidates(ev.atoms, rows, have, before, need)
+        if self._mean_time:
+            ti, ci, stacked = _saving_candidates_time(ev.atoms, rows, have, before, need)
+        else:
+            ti, ci, stacked = _saving_candidates(ev.atoms, rows, have, before, need)
         rc = np.full((rows.size, ev.cand.shape[1]), -np.inf)
         if ti.size:
-            rc[ti, ci] = expected_max(stacked)
+            rc[ti, ci] = self.model.task_rate(stacked) if self._mean_time else \
+                expected_max(stacked)
         gain, order = _gain_order(rc, need)
         if not gain.any():
             empty = np.empty(0, dtype=np.int64)
@@ -382,6 +450,32 @@ class _State:
     res_in: np.ndarray
     res_out: np.ndarray
     gate: np.ndarray
+
+
+def _saving_candidates_time(atoms: np.ndarray, rows: np.ndarray, have: np.ndarray,
+                            before: np.ndarray, need: np.ndarray
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_saving_candidates` for mean times: ``before`` and ``need`` are ``1 / E[T]``.
+
+    With ``T_Y`` the time of the held copies and ``y`` a value no ``T_Y`` exceeds (the
+    smallest of their largest time atoms), ``min(T_Y, T_V) >= T_Y - (y - T_V)^+``, so
+    ``E[T(c)] >= 1 / before - E[(y - T_V)^+]``: only candidates whose rate bound, the
+    reciprocal (widened by 1e-9 against rounding), beats ``need`` are passed on (all of
+    them when the bound is not positive).
+
+    Returns:
+        As :func:`_saving_candidates`.
+    """
+    k = atoms.shape[2]
+    held = atoms[rows[:, None], have]                        # (n, h, K)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = 1.0 / held[:, :, 0].max(axis=1)                  # 1 / the largest slowest rate
+        saved = np.maximum(y[:, None, None] - 1.0 / atoms[rows], 0.0).sum(axis=2) / k
+        low = 1.0 / before[:, None] - saved                  # lower bound of E[T(c)]
+        passes = ~(low > 0) | ((1.0 + 1e-9) / low > need[:, None])     # slack: rounding
+    ti, ci = np.nonzero(passes)
+    stacked = np.concatenate([held[ti], atoms[rows[ti], ci][:, None, :]], axis=1)
+    return ti, ci, stacked
 
 
 def _top(score: np.ndarray, m: int) -> np.ndarray:

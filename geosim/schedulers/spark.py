@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from geosim.modeler import PerformanceModel
+from geosim.reports import Monitored
 from geosim.schedulers.compose import PlaceFn, Placement, Redundancy
 from geosim.schedulers.placement import locality_cluster
 from geosim.view import DONE, Actions, SchedulerView, concat_ranges, first_of_runs
@@ -175,7 +176,7 @@ def speculatable(runtime: np.ndarray, copies: np.ndarray, threshold: np.ndarray)
     return (copies == 1) & (runtime > threshold)
 
 
-class SparkSpeculation(Redundancy):
+class SparkSpeculation(Monitored, Redundancy):
     """Spark's speculative execution (``TaskSetManager.checkSpeculatableTasks``, Spark ≤ 3.5).
 
     Every ``interval`` seconds (at every slot boundary when ``interval`` is below the
@@ -205,18 +206,33 @@ class SparkSpeculation(Redundancy):
         multiplier: How many times slower than the median a task must be.
         min_runtime: Minimum runtime (s) before a task is speculated
             (``spark.speculation.minTaskRuntime``).
+        monitoring: ``"oracle"`` learns a success at the boundary its task is seen done;
+            ``"reports"`` when its completion report (Spark's status update) reaches the
+            job's master cluster (:mod:`geosim.reports`): it travels ``report_delay``
+            per WAN hop and waits while the master is unreachable, and the duration
+            runs to its arrival (Spark's driver stamps the finish time). Spark's rule
+            reads no progress, so there is no heartbeat period.
+        report_delay: Seconds a report travels per WAN hop (``"reports"``; default 0).
+        report_to: Master cluster: ``"home"`` (default; the job's largest raw-input
+            cluster) or a cluster id (``"reports"``).
+        monitoring_cost: Fraction of its slot share each copy gives to its monitoring,
+            in [0, 1) (``"reports"``; default 0).
     """
 
     name = "speculation"
+    heartbeats = False
 
     def __init__(self, interval: float = 0.1, quantile: float = 0.75,
-                 multiplier: float = 1.5, min_runtime: float = 0.1):
+                 multiplier: float = 1.5, min_runtime: float = 0.1,
+                 monitoring: str = "oracle", report_delay: float | None = None,
+                 report_to: str | int | None = None, monitoring_cost: float | None = None):
         _check_number("interval", interval, 0.0)
         _check_number("quantile", quantile, 0.0, 1.0)
         _check_number("multiplier", multiplier, 0.0, open_low=True)
         _check_number("min_runtime", min_runtime, 0.0)
         self.interval, self.quantile = interval, quantile
         self.multiplier, self.min_runtime = multiplier, min_runtime
+        self._init_monitoring(monitoring, None, report_delay, report_to, monitoring_cost)
 
     def reset(self, view: SchedulerView, rng: np.random.Generator,
               model: PerformanceModel) -> None:
@@ -236,6 +252,11 @@ class SparkSpeculation(Redundancy):
         self._need = np.maximum(np.floor(self.quantile * self.stage_size + 1e-9), 1)
         self._next = -np.inf
         self.speculated = 0
+        # Completion reports in flight: task, its winner's start, master, arrival time.
+        self._q_task = np.empty(0, dtype=np.int64)
+        self._q_start = np.empty(0)
+        self._q_master = np.empty(0, dtype=np.int64)
+        self._q_due = np.empty(0)
 
     def _record_successes(self, view: SchedulerView) -> None:
         """Durations of the winning copies of tasks done since the last decision."""
@@ -246,12 +267,43 @@ class SparkSpeculation(Redundancy):
         if not new.any():
             return
         copy, task, start = self._prev_copy[new], task[new], self._prev_start[new]
-        progress = view.copy_info(copy)["progress"]
-        order = np.lexsort((-progress, task))          # per task, the winner first
+        info = view.copy_info(copy)
+        order = np.lexsort((-info["progress"], task))          # per task, the winner first
         first = order[first_of_runs(task[order])]
         won_task = task[first]
+        if self.reports is not None:
+            self._send_completions(view, won_task, start[first], info["cluster"][first])
+            return
         self.duration[won_task] = view.time - start[first]
         np.add.at(self.n_done, self.stage[won_task], 1)
+
+    def _send_completions(self, view: SchedulerView, tasks: np.ndarray, start: np.ndarray,
+                          cluster: np.ndarray) -> None:
+        """Queue the completion reports of ``tasks`` (sent now from their winners' clusters).
+
+        Their duration is -1 (sent, unknown to the manager) until the report arrives
+        (:meth:`_deliver_completions`), so a task is reported once and counts only then.
+        """
+        master, travel = self.reports.completion_delay(view, cluster, view.task_job[tasks])
+        self.duration[tasks] = -1.0           # sent, not yet known to the manager
+        self._q_task = np.r_[self._q_task, tasks]
+        self._q_start = np.r_[self._q_start, start]
+        self._q_master = np.r_[self._q_master, master]
+        self._q_due = np.r_[self._q_due, view.time + travel]
+
+    def _deliver_completions(self, view: SchedulerView) -> None:
+        """Count the successes whose report reached a reachable master by now."""
+        if self._q_task.size == 0:
+            return
+        ok = (self._q_due <= view.time + 1e-9) & np.asarray(view.reachable)[self._q_master]
+        if not ok.any():
+            return
+        tasks = self._q_task[ok]
+        self.duration[tasks] = view.time - self._q_start[ok]
+        np.add.at(self.n_done, self.stage[tasks], 1)
+        keep = ~ok
+        self._q_task, self._q_start = self._q_task[keep], self._q_start[keep]
+        self._q_master, self._q_due = self._q_master[keep], self._q_due[keep]
 
     def _medians(self, stages: np.ndarray) -> np.ndarray:
         """Median successful duration of each of ``stages`` (sorted, a success each)."""
@@ -259,7 +311,7 @@ class SparkSpeculation(Redundancy):
         if stale.size:
             tasks = self._by_stage[concat_ranges(self._stage_ptr[stale],
                                                  self._stage_ptr[stale + 1])]
-            tasks = tasks[~np.isnan(self.duration[tasks])]
+            tasks = tasks[self.duration[tasks] >= 0]
             st, dur = self.stage[tasks], self.duration[tasks]
             order = np.lexsort((dur, st))
             st, dur = st[order], dur[order]
@@ -270,10 +322,12 @@ class SparkSpeculation(Redundancy):
             self._median_n[st[starts]] = counts
         return self._median[stages]
 
-    def act(self, view: SchedulerView, actions: Actions, place: PlaceFn,
-            free: np.ndarray) -> None:
+    def speculate(self, view: SchedulerView, actions: Actions, place: PlaceFn,
+                  free: np.ndarray) -> None:
         """Record finished tasks, then speculate the stages' slow tasks."""
         self._record_successes(view)
+        if self.reports is not None:
+            self._deliver_completions(view)
         info = view.copy_info()
         copy, task, start, cluster = info["copy"], info["task"], info["start"], info["cluster"]
         now = view.time
