@@ -6,7 +6,9 @@ BIN := $(VENV)/bin
 # (003 Figures 4 and 5) at a size that runs in minutes; `make run-full` is the paper's size.
 LOADS := scenarios/pingan-light.toml scenarios/pingan-medium.toml scenarios/pingan-heavy.toml
 SCHEDULERS ?= pingan,flutter,iridium,flutter+mantri,flutter+dolly
-COMPARE := compare $(LOADS) --schedulers $(SCHEDULERS) --baseline flutter --within 100,200,800
+# --restart: results left by an older geosim are replaced (an interrupted run still resumes).
+COMPARE := compare $(LOADS) --schedulers $(SCHEDULERS) --baseline flutter --within 100,200,800 \
+	--restart
 RUN_ARGS ?= --set workload.n_jobs=300 --reps 3
 
 .PHONY: run run-full test lint bench clean

@@ -97,7 +97,11 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
                      help="table format of the saved runs (default: parquet)")
     cmp.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask "
                      "cluster, e.g. tcp://host:8786 (needs geosim[dask])")
-    cmp.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    cmp.add_argument("--no-progress", action="store_true", help="hide the progress (a bar "
+                     "on a terminal, one line per finished run otherwise)")
+    cmp.add_argument("--restart", action="store_true", help="if DIR holds a comparison "
+                     "written by other geosim code or of another scenario, remove it and "
+                     "start afresh (default: refuse)")
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -119,7 +123,8 @@ def _compare(args: argparse.Namespace) -> int:
             scenario, args.schedulers, seeds=args.seeds, reps=args.reps,
             jobs_parallel=args.jobs_parallel, out=out, baseline=args.baseline,
             within=args.within, fmt=args.format, dask=args.dask,
-            progress=not args.no_progress and sys.stderr.isatty())
+            progress=not args.no_progress and ("bar" if sys.stderr.isatty() else "lines"),
+            restart=args.restart)
         print(comparison.format())
         print(f"results written to {comparison.out}/")
     return 0

@@ -59,6 +59,7 @@ import multiprocessing
 import os
 import re
 import select
+import shutil
 import sys
 import threading
 import time
@@ -476,26 +477,38 @@ class CompareDir:
         manifest: Its ``compare.json`` content (updated with the new schedulers/seeds).
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any]):
-        self.path, self.manifest = path, manifest
+    def __init__(self, path: Path, manifest: dict[str, Any], stale: bool = False):
+        self.path, self.manifest, self.stale = path, manifest, stale
 
     @classmethod
     def open(cls, path: str | os.PathLike, scenario: Scenario, specs: Sequence[Spec],
-             seeds: Sequence[int]) -> CompareDir:
+             seeds: Sequence[int], restart: bool = False) -> CompareDir:
         """Check ``path`` and merge this comparison into its manifest (nothing written).
+
+        Args:
+            path: The comparison directory.
+            scenario: The scenario compared.
+            specs: The schedulers.
+            seeds: The seeds.
+            restart: Start afresh, instead of refusing, when ``path`` holds a comparison
+                written by different code or of a different scenario (its runs are
+                removed when the new manifest is written).
 
         Raises:
             GeosimError: ``path`` is not empty and not a comparison directory, or holds a
                 comparison written by different code (another
                 :func:`~geosim.results.code_fingerprint`, or none recorded) or of a
-                different scenario.
+                different scenario, and ``restart`` is false.
         """
         from geosim import __version__
         path = Path(path)
         toml = scenario.to_toml()
         code = code_fingerprint()
         manifest = cls._read(path)
-        if manifest is None:
+        stale = manifest is not None and restart and (
+            manifest.get("code") != code
+            or _identity(manifest["scenario"]) != _identity(toml))
+        if manifest is None or stale:
             manifest = {"geosim": __version__, "code": code, "scenario": toml,
                         "source": scenario.source, "schedulers": [], "seeds": []}
         elif manifest.get("code") != code:
@@ -504,11 +517,13 @@ class CompareDir:
                 else f"geosim {version} (before code fingerprints were recorded)"
             raise GeosimError(f"holds runs written by {writer}, this is geosim {__version__} "
                               f"(code {code}); results of different code cannot be mixed: "
-                              "use another output directory", source=str(path))
+                              "use another output directory (or --restart to replace it)",
+                              source=str(path))
         elif _identity(manifest["scenario"]) != _identity(toml):
             diff = _difference(_identity(toml), _identity(manifest["scenario"]))
             raise GeosimError(f"holds a comparison of a different scenario ({diff}); "
-                              "use another output directory", source=str(path))
+                              "use another output directory (or --restart to replace it)",
+                              source=str(path))
         known = {s["label"]: s for s in manifest["schedulers"]}
         dirs = {s["dir"] for s in manifest["schedulers"]}
         for spec in specs:
@@ -519,7 +534,7 @@ class CompareDir:
                 known[spec.label] = entry
                 dirs.add(entry["dir"])
         manifest["seeds"] += [s for s in seeds if s not in manifest["seeds"]]
-        return cls(path, manifest)
+        return cls(path, manifest, stale)
 
     @staticmethod
     def _read(path: Path) -> dict[str, Any] | None:
@@ -541,7 +556,13 @@ class CompareDir:
         return manifest
 
     def write_manifest(self) -> None:
-        """Write ``compare.json`` (atomically), creating the directory."""
+        """Write ``compare.json`` (atomically), creating the directory.
+
+        A stale comparison (:meth:`open` with ``restart``) is removed first.
+        """
+        if self.stale:
+            shutil.rmtree(self.path)
+            self.stale = False
         self.path.mkdir(parents=True, exist_ok=True)
         tmp = self.path / f".{MANIFEST}.tmp"
         tmp.write_text(json.dumps(self.manifest, indent=2))
@@ -863,7 +884,8 @@ def compare(scenario: Scenario | str | os.PathLike | Mapping[str, Any],
             jobs_parallel: int | None = None, out: str | os.PathLike | None = None,
             baseline: str | None = None, within: str | Sequence[float] = WITHIN,
             overrides: Mapping[str, Any] | None = None, fmt: str = "parquet",
-            dask: Any = None, progress: bool = False) -> Comparison:
+            dask: Any = None, progress: bool | str = False,
+            restart: bool = False) -> Comparison:
     """Run several schedulers on the same worlds and workloads and compare them.
 
     Every (scheduler, seed) pair is one run; replication ``i`` of every scheduler uses
@@ -884,7 +906,10 @@ def compare(scenario: Scenario | str | os.PathLike | Mapping[str, Any],
         fmt: Table format of the saved runs: ``"parquet"`` or ``"csv"``.
         dask: Address of a Dask scheduler, or a ``distributed.Client``, to run on
             instead of local processes (needs ``pip install 'geosim[dask]'``).
-        progress: Show a progress bar of finished runs on standard error.
+        progress: Report finished runs on standard error: True or ``"bar"`` for a
+            progress bar, ``"lines"`` for one line per run (for logs and pipes).
+        restart: When ``out`` holds a comparison written by different code or of a
+            different scenario, remove it and start afresh instead of refusing.
 
     Returns:
         The comparison tables.
@@ -904,7 +929,8 @@ def compare(scenario: Scenario | str | os.PathLike | Mapping[str, Any],
     workers = _check_workers(jobs_parallel)
     if fmt not in ("parquet", "csv"):
         raise GeosimError(f"unknown table format {fmt!r} (parquet or csv)", source="format")
-    store = CompareDir.open(out, scenario, specs, seed_list) if out is not None else None
+    store = CompareDir.open(out, scenario, specs, seed_list, restart) \
+        if out is not None else None
     with dask_client(dask) if dask is not None else contextlib.nullcontext() as client:
         if store is not None:
             store.write_manifest()
@@ -954,7 +980,7 @@ def _check_workers(jobs_parallel: int | None) -> int:
 
 def _run_all(scenario: Scenario, specs: Sequence[Spec], seeds: Sequence[int],
              store: CompareDir | None, fmt: str, workers: int, client: Any,
-             progress: bool) -> list[RunOutcome]:
+             progress: bool | str) -> list[RunOutcome]:
     """Load the saved runs, run the missing ones; return every outcome."""
     outcomes, missing = [], []
     for spec in specs:
@@ -966,12 +992,20 @@ def _run_all(scenario: Scenario, specs: Sequence[Spec], seeds: Sequence[int],
                 dest = str(store.run_dir(spec, seed)) if store is not None else None
                 missing.append(_Run(spec, seed, dest))
     from tqdm import tqdm
-    with tqdm(total=len(outcomes) + len(missing), initial=len(outcomes), unit="run",
-              desc="compare", file=sys.stderr, disable=not progress, leave=False,
+    total = len(outcomes) + len(missing)
+    if progress == "lines" and missing:
+        print(f"compare: {len(outcomes)} of {total} runs saved, {len(missing)} to run",
+              file=sys.stderr, flush=True)
+    with tqdm(total=total, initial=len(outcomes), unit="run", desc="compare",
+              file=sys.stderr, disable=progress in (False, "lines"), leave=False,
               dynamic_ncols=True) as bar:
         def done(outcome: RunOutcome) -> None:
             outcomes.append(outcome)
             bar.update(1)
+            if progress == "lines":
+                print(f"compare: {len(outcomes)}/{total} runs done ({outcome.label}, seed "
+                      f"{outcome.seed}, {outcome.summary.get('wall_seconds', math.nan):.0f} s)",
+                      file=sys.stderr, flush=True)
 
         if client is not None:
             run_dask(client, scenario, missing, fmt, done)

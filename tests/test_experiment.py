@@ -377,12 +377,20 @@ def test_refuses_a_directory_written_by_other_code(tmp_path, scenario_file, caps
         with pytest.raises(GeosimError, match=rf"holds runs written by geosim "
                            rf"{geosim.__version__} {writer}, this is geosim "
                            rf"{geosim.__version__} \(code {code}\); results of different code "
-                           r"cannot be mixed: use another output directory$"):
+                           r"cannot be mixed: use another output directory \(or --restart "
+                           r"to replace it\)$"):
             geosim.compare(small(n_jobs=30), ["fifo", "srpt"], out=out, jobs_parallel=1)
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"geosim: error: {out}: holds runs ")
         assert {p: p.stat().st_mtime_ns for p in out.rglob("*")} == stamps
+    # --restart replaces the stale comparison: fresh manifest, runs of this code only
+    (out / "runs" / "stray").mkdir()
+    assert main([*argv, "--restart"]) == 0
+    fresh = json.loads((out / ex.MANIFEST).read_text())
+    assert fresh["code"] == code and not (out / "runs" / "stray").exists()
+    assert all(json.loads(p.read_text())["code"] == code
+               for p in out.glob("runs/*/seed-*/meta.json"))
 
 
 def test_worker_errors_name_scheduler_and_seed(tmp_path, monkeypatch):
@@ -551,3 +559,15 @@ def test_paired_difference_uses_the_pairing():
     assert ex.verdict("a", "b", 0.01, 0.02).endswith(": undecided (the interval contains 0)")
     assert ex.verdict("a", "b", 0.05, 0.02) == "a vs b: +5.0% [+3.0, +7.0]: slower"
     assert ex.verdict("a", "b", -0.05, 0.02).endswith(": faster")
+
+
+def test_compare_reports_each_run_on_a_log(tmp_path, scenario_file, capsys):
+    """Not on a terminal, compare prints one line per finished run instead of a bar."""
+    argv = ["compare", str(scenario_file), "--schedulers", "fifo,srpt", "--reps", "2",
+            "--out", str(tmp_path / "cmp"), "--jobs-parallel", "1"]
+    assert main(argv) == 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == "compare: 0 of 4 runs saved, 4 to run"
+    assert [line.split(" (")[0] for line in lines[1:]] == [
+        f"compare: {k}/4 runs done" for k in range(1, 5)]
+    assert main([*argv, "--no-progress"]) == 0 and capsys.readouterr().err == ""
