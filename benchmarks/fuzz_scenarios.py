@@ -716,18 +716,23 @@ def _ring(n: int) -> list[tuple[int, int]]:
     return [(i, (i + 1) % n) for i in range(n)] if n > 1 else []
 
 
+def _damage(rng: random.Random, name: str, data: bytes, overwrite: bool) -> tuple[str, bytes]:
+    """``data`` cut at a random fraction, or with 1 to 5 random bytes overwritten."""
+    if not overwrite:
+        frac = rng.random()
+        return f"{name} truncated at {frac:.3f}", data[: int(len(data) * frac)]
+    out = bytearray(data)
+    spots = [rng.randrange(len(out)) for _ in range(rng.randrange(1, 6))]
+    for s in spots:
+        out[s] = rng.randrange(256)
+    return f"{name} with bytes overwritten at {spots}", bytes(out)
+
+
 def _mutate_graphml(rng: random.Random) -> tuple[str, bytes]:
     base = GRAPHML.read_text(encoding="utf-8")
     which = rng.randrange(24)
-    if which == 0:
-        frac = rng.random()
-        return f"default-100.graphml truncated at {frac:.3f}", _utf8(base)[: int(len(base) * frac)]
-    if which == 1:
-        data = bytearray(_utf8(base))
-        spots = [rng.randrange(len(data)) for _ in range(rng.randrange(1, 6))]
-        for s in spots:
-            data[s] = rng.randrange(256)
-        return f"default-100.graphml with bytes overwritten at {spots}", bytes(data)
+    if which in (0, 1):
+        return _damage(rng, "default-100.graphml", _utf8(base), overwrite=which == 1)
     if which == 2:
         value = rng.choice(["nan", "inf", "-inf", "1e400", "-1e400", "abc", "", "0x10", " ",
                             "1_000", "1e308", "NaN", "Infinity"])
@@ -842,15 +847,8 @@ def _brite_text(n: int, edges: list[tuple[int, int]], node_line=None, edge_line=
 def _mutate_brite(rng: random.Random) -> tuple[str, bytes]:
     base = BRITE.read_text(encoding="utf-8")
     which = rng.randrange(18)
-    if which == 0:
-        frac = rng.random()
-        return f"small.brite truncated at {frac:.3f}", _utf8(base)[: int(len(base) * frac)]
-    if which == 1:
-        data = bytearray(_utf8(base))
-        spots = [rng.randrange(len(data)) for _ in range(rng.randrange(1, 6))]
-        for s in spots:
-            data[s] = rng.randrange(256)
-        return f"small.brite with bytes overwritten at {spots}", bytes(data)
+    if which in (0, 1):
+        return _damage(rng, "small.brite", _utf8(base), overwrite=which == 1)
     if which == 2:
         value = rng.choice(["nan", "inf", "1e999", "-1e999", "abc", "1e308", "0x10", "1_0"])
         text = _brite_text(4, _ring(4), node_line=lambda i: f"{i}\t{value if i == 1 else i}\t0"
@@ -1001,9 +999,7 @@ def _mutate_wfformat(rng: random.Random) -> tuple[str, bytes]:
         tasks[-1]["children"] = [tasks[0]["id"]]
         return "montage-wfformat.json with a dependency cycle (last task -> first)", dump(doc)
     if which == 10:
-        frac = rng.random()
-        data = dump(doc)
-        return f"montage-wfformat.json truncated at {frac:.3f}", data[: int(len(data) * frac)]
+        return _damage(rng, "montage-wfformat.json", dump(doc), overwrite=False)
     if which == 11:
         enc = rng.choice(["utf-16", "latin-1", "utf-8-sig"])
         doc["description"] = "é " + doc.get("description", "")

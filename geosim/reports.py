@@ -28,7 +28,7 @@ reports as 003 §2 describes their trouble at the edge:
 
 Completions are events, not heartbeats: a completion report (Spark's status update) is
 sent when the task is seen done and delivered after the same delay once the master is
-reachable (:meth:`ReportBoard.completion_delay`); it waits, it is not lost.
+reachable (:meth:`ReportBoard.delays`); it waits, it is not lost.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ class ReportBoard:
 
     Args:
         interval: Seconds between a copy's heartbeats; None sends none (only
-            :meth:`completion_delay` is used).
+            :meth:`delays` is used, for completions).
         delay: Seconds a report takes per WAN hop.
         report_to: ``"home"`` or the id of the master cluster of every job.
         cost: Fraction of its slot share each monitored copy gives up.
@@ -224,14 +224,9 @@ class ReportBoard:
 
     def delays(self, view: SchedulerView, clusters: np.ndarray, jobs: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
-        """Each report's master cluster and travel time (s) from ``clusters[i]``."""
+        """Master cluster and travel time (s) of a report (heartbeat or completion)."""
         master = self.masters(view, jobs)
         return master, self.delay * self._hops[np.asarray(clusters, dtype=np.int64), master]
-
-    def completion_delay(self, view: SchedulerView, clusters: np.ndarray,
-                         jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Master cluster and travel time (s) of completion reports sent from ``clusters``."""
-        return self.delays(view, clusters, jobs)
 
     # ------------------------------------------------------------------ heartbeats
     def _grow(self, n: int) -> None:

@@ -51,58 +51,77 @@ from geosim.schedulers.base import Scheduler, make_scheduler, registered
 MAX_STEPS = {"flows": 1_000, "closed": 8_000, "mapreduce": 5_000, "geo": 40_000}
 
 
-def _closed(availability: bool = True) -> dict[str, Any]:
-    """One cluster of 3 slots of power 1: 150 single-task jobs, availability periods on."""
+def closed_world(slots: int = 1, rate: float = 0.05, n_jobs: int = 200,
+                 work: dict | None = None, scheduler: str = "fifo",
+                 params: dict | None = None, dt: float = 1.0, seed: int = 1,
+                 availability: bool = False) -> dict[str, Any]:
+    """One cluster of ``slots`` slots of power 1, no outages: the queueing-theory world."""
     return {
-        "run": {"seed": 1, "record_interval": 100.0, "max_steps": MAX_STEPS["closed"]},
+        "run": {"seed": seed, "dt": dt, "record_interval": 100.0},
+        "scheduler": {"name": scheduler, "params": params or {}},
         "topology": {"generator": "single"},
-        "tiers": {"small": {"slots": 3, "power_mean": 1.0, "power_rsd": 0.0}},
+        "tiers": {"small": {"slots": slots, "power_mean": 1.0, "power_rsd": 0.0}},
         "clusters": {"power_redraw_interval": 0.0},
         "availability": {"enabled": availability},
         "outages": {"enabled": False},
-        "workload": {"kind": "single", "n_jobs": 150, "arrival_rate": 0.2,
-                     "work": {"distribution": "exponential", "mean": 10.0}},
+        "workload": {"kind": "single", "n_jobs": n_jobs, "arrival_rate": rate,
+                     "work": work or {"distribution": "exponential", "mean": 10.0}},
     }
 
 
-def _mapreduce() -> dict[str, Any]:
-    """One cluster of 12 unit-speed machines: 25 MapReduce jobs whose copies vary."""
-    world = _closed(availability=False)
-    world["run"].update(seed=2, max_steps=MAX_STEPS["mapreduce"])
-    world["tiers"]["small"]["slots"] = 12
-    world["workload"] = {"kind": "mapreduce", "n_jobs": 25, "arrival_rate": 0.05,
+def mapreduce_world(slots: int = 12, n_jobs: int = 25, rate: float = 0.05, seed: int = 2,
+                    scheduler: str = "fifo", params: dict | None = None) -> dict[str, Any]:
+    """One cluster of unit-speed machines running MapReduce jobs whose copies vary (000)."""
+    world = closed_world(slots=slots, rate=rate, n_jobs=n_jobs, scheduler=scheduler,
+                         params=params, seed=seed)
+    world["workload"] = {"kind": "mapreduce", "n_jobs": n_jobs, "arrival_rate": rate,
                          "map_tasks": [1, 8], "reduce_tasks": [0, 3], "map_mean": [5.0, 30.0],
                          "reduce_mean": [5.0, 20.0], "map_cv": 0.8, "reduce_cv": 0.5,
                          "weight": [1, 5]}
     return world
 
 
-def _flows() -> dict[str, Any]:
-    """25 unit-speed slots, slots of 5 s: 2-3 flows of 2-4 capped MapReduce stages."""
-    world = _closed(availability=False)
-    world["run"].update(dt=5.0, max_steps=MAX_STEPS["flows"])
-    world["tiers"]["small"]["slots"] = 25
+def flows_world(scheduler: str = "fifo", params: dict | None = None, seed: int = 1
+                ) -> dict[str, Any]:
+    """004's world, small: 25 unit-speed slots, 2-3 flows of 2-4 capped brick stages."""
+    world = closed_world(slots=25, scheduler=scheduler, params=params, seed=seed, dt=5.0)
     world["workload"] = {"kind": "flows", "flow_count": [2, 3], "flow_jobs": [2, 4],
                          "flow_time_unit": 10.0, "flow_brick": 5.0}
     return world
 
 
-def _geo(n_jobs: int = 12) -> dict[str, Any]:
-    """8 clusters, every process on (availability, outages, WAN), Montage workflows."""
+def geo_world(n_clusters: int = 8, n_jobs: int = 12, rate: float = 0.05, seed: int = 3,
+              scheduler: str = "fifo", params: dict | None = None) -> dict[str, Any]:
+    """A small geo-distributed world with every process on: availability, outages, WAN.
+
+    Raw input exists 60 s before its job arrives, for schedulers that place data.
+    """
     return {
-        "run": {"seed": 3, "record_interval": 20.0, "max_steps": MAX_STEPS["geo"]},
-        "topology": {"generator": "barabasi_albert", "n_clusters": 8},
+        "run": {"seed": seed, "record_interval": 20.0},
+        "scheduler": {"name": scheduler, "params": params or {}},
+        "topology": {"generator": "barabasi_albert", "n_clusters": n_clusters},
         "tiers": {"large": {"slots": [30, 40]}, "medium": {"slots": [10, 20]},
                   "small": {"slots": [4, 8]}},
         "outages": {"trial_interval": 30.0},
-        "workload": {"kind": "montage", "n_jobs": n_jobs, "arrival_rate": 0.05,
+        "workload": {"kind": "montage", "n_jobs": n_jobs, "arrival_rate": rate,
                      "large_max_tasks": 600, "data_lag": 60.0},
     }
 
 
-#: The worlds a scheduler runs in, by check name (quickest first): builders of scenarios.
+def _limited(world: dict[str, Any], name: str) -> dict[str, Any]:
+    world["run"]["max_steps"] = MAX_STEPS[name]
+    return world
+
+
+#: The worlds a scheduler runs in, by check name (quickest first): builders of scenarios,
+#: the worlds of the conformance suite.
 WORLDS: dict[str, Callable[[], dict[str, Any]]] = {
-    "flows": _flows, "closed": _closed, "mapreduce": _mapreduce, "geo": _geo}
+    "flows": lambda: _limited(flows_world(), "flows"),
+    "closed": lambda: _limited(closed_world(slots=3, rate=0.2, n_jobs=150,
+                                            availability=True), "closed"),
+    "mapreduce": lambda: _limited(mapreduce_world(), "mapreduce"),
+    "geo": lambda: _limited(geo_world(), "geo"),
+}
 
 
 def _require(condition: Any, message: str) -> None:
@@ -173,8 +192,8 @@ def check_world(cls: type[Scheduler], params: Mapping[str, Any], world: str) -> 
 def check_same_seed(cls: type[Scheduler], params: Mapping[str, Any]) -> None:
     """The ``same seed`` check: two runs with one seed give identical tables."""
     where = f"{cls.__name__}, same seed"
-    a = _run(cls, params, _geo(n_jobs=6), where)
-    b = _run(cls, params, _geo(n_jobs=6), where)
+    a = _run(cls, params, _limited(geo_world(n_jobs=6), "geo"), where)
+    b = _run(cls, params, _limited(geo_world(n_jobs=6), "geo"), where)
     for table in ("jobs", "tasks", "copies", "clusters"):
         try:
             pd.testing.assert_frame_equal(getattr(a, table), getattr(b, table))

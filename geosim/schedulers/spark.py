@@ -284,7 +284,7 @@ class SparkSpeculation(Monitored, Redundancy):
         Their duration is -1 (sent, unknown to the manager) until the report arrives
         (:meth:`_deliver_completions`), so a task is reported once and counts only then.
         """
-        master, travel = self.reports.completion_delay(view, cluster, view.task_job[tasks])
+        master, travel = self.reports.delays(view, cluster, view.task_job[tasks])
         self.duration[tasks] = -1.0           # sent, not yet known to the manager
         self._q_task = np.r_[self._q_task, tasks]
         self._q_start = np.r_[self._q_start, start]
