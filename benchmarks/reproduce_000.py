@@ -26,6 +26,7 @@ differences (job j of a seed is the same job under every scheduler; see ``paired
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from pathlib import Path
@@ -33,7 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 import geosim
-from geosim.experiment import paired_difference, safe_name
+from geosim.experiment import MANIFEST, paired_difference, run_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "cloning-google.toml"
@@ -70,7 +71,8 @@ def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
 
 
 def _jobs(out: Path, label: str, seed: int) -> pd.DataFrame:
-    path = out / "runs" / safe_name(label) / f"seed-{seed}" / "jobs.parquet"
+    manifest = json.loads((out / MANIFEST).read_text())
+    path = run_path(out, manifest, label, seed) / "jobs.parquet"
     return pd.read_parquet(path, columns=["job", "arrival", "flowtime", "weight", "finished"])
 
 

@@ -1,8 +1,8 @@
 """Mesa agents: clusters, WAN links, alive jobs and the scheduler.
 
-Agents own identity, parameters and the behaviour that is naturally per entity; the
-per-task state they refer to lives in the engine's arrays, so no agent loops over
-tasks. Only the :class:`SchedulerAgent` acts every step.
+Agents own identity and parameters; their state is the engine's, read through
+:mod:`geosim.state` by properties, so what an agent says is the truth now and no agent
+loops over tasks. Only the :class:`SchedulerAgent` acts every step.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import mesa
 import numpy as np
 
+from geosim import state
 from geosim.topology import TIERS
 
 if TYPE_CHECKING:
@@ -20,7 +21,12 @@ if TYPE_CHECKING:
 
 
 class ClusterAgent(mesa.Agent):
-    """One cluster (a node of the topology): its slots, gate and reachability."""
+    """One cluster (a node of the topology): its slots, gate and reachability.
+
+    Every property reads the engine's state now (through :mod:`geosim.state`), so Mesa's
+    agent sets select on the truth, e.g.
+    ``model.agents_by_type[ClusterAgent].select(lambda c: not c.reachable)``.
+    """
 
     def __init__(self, model: GeoModel, index: int):
         super().__init__(model)
@@ -47,10 +53,42 @@ class ClusterAgent(mesa.Agent):
         return bool(self.model.engine.reachable[self.index])
 
     @property
+    def available_slots(self) -> int:
+        """Slots in their available phase now."""
+        return int(state.available_slots(self.model.world)[self.index])
+
+    @property
+    def state(self) -> str:
+        """``"available"``, ``"degraded"`` or ``"unreachable"`` (see :mod:`geosim.state`)."""
+        code = state.cluster_state_codes(self.reachable, self.available_slots, self.n_slots)
+        return state.CLUSTER_STATES[int(code)]
+
+    @property
     def busy(self) -> float:
         """Slot shares in use (busy slots, counting fractional shares)."""
         lo, hi = self.model.world.slot_ptr[self.index: self.index + 2]
         return float(self.model.engine.slot_used[lo:hi].sum())
+
+    @property
+    def copies(self) -> int:
+        """Copies running on the cluster now."""
+        lo, hi = self.model.world.slot_ptr[self.index: self.index + 2]
+        return int(self.model.engine.slot_copies[lo:hi].sum())
+
+    @property
+    def queue(self) -> int:
+        """Ready tasks without a live copy whose input lies mostly here."""
+        return int(state.queues(self.model.engine)[self.index])
+
+    @property
+    def egress_rate(self) -> float:
+        """Traffic out through the gate over the last slot (MB/s)."""
+        return float(self.model.engine.gate_out[self.index])
+
+    @property
+    def ingress_rate(self) -> float:
+        """Traffic in through the gate over the last slot (MB/s)."""
+        return float(self.model.engine.gate_in[self.index])
 
 
 class LinkAgent(mesa.Agent):
@@ -65,6 +103,12 @@ class LinkAgent(mesa.Agent):
     def bandwidth(self) -> float:
         """Current bandwidth in each direction (MB/s)."""
         return float(self.model.world.link_bw.level[self.index])
+
+    @property
+    def traffic_mb(self) -> tuple[float, float]:
+        """MB sent over the link since the last sample, ``(u→v, v→u)``."""
+        mb = self.model.engine.link_mb
+        return float(mb[2 * self.index]), float(mb[2 * self.index + 1])
 
 
 class JobAgent(mesa.Agent):
@@ -81,6 +125,26 @@ class JobAgent(mesa.Agent):
     def unfinished(self) -> int:
         """Tasks not yet completed."""
         return int(self.model.engine.job_left[self.job])
+
+    @property
+    def progress(self) -> float:
+        """Fraction of the job's work done (finished tasks, checkpoints, live copies)."""
+        return float(state.job_progress(self.model.engine, np.array([self.job]))[0])
+
+    @property
+    def running(self) -> int:
+        """Copies of the job's tasks running now."""
+        return int(self.model.engine.job_live[self.job])
+
+    @property
+    def age(self) -> float:
+        """Seconds since the job arrived."""
+        return self.model.engine.time - self.arrival
+
+    @property
+    def task_states(self) -> np.ndarray:
+        """State of each of its tasks: 0 waiting, 1 ready, 2 running, 3 done."""
+        return state.task_states(self.model.engine, self.tasks)
 
 
 class SchedulerAgent(mesa.Agent):

@@ -1,4 +1,4 @@
-"""Command line: ``geosim run | compare | validate | schedulers``, plus plugin commands.
+"""Command line: ``geosim run | compare | sweep | validate | schedulers``, plus plugin commands.
 
 Other packages add subcommands through the ``geosim.commands`` entry-point group: each
 entry point names a callable ``add_parser(subparsers)`` that adds one subparser and sets
@@ -29,7 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--scheduler", help="scheduler name, or NAME[KEY=VALUE,...] with "
                      "parameters, e.g. 'laps+r[beta=0.6]' (default: the scenario's)")
     run.add_argument("--seed", type=int, help="seed (default: the scenario's run.seed)")
-    run.add_argument("--out", default="results", help="output directory (default: results)")
+    run.add_argument("--out", default=None,
+                     help="output directory (default: results/run-<run.name>-<scheduler>)")
     run.add_argument("--format", choices=("parquet", "csv"), default="parquet",
                      help="table format (default: parquet)")
     run.add_argument("--set", dest="overrides", action="append", default=[],
@@ -37,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
                      "workload.arrival_rate=0.07 (repeatable)")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     _compare_parser(sub)
+    _sweep_parser(sub)
     val = sub.add_parser("validate", help="check a scenario without running it")
     val.add_argument("scenario")
     val.add_argument("--set", dest="overrides", action="append", default=[],
@@ -130,6 +132,82 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep_parser(sub: argparse._SubParsersAction) -> None:
+    swp = sub.add_parser(
+        "sweep", help="compare schedulers in every cell of a grid of scenario values",
+        description="Compare the schedulers (as geosim compare does) in every cell of the "
+        "grid that --vary spans, each cell into DIR/cell-<i>, and print one row per cell: "
+        "the best scheduler and, with --focus, the focus's paired change of the mean "
+        "flowtime against the best of --versus. The table is written to DIR/sweep.csv; "
+        "geosim plot DIR draws the map. Rerunning with the same DIR resumes.")
+    swp.add_argument("scenario", help="base scenario TOML file")
+    swp.add_argument("--schedulers", required=True, metavar="SPECS",
+                     help="comma-separated schedulers, each NAME or NAME[KEY=VALUE,...]")
+    swp.add_argument("--vary", action="append", required=True, metavar="KEY=V1,V2,...",
+                     help="a scenario key and its values, e.g. workload.arrival_rate="
+                     "0.02,0.07,0.15 (values as for --set; 1 to 3 keys, repeat --vary)")
+    swp.add_argument("--focus", metavar="LABEL", help="scheduler to set against --versus "
+                     "in every cell")
+    swp.add_argument("--versus", metavar="LABELS", help="comma-separated schedulers the "
+                     "focus meets (the best of them by mean; default: every other one)")
+    swp.add_argument("--reps", type=int, metavar="N",
+                     help="replications per cell, with seeds run.seed + 0..N-1 (default: 1)")
+    swp.add_argument("--seeds", metavar="LIST", help="explicit seeds, e.g. 1,2,3")
+    swp.add_argument("--jobs-parallel", type=int, metavar="K",
+                     help="worker processes (default: the number of CPUs)")
+    swp.add_argument("--out", metavar="DIR",
+                     help="sweep directory (default: results/sweep-<run.name>)")
+    swp.add_argument("--within", default="40,200,800", metavar="LIST",
+                     help="flowtime thresholds (s) of the focus's shares of jobs within "
+                     "them (default: 40,200,800)")
+    swp.add_argument("--set", dest="overrides", action="append", default=[],
+                     metavar="KEY=VALUE", help="override a key of the base scenario "
+                     "(repeatable)")
+    swp.add_argument("--format", choices=("parquet", "csv"), default="parquet",
+                     help="table format of the saved runs (default: parquet)")
+    swp.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask "
+                     "cluster, e.g. tcp://host:8786 (needs geosim[dask])")
+    swp.add_argument("--no-progress", action="store_true", help="hide the progress")
+    swp.add_argument("--restart", action="store_true", help="if DIR holds another sweep "
+                     "(grid, schedulers, seeds, scenario or code), remove it and start "
+                     "afresh (default: refuse)")
+    swp.set_defaults(handler=_sweep)
+
+
+def _parse_vary(items: Sequence[str]) -> dict[str, list]:
+    """``--vary KEY=V1,V2`` options as keys to typed values (commas inside brackets kept)."""
+    from geosim.scenario import parse_override
+    from geosim.schedulers.spec import split_top
+    vary: dict[str, list] = {}
+    for item in items:
+        if "=" not in item:
+            raise GeosimError(f"expected KEY=V1,V2,..., got {item!r}", source="--vary")
+        key, text = (part.strip() for part in item.split("=", 1))
+        parts = [p.strip() for p in split_top(text, "--vary")]
+        if not all(parts):
+            raise GeosimError(f"{key}: empty value in {text!r}", source="--vary")
+        if key in vary:
+            raise GeosimError(f"{key} is varied twice", source="--vary")
+        vary[key] = [parse_override(f"{key}={p}", "--vary")[1] for p in parts]
+    return vary
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from geosim.experiment import safe_name, sweep
+    scenario = _load(args)
+    result = sweep(
+        scenario, args.schedulers, _parse_vary(args.vary), focus=args.focus,
+        versus=args.versus, seeds=args.seeds, reps=args.reps,
+        jobs_parallel=args.jobs_parallel,
+        out=args.out or f"results/sweep-{safe_name(scenario['run']['name'])}",
+        within=args.within, fmt=args.format, dask=args.dask,
+        progress=not args.no_progress and ("bar" if sys.stderr.isatty() else "lines"),
+        restart=args.restart)
+    print(result.format())
+    print(f"results written to {result.out}/")
+    return 0
+
+
 def _load(args: argparse.Namespace, path: str | None = None):
     from geosim.scenario import load_scenario, parse_override
     overrides = dict(parse_override(o) for o in args.overrides)
@@ -195,10 +273,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         from geosim.model import GeoModel
         from geosim.results import check_output_dir
-        check_output_dir(args.out)
         model = GeoModel(scenario, args.scheduler, args.seed)
+        out = args.out or f"results/run-{scenario['run']['name']}-{_slug(model.policy.name)}"
+        check_output_dir(out)
         result = model.run(progress=not args.no_progress and sys.stderr.isatty())
-        out = result.save(args.out, fmt=args.format)
+        out = result.save(out, fmt=args.format)
         print(_format_summary(result.summary))
         print(f"results written to {out}/")
         return 0
@@ -211,10 +290,16 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        resume = "; run the same command again to resume" if args.command == "compare" else ""
+        resume = "; run the same command again to resume" \
+            if args.command in ("compare", "sweep") else ""
         print(f"geosim: interrupted{resume}", file=sys.stderr)
         return 130
 
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _slug(name: str) -> str:
+    """A scheduler name as a directory name part (``flutter+mantri`` stays readable)."""
+    return "".join(ch if ch.isalnum() or ch in "+-_." else "-" for ch in name)

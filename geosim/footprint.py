@@ -41,6 +41,9 @@ PAIR_BYTES = 16
 #: Bytes per task and per job over a run: the tables of tasks, copies, inputs and results.
 TASK_BYTES = 4096
 JOB_BYTES = 2048
+#: Bytes per DAG edge (its arrays, and an input row of each copy of its child task), for
+#: workloads whose jobs are dense DAGs (the all-to-all shuffles of ``spark`` jobs).
+EDGE_BYTES = 64
 #: Wall-clock seconds per slotted step, per event of an event-timed run and per task
 #: (order of magnitude, measured on the shipped scenarios), for :func:`describe_run`.
 STEP_SECONDS = 1e-3
@@ -339,6 +342,10 @@ def _tasks(scenario: Scenario, slots: float) -> tuple[int, float, str]:
         return jobs, jobs * per, "workload.n_jobs"
     if kind == "google":
         return jobs, jobs * min(wl["mean_tasks"], wl["max_tasks"]), "workload.n_jobs"
+    if kind == "spark":
+        from geosim.workload.spark_apps import spark_expected_size
+        tasks, edges = spark_expected_size(wl)
+        return jobs, jobs * (tasks + edges * EDGE_BYTES / TASK_BYTES), "workload.n_jobs"
     if kind == "wfformat":
         from geosim.workload.wfformat import workflow_size
         sizes = [workflow_size(scenario.resolve(f)) for f in wl["files"]]

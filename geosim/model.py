@@ -29,21 +29,23 @@ from typing import Any
 import mesa
 import numpy as np
 
-from geosim import footprint, invariants, poolsim
+from geosim import footprint, invariants, poolsim, state
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
-from geosim.engine import READY, Engine, concat_ranges
+from geosim.engine import Engine, concat_ranges
 from geosim.errors import GeosimError
 from geosim.monitor import Monitor
-from geosim.results import Result, build_result
+from geosim.recorder import Recorder
+from geosim.results import Result, RunInfo, build_result
 from geosim.scenario import Scenario
 from geosim.schedulers import Scheduler, make_scheduler
 from geosim.schedulers.spec import parse_spec
-from geosim.view import Actions, SchedulerView
+from geosim.view import Actions, Boundary, SchedulerView
 from geosim.workload import (
     WorkDistribution,
     Workload,
     montage_jobs,
     single_work_jobs,
+    spark_scenario_jobs,
     wfformat_jobs,
 )
 from geosim.world import World, build_graph, build_world, nominal_priors, spawn_streams
@@ -90,6 +92,8 @@ def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -
             raise GeosimError(str(exc), source=scenario.source, key="workload") from None
     if kind == "flows":
         return _flow_jobs(scenario, world.n_slots, rng)
+    if kind == "spark":
+        return spark_scenario_jobs(wl, world.input_clusters, rng)
     common = {"input_clusters": world.input_clusters, "reference_mips": wl["reference_mips"]}
     if kind == "montage":
         mix = ((0.89, 1, 150), (0.08, 151, 500), (0.03, 501, wl["large_max_tasks"]))
@@ -180,7 +184,9 @@ class GeoModel(mesa.Model):
                                  scenario.source))
         self.monitor = Monitor(self.world.n_clusters, len(self.workload.type_names),
                                priors=nominal_priors(scenario, self.world))
-        self.view = SchedulerView(self.engine, self.monitor)
+        #: What happened at the current boundary, as the view shows it to the scheduler.
+        self.boundary = Boundary()
+        self.view = SchedulerView(self.engine, self.monitor, self.boundary)
         self.actions = Actions(self.engine)
         self.clusters = [ClusterAgent(self, c) for c in range(self.world.n_clusters)]
         self.links = [LinkAgent(self, e) for e in range(self.world.n_links)]
@@ -191,8 +197,9 @@ class GeoModel(mesa.Model):
         self._last_boundary = 0.0
         self._next_record = 0.0
         self._last_record = 0.0
-        self._records: list[dict[str, np.ndarray]] = []
-        self._link_records: list[dict[str, np.ndarray]] = []
+        self._sample_span = 1e-12
+        #: The one recorder of the run's time series (clusters and links).
+        self.recorder = self._recorder()
         self._last_progress = 0.0
         self._progress_step = 0
         self._run_start = _time.perf_counter()
@@ -240,19 +247,19 @@ class GeoModel(mesa.Model):
                 and not e.move_raw.size:
             self._jump(self._next_event())
         t = e.time
-        view = self.view
-        view.arrivals = 0
+        view, now = self.view, self.boundary
+        now.arrivals = 0
         for job in e.arrive(t):
             self.jobs[job] = JobAgent(self, job)
-            view.arrivals += 1
-        view.alive_jobs = np.fromiter(self.jobs, dtype=np.int64, count=len(self.jobs))
+            now.arrivals += 1
+        now.alive_jobs = np.fromiter(self.jobs, dtype=np.int64, count=len(self.jobs))
         if self._places_data:
-            view.announced = e.announce(t)
-            if view.announced.size:
+            now.announced = e.announce(t)
+            if now.announced.size:
                 start = _time.perf_counter()
                 self.policy.place_data(view, self.actions)
                 self.scheduler_seconds += _time.perf_counter() - start
-        if self.jobs and (self._event or view.arrivals or not self.event_timing):
+        if self.jobs and (self._event or now.arrivals or not self.event_timing):
             start = _time.perf_counter()
             self.scheduler_agent.step()
             self.scheduler_seconds += _time.perf_counter() - start
@@ -262,11 +269,11 @@ class GeoModel(mesa.Model):
         else:
             e.advance(self._quiet_slots() if self._static else 1)
         self.steps_run += 1
-        view.completions = sum(int(w.size) for w in e.completed)
-        self._event = self._event or view.completions > 0
+        now.completions = sum(int(w.size) for w in e.completed)
+        self._event = self._event or now.completions > 0
         if e.completed:
             self._observe(np.concatenate(e.completed))
-        if view.completions or not self.jobs:
+        if now.completions or not self.jobs:
             self._last_progress, self._progress_step = e.time, self.steps_run
         elif e.time - self._last_progress > STALL_SECONDS \
                 or self.steps_run - self._progress_step > STALL_STEPS:
@@ -301,7 +308,16 @@ class GeoModel(mesa.Model):
         self.wall_seconds = _time.perf_counter() - start
         if bar is not None:
             bar.close()
-        return build_result(self)
+        return self.result()
+
+    def result(self) -> Result:
+        """The result tables of the run so far (:func:`~geosim.results.build_result`)."""
+        meta = {"scenario": self.scenario["run"]["name"], "source": self.scenario.source,
+                "scheduler": self.policy.name, "params": self.policy.get_params(),
+                "seed": self.seed}
+        run = RunInfo(self.scenario.to_toml(), self.steps_run, self.wall_seconds,
+                      self.scheduler_seconds, self.scenario["workload"]["flow_time_unit"])
+        return build_result(self.engine, self.workload, self.world, self.recorder, meta, run)
 
     def stalled(self, alive: int) -> GeosimError:
         """The error of a run without a completion for :data:`STALL_SECONDS` or steps."""
@@ -443,14 +459,14 @@ class GeoModel(mesa.Model):
             self._event = True      # a redraw changes rates: a decision point
         if world.link_bw is not None:
             world.link_bw.advance(t)
-        self.view.failures = 0
+        self.boundary.failures = 0
         if world.outages is None:
             return
         world.outages.advance(t)
         started = world.outages.count[1] - self._outages_seen
         self._outages_seen = world.outages.count[1].copy()
         e.reachable = world.outages.on.copy()
-        self.view.failures = e.fail_clusters(np.flatnonzero(started > 0))
+        self.boundary.failures = e.fail_clusters(np.flatnonzero(started > 0))
         if started.any() or self.view.total_slots != self._reachable_slots:
             self._event = True
             self._reachable_slots = self.view.total_slots
@@ -478,36 +494,9 @@ class GeoModel(mesa.Model):
 
     def _record(self) -> None:
         """Sample the cluster and link time series (traffic averaged since the last sample)."""
-        e, world = self.engine, self.world
-        span = max(e.time - self._last_record, 1e-12)
-        ptr = world.slot_ptr[:-1]
-        available = np.add.reduceat(world.availability.on.astype(np.int64), ptr) \
-            if world.availability is not None else world.slots.copy()
-        ready = np.flatnonzero(e.task_state == READY)
-        homes = e.task_home[ready]
-        queue = np.bincount(homes[homes >= 0], minlength=world.n_clusters)
-        self._records.append({
-            "time": np.full(world.n_clusters, e.time),
-            "cluster": np.arange(world.n_clusters),
-            "reachable": e.reachable.copy(),
-            "slots": world.slots.copy(),
-            "available_slots": available,
-            "busy": np.add.reduceat(e.slot_used, ptr),
-            "copies": np.add.reduceat(e.slot_copies, ptr),
-            "queue": queue,
-            "egress_mbps": e.egress_mb / span,
-            "ingress_mbps": e.ingress_mb / span,
-        })
-        if world.n_links:
-            self._link_records.append({
-                "time": np.full(world.n_links, e.time),
-                "link": np.arange(world.n_links),
-                "u": world.link_u,
-                "v": world.link_v,
-                "bandwidth": world.link_bw.level.copy(),
-                "forward_mbps": e.link_mb[0::2] / span,
-                "backward_mbps": e.link_mb[1::2] / span,
-            })
+        e = self.engine
+        self._sample_span = max(e.time - self._last_record, 1e-12)
+        self.recorder.collect(self)
         e.egress_mb[:] = 0.0
         e.ingress_mb[:] = 0.0
         e.link_mb[:] = 0.0
@@ -518,15 +507,40 @@ class GeoModel(mesa.Model):
         while self._next_record <= e.time + 1e-9:
             self._next_record += self.record_interval
 
+    def _recorder(self) -> Recorder:
+        """The recorder of the cluster and link time series (:mod:`geosim.state`'s readings)."""
+        e, world = self.engine, self.world
+        clusters = {
+            "reachable": lambda m: e.reachable.copy(),
+            "slots": lambda m: world.slots.copy(),
+            "available_slots": lambda m: state.available_slots(world),
+            "busy": lambda m: state.busy_slots(e),
+            "copies": lambda m: state.running_copies(e),
+            "queue": lambda m: state.queues(e),
+            "egress_mbps": lambda m: e.egress_mb / m._sample_span,
+            "ingress_mbps": lambda m: e.ingress_mb / m._sample_span,
+        }
+        types = {ClusterAgent: clusters}
+        if world.n_links:
+            types[LinkAgent] = {
+                "u": lambda m: world.link_u,
+                "v": lambda m: world.link_v,
+                "bandwidth": lambda m: state.link_bandwidth(world),
+                "forward_mbps": lambda m: e.link_mb[0::2] / m._sample_span,
+                "backward_mbps": lambda m: e.link_mb[1::2] / m._sample_span,
+            }
+        return Recorder(agenttype_reporters=types,
+                        index={ClusterAgent: "cluster", LinkAgent: "link"})
+
     @property
     def cluster_records(self) -> list[dict[str, np.ndarray]]:
         """The sampled cluster time series, one dict of arrays per sample."""
-        return self._records
+        return self.recorder.samples(ClusterAgent)
 
     @property
     def link_records(self) -> list[dict[str, np.ndarray]]:
         """The sampled WAN link time series, one dict of arrays per sample."""
-        return self._link_records
+        return self.recorder.samples(LinkAgent)
 
 
 def run(scenario: Scenario | str | Mapping[str, Any], scheduler: Scheduler | str | None = None,

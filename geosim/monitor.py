@@ -40,6 +40,10 @@ class Priors:
     bandwidth_rsd: float
     outage_rate: np.ndarray
 
+    def __post_init__(self) -> None:
+        for name in ("speed_mean", "speed_rsd", "outage_rate"):
+            object.__setattr__(self, name, _frozen(np.asarray(getattr(self, name), dtype=float)))
+
 
 class _Ring:
     """Fixed-size ring buffers of float samples, one per key."""
@@ -128,6 +132,76 @@ class Monitor:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(self.reachable_time > 0,
                             self.outage_onsets / np.maximum(self.reachable_time, 1e-300), 0.0)
+
+
+class MonitorView:
+    """A :class:`Monitor` as a scheduler sees it: its statistics, none of its writers.
+
+    Args:
+        monitor: The run's monitor.
+    """
+
+    __slots__ = ("_m",)
+
+    def __init__(self, monitor: Monitor):
+        object.__setattr__(self, "_m", monitor)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"the monitor's statistics are read-only (cannot set {name!r})")
+
+    @property
+    def n_clusters(self) -> int:
+        """Number of clusters."""
+        return self._m.n_clusters
+
+    @property
+    def n_types(self) -> int:
+        """Number of task types."""
+        return self._m.n_types
+
+    @property
+    def window(self) -> int:
+        """Samples kept per key."""
+        return self._m.window
+
+    @property
+    def priors(self) -> Priors | None:
+        """Nominal parameters of the world (the modeler's cold start)."""
+        return self._m.priors
+
+    @property
+    def outage_onsets(self) -> np.ndarray:
+        """Outages that began per cluster (read-only)."""
+        return _frozen(self._m.outage_onsets)
+
+    @property
+    def reachable_time(self) -> np.ndarray:
+        """Seconds each cluster was reachable (read-only)."""
+        return _frozen(self._m.reachable_time)
+
+    def speed_samples(self, cluster: int, task_type: int | None = None) -> np.ndarray:
+        """See :meth:`Monitor.speed_samples`."""
+        return self._m.speed_samples(cluster, task_type)
+
+    def bandwidth_samples(self, src: int, dst: int) -> np.ndarray:
+        """See :meth:`Monitor.bandwidth_samples`."""
+        return self._m.bandwidth_samples(src, dst)
+
+    def speed_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """See :meth:`Monitor.speed_table`."""
+        return self._m.speed_table()
+
+    def bandwidth_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """See :meth:`Monitor.bandwidth_table`."""
+        return self._m.bandwidth_table()
+
+    def bandwidth_into_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """See :meth:`Monitor.bandwidth_into_table`."""
+        return self._m.bandwidth_into_table()
+
+    def outage_rate(self) -> np.ndarray:
+        """See :meth:`Monitor.outage_rate`."""
+        return self._m.outage_rate()
 
 
 @njit(cache=True)

@@ -31,6 +31,7 @@ import math
 import numpy as np
 from numba import njit
 
+from geosim.agents import ClusterAgent
 from geosim.engine import ALIVE, DONE, KILLED, LOST, READY, RUNNING, WON
 
 #: Allocation rules of the PoolPolicy family, by registered base name.
@@ -198,7 +199,7 @@ def _write_back(model, copies, live, records, n_rec, fs, iv) -> None:
     t, avail_slots, busy, count = records
     c = world.n_clusters
     for k in range(n_rec):
-        model._records.append({
+        model.recorder.add(ClusterAgent, {
             "time": np.full(c, t[k]), "cluster": np.arange(c), "reachable": np.ones(c, bool),
             "slots": world.slots.copy(), "available_slots": avail_slots[k].copy(),
             "busy": busy[k].copy(), "copies": count[k].copy(),

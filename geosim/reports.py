@@ -34,11 +34,13 @@ reachable (:meth:`ReportBoard.delays`); it waits, it is not lost.
 from __future__ import annotations
 
 from collections.abc import Callable
+from math import inf
 
 import numpy as np
 
 from geosim.errors import GeosimError
 from geosim.modeler import PerformanceModel
+from geosim.params import Field
 from geosim.view import Actions, SchedulerView
 
 #: ``place(tasks) -> clusters``, as :data:`geosim.schedulers.compose.PlaceFn`.
@@ -46,6 +48,24 @@ PlaceFn = Callable[[np.ndarray], np.ndarray]
 
 #: What a speculation rule reads of running copies.
 MONITORING = ("oracle", "reports")
+
+#: Parameters of a redundancy rule that reads running copies through :mod:`geosim.reports`
+#: (a :class:`~geosim.reports.Monitored` rule). That the report settings need
+#: ``monitoring = "reports"`` is a rule across fields, left to
+#: :func:`check_monitoring`, as is ``report_to``, a name or a number.
+MONITORING_PARAMS: dict[str, Field] = {
+    "monitoring": Field("oracle", "str", choices=MONITORING,
+                        doc="oracle: true progress at every slot; reports: progress reports"),
+    "report_interval": Field(None, "float", lo=0, hi=inf, lo_open=True, optional=True,
+                             doc="seconds between a copy's heartbeats (reports; default 3)"),
+    "report_delay": Field(None, "float", lo=0, hi=inf, optional=True,
+                          doc="seconds a report travels per WAN hop (reports; default 0)"),
+    "report_to": Field(None, "any", doc="master cluster: home (default) or a cluster id "
+                       "(reports)"),
+    "monitoring_cost": Field(None, "float", lo=0, hi=1, hi_open=True, optional=True,
+                             doc="fraction of its slot share a copy gives to its monitoring "
+                                 "(reports; default 0)"),
+}
 #: Seconds between a copy's heartbeats when ``report_interval`` is not given (Hadoop's
 #: TaskTracker heartbeat).
 DEFAULT_INTERVAL = 3.0
@@ -53,29 +73,25 @@ DEFAULT_INTERVAL = 3.0
 _EPS = 1e-9
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
 
 def check_monitoring(monitoring: object, report_interval: object = None,
                      report_delay: object = None, report_to: object = None,
                      monitoring_cost: object = None) -> None:
-    """Validate the monitoring parameters of a speculation rule.
+    """Check the rules across the monitoring parameters of a speculation rule.
+
+    Each value's own range is declared in :data:`MONITORING_PARAMS` and checked with the
+    scheduler's other parameters; what is left is what one field cannot say.
 
     Args:
         monitoring: ``"oracle"`` or ``"reports"`` (see :data:`MONITORING`).
-        report_interval: Seconds between heartbeats (> 0), or None for the default.
-        report_delay: Seconds per WAN hop a report travels (>= 0), or None for 0.
+        report_interval: Seconds between heartbeats, or None for the default.
+        report_delay: Seconds per WAN hop a report travels, or None for 0.
         report_to: ``"home"``, a cluster id (int >= 0), or None for ``"home"``.
-        monitoring_cost: Fraction of a copy's slot share its monitoring takes, in
-            [0, 1), or None for 0.
+        monitoring_cost: Fraction of a copy's slot share its monitoring takes, or None.
 
     Raises:
-        ValueError: A value out of range, or a report setting given with ``"oracle"``.
+        ValueError: A report setting given with ``"oracle"``, or a bad ``report_to``.
     """
-    if monitoring not in MONITORING:
-        raise ValueError(f"monitoring must be one of {', '.join(MONITORING)}, "
-                         f"got {monitoring!r}")
     given = {"report_interval": report_interval, "report_delay": report_delay,
              "report_to": report_to, "monitoring_cost": monitoring_cost}
     if monitoring == "oracle":
@@ -84,19 +100,9 @@ def check_monitoring(monitoring: object, report_interval: object = None,
             raise ValueError(f"{named[0]} needs monitoring='reports' "
                              "(monitoring='oracle' reads true progress, for free)")
         return
-    if report_interval is not None and (not _number(report_interval) or report_interval <= 0
-                                        or not np.isfinite(report_interval)):
-        raise ValueError(f"report_interval must be a number > 0, got {report_interval!r}")
-    if report_delay is not None and (not _number(report_delay) or report_delay < 0
-                                     or not np.isfinite(report_delay)):
-        raise ValueError(f"report_delay must be a number >= 0 (seconds per WAN hop), "
-                         f"got {report_delay!r}")
     if report_to is not None and report_to != "home" and (
             not isinstance(report_to, int) or isinstance(report_to, bool) or report_to < 0):
         raise ValueError(f"report_to must be 'home' or a cluster id >= 0, got {report_to!r}")
-    if monitoring_cost is not None and (not _number(monitoring_cost)
-                                        or not 0.0 <= monitoring_cost < 1.0):
-        raise ValueError(f"monitoring_cost must be in [0, 1), got {monitoring_cost!r}")
 
 
 class Monitored:

@@ -30,23 +30,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from geosim import state
 from geosim.engine import OUTCOMES, WON
 from geosim.errors import GeosimError
 from geosim.flowcost import flow_costs, has_flows
+from geosim.state import CLUSTER_STATES, cluster_state_codes
 from geosim.topology import TIERS
 
 if TYPE_CHECKING:
-    from geosim.model import GeoModel
+    from geosim.engine import Engine
+    from geosim.recorder import Recorder
     from geosim.workload import Workload
+    from geosim.world import World
 
 TABLES = ("jobs", "tasks", "copies", "clusters", "links")
 #: Columns of the link time series and their types.
 LINK_COLUMNS = {"time": np.float64, "link": np.int64, "u": np.int64, "v": np.int64,
                 "bandwidth": np.float64, "forward_mbps": np.float64,
                 "backward_mbps": np.float64}
-#: Cluster states in the time series: unreachable (an outage), degraded (fewer than half
-#: of its slots in an available period), available.
-CLUSTER_STATES = ("available", "degraded", "unreachable")
 #: Age (s) after which a temporary directory of a save is stale even if a process with its
 #: writer's pid runs (the pid was reused) or it names no writer (written by older versions).
 STALE_SECONDS = 3600.0
@@ -86,7 +87,7 @@ class Result:
     summary: dict[str, Any]
     meta: dict[str, Any] = field(default_factory=dict)
     scenario_toml: str = ""
-    links: pd.DataFrame = field(default_factory=lambda: _link_table([]))
+    links: pd.DataFrame = field(default_factory=lambda: _link_table())
 
     def save(self, directory: str | os.PathLike, fmt: str = "parquet") -> Path:
         """Write every table, the summary, the scenario and metadata to ``directory``.
@@ -336,49 +337,78 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def build_result(model: GeoModel) -> Result:
-    """Assemble the tables of a finished (or horizon-stopped) model."""
-    from geosim import __version__
+@dataclass(frozen=True)
+class RunInfo:
+    """What a result needs of the run besides its state: how it ran.
 
-    e, wl, world = model.engine, model.workload, model.world
+    Attributes:
+        scenario_toml: The complete scenario.
+        steps: Steps the model took.
+        wall_seconds: Wall time of the run.
+        scheduler_seconds: Wall time spent in the scheduler's decisions.
+        flow_time_unit: Seconds per time unit of 004's flow cost metrics.
+    """
+
+    scenario_toml: str
+    steps: int
+    wall_seconds: float
+    scheduler_seconds: float
+    flow_time_unit: float = 1.0
+
+
+def build_result(engine: Engine, workload: Workload, world: World, recorder: Recorder,
+                 meta: dict[str, Any], run: RunInfo) -> Result:
+    """Assemble the tables of a finished (or horizon-stopped) run.
+
+    Args:
+        engine: The run's engine (read through :mod:`geosim.state`).
+        workload: The run's jobs.
+        world: The run's world.
+        recorder: The run's time series (clusters and links).
+        meta: What ``meta.json`` holds (scenario name, scheduler, its parameters, seed);
+            the geosim version and code fingerprint are added.
+        run: How the run went (steps, wall times) and its scenario.
+    """
+    from geosim import __version__
+    from geosim.agents import ClusterAgent, LinkAgent
+
+    wl = workload
+    job_cols, task_cols, c = (state.job_columns(engine), state.task_columns(engine),
+                              state.copy_columns(engine))
+    task_job, job_done = task_cols["job"], job_cols["completion"]
     type_names = np.asarray(wl.type_names, dtype=object)
-    job_data = np.bincount(e.task_job, weights=wl.task_data, minlength=wl.n_jobs)
+    job_data = np.bincount(task_job, weights=wl.task_data, minlength=wl.n_jobs)
     jobs = pd.DataFrame({
         "job": np.arange(wl.n_jobs),
         "arrival": wl.arrival,
-        "completion": e.job_done,
-        "flowtime": e.job_done - wl.arrival,
+        "completion": job_done,
+        "flowtime": job_done - wl.arrival,
         "tasks": np.diff(wl.task_ptr),
-        "work": np.bincount(e.task_job, weights=wl.task_work, minlength=wl.n_jobs),
+        "work": np.bincount(task_job, weights=wl.task_work, minlength=wl.n_jobs),
         "data": job_data,
         "weight": wl.weight,
-        "checkpoints": e.job_checkpoints,
-        "finished": ~np.isnan(e.job_done),
+        "checkpoints": job_cols["checkpoints"],
+        "finished": ~np.isnan(job_done),
     })
     if np.isfinite(wl.deadline).any() or wl.sla_time.size:
         jobs = jobs.join(service_levels(wl))
     tasks = pd.DataFrame({
         "task": np.arange(wl.n_tasks),
-        "job": e.task_job,
+        "job": task_job,
         "type": pd.Categorical(type_names[wl.task_type], categories=list(wl.type_names)),
         "work": wl.task_work,
         "data": wl.task_data,
-        "ready": e.task_ready,
-        "start": e.task_start,
-        "completion": e.task_done,
-        "cluster": e.task_cluster,
-        "copies": e.task_copies,
-        "checkpoints": e.task_checkpoints,
+        **{k: task_cols[k] for k in ("ready", "start", "completion", "cluster", "copies",
+                                     "checkpoints")},
     })
-    n = e.copies.n
-    c = {k: v[:n] for k, v in e.copies.cols.items()}
+    n = len(c["task"])
     executed, wasted = c["executed"], c["wasted"]
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(executed > 0, wasted / executed, (c["outcome"] != WON).astype(float))
     copies = pd.DataFrame({
         "copy": np.arange(n),
         "task": c["task"],
-        "job": e.task_job[c["task"]],
+        "job": task_job[c["task"]],
         "cluster": c["cluster"],
         "slot": c["slot"],
         "start": c["start"],
@@ -390,23 +420,20 @@ def build_result(model: GeoModel) -> Result:
         "slot_seconds": c["share_time"],
         "wasted_slot_seconds": c["share_time"] * np.clip(frac, 0.0, 1.0),
     }, copy=False)  # columns share the engine's arrays: no second copy of millions of rows
-    records = model.cluster_records
-    clusters = pd.DataFrame({k: np.concatenate([r[k] for r in records]) for k in records[0]}) \
-        if records else pd.DataFrame()
+    clusters = recorder.get_agenttype_vars_dataframe(ClusterAgent)
     if not clusters.empty:
-        state = np.where(~clusters["reachable"], "unreachable",
-                         np.where(2 * clusters["available_slots"] < clusters["slots"], "degraded",
-                                  "available"))
-        clusters.insert(2, "state", pd.Categorical(state, categories=list(CLUSTER_STATES)))
+        codes = cluster_state_codes(clusters["reachable"].to_numpy(),
+                                    clusters["available_slots"].to_numpy(),
+                                    clusters["slots"].to_numpy())
+        clusters.insert(2, "state", pd.Categorical.from_codes(
+            codes, categories=list(CLUSTER_STATES)))
         clusters.insert(2, "tier", pd.Categorical(
             np.asarray(TIERS, dtype=object)[world.tier[clusters["cluster"].to_numpy()]],
             categories=list(TIERS)))
-    links = _link_table(model.link_records)
-    meta = {"scenario": model.scenario["run"]["name"], "source": model.scenario.source,
-            "scheduler": model.policy.name, "params": model.policy.get_params(),
-            "seed": model.seed, "geosim": __version__, "code": code_fingerprint()}
-    result = Result(jobs, tasks, copies, clusters, {}, meta, model.scenario.to_toml(), links)
-    result.summary = summarise(result, model)
+    links = recorder.get_agenttype_vars_dataframe(LinkAgent, LINK_COLUMNS)
+    meta = {**meta, "geosim": __version__, "code": code_fingerprint()}
+    result = Result(jobs, tasks, copies, clusters, {}, meta, run.scenario_toml, links)
+    result.summary = summarise(result, engine, world, run)
     return result
 
 
@@ -429,13 +456,12 @@ def service_levels(wl: Workload) -> pd.DataFrame:
     return pd.DataFrame(table)
 
 
-def _link_table(records: list[dict[str, np.ndarray]]) -> pd.DataFrame:
-    """The link time series from per-sample records (typed and empty without records)."""
-    return pd.DataFrame({k: np.concatenate([r[k] for r in records]).astype(t) if records
-                         else np.empty(0, dtype=t) for k, t in LINK_COLUMNS.items()})
+def _link_table() -> pd.DataFrame:
+    """An empty link time series, typed."""
+    return pd.DataFrame({k: np.empty(0, dtype=t) for k, t in LINK_COLUMNS.items()})
 
 
-def summarise(result: Result, model: GeoModel) -> dict[str, Any]:
+def summarise(result: Result, engine: Engine, world: World, run: RunInfo) -> dict[str, Any]:
     """Headline figures of a run.
 
     Utilisation is busy slot-seconds over all slot-seconds from time 0 to the end of
@@ -444,42 +470,40 @@ def summarise(result: Result, model: GeoModel) -> dict[str, Any]:
     jobs, copies = result.jobs, result.copies
     done = jobs[jobs["finished"]]
     flow = done["flowtime"].to_numpy()
-    e = model.engine
-    elapsed = max(e.time, 1e-12)
+    now = {**state.totals(engine), **state.work_balance(engine)}
+    elapsed = max(now["time"], 1e-12)
     outcome = copies["outcome"].value_counts()
-    executed, demanded, wasted = e.work_balance()
 
     def q(p: float) -> float:
         return float(np.percentile(flow, p)) if flow.size else float("nan")
 
     summary = {
-        "scheduler": model.policy.name,
-        "seed": model.seed,
+        "scheduler": result.meta["scheduler"],
+        "seed": result.meta["seed"],
         "jobs": int(len(jobs)),
         "jobs_done": int(len(done)),
         "mean_flowtime": float(flow.mean()) if flow.size else float("nan"),
         "weighted_mean_flowtime": float(np.average(flow, weights=done["weight"].to_numpy()))
         if flow.size else float("nan"),
         "p50_flowtime": q(50), "p95_flowtime": q(95), "p99_flowtime": q(99),
-        "simulated_seconds": float(e.time),
+        "simulated_seconds": now["time"],
         "slot_utilisation": float(copies["slot_seconds"].sum()
-                                  / (model.world.n_slots * elapsed)),
-        "wan_mb": float(e.wan_mb),
-        "data_moved_mb": float(e.moved_mb),
-        "data_moves_abandoned": int(e.moves_abandoned),
+                                  / (world.n_slots * elapsed)),
+        "wan_mb": now["wan_mb"],
+        "data_moved_mb": now["moved_mb"],
+        "data_moves_abandoned": now["moves_abandoned"],
         "tasks": int(len(result.tasks)),
         "copies_launched": int(len(copies)),
         "copies_killed": int(sum(outcome.get(k, 0) for k in ("lost", "killed", "failed"))),
         "copies_failed": int(outcome.get("failed", 0)),
         "wasted_slot_seconds": float(copies["wasted_slot_seconds"].sum()),
-        "executed_work": executed,
-        "demanded_work": demanded,
-        "wasted_work": wasted,
-        "steps": int(model.steps_run),
-        "wall_seconds": float(model.wall_seconds),
-        "scheduler_seconds": float(model.scheduler_seconds),
+        "executed_work": now["executed_work"],
+        "demanded_work": now["demanded_work"],
+        "wasted_work": now["wasted_work"],
+        "steps": int(run.steps),
+        "wall_seconds": float(run.wall_seconds),
+        "scheduler_seconds": float(run.scheduler_seconds),
     }
     if has_flows(jobs):       # flows of MapReduce jobs: 004's cost metrics, in time units
-        unit = model.scenario["workload"]["flow_time_unit"]
-        summary.update({f"flow {k}": v for k, v in flow_costs(jobs, unit).items()})
+        summary.update({f"flow {k}": v for k, v in flow_costs(jobs, run.flow_time_unit).items()})
     return summary

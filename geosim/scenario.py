@@ -23,36 +23,14 @@ from typing import Any
 
 from geosim.errors import GeosimError
 from geosim.flowflex.generator import GeneratorConfig
+from geosim.params import MAX_FLOAT, Field
+from geosim.params import check_value as _check
+from geosim.params import is_number as _is_number
 from geosim.topology import MAX_CLUSTERS
 
 _FLOWS = GeneratorConfig()  # defaults of the flows workload
 
 Check = Callable[[Any], str | None]
-
-
-@dataclass(frozen=True)
-class Field:
-    """One scenario key: its default and how to check a value.
-
-    Attributes:
-        default: The value used when the scenario omits the key.
-        kind: ``"float"``, ``"int"``, ``"bool"``, ``"str"``, ``"range"`` (scalar or
-            ``[lo, hi]`` of floats), ``"irange"`` (the same of integers), ``"list"`` or
-            ``"table"`` (free-form mapping checked elsewhere).
-        lo: Smallest allowed value (inclusive unless ``lo_open``).
-        hi: Largest allowed value (inclusive unless ``hi_open``).
-        choices: Allowed strings for ``"str"`` fields.
-        doc: One line for the documentation.
-    """
-
-    default: Any
-    kind: str
-    lo: float | None = None
-    hi: float | None = None
-    lo_open: bool = False
-    hi_open: bool = False
-    choices: tuple[str, ...] | None = None
-    doc: str = ""
 
 
 def _tier(slots, gate, pmean, prsd, outage) -> dict[str, Field]:
@@ -161,7 +139,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
     },
     "workload": {
         "kind": Field("montage", "str",
-                      choices=("montage", "single", "wfformat", "mapreduce", "google", "flows"),
+                      choices=("montage", "single", "wfformat", "mapreduce", "google", "flows",
+                               "spark"),
                       doc="job generator"),
         "n_jobs": Field(2000, "int", lo=1, hi=100_000_000, doc="jobs in the run"),
         "arrival_rate": Field(0.07, "float", lo=0, lo_open=True, doc="Poisson arrival rate (1/s)"),
@@ -253,6 +232,21 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 "time unit of the generator (and of the flow cost metrics)"),
         "flow_brick": Field(10.0, "float", lo=0, lo_open=True, doc="flows: largest work of "
                             "one brick task (s on a slot of power 1)"),
+        "spark_app_weights": Field([1.0, 1.0, 1.0], "list", doc="spark jobs: relative "
+                                   "frequencies of WordCount, iterative ML and PageRank "
+                                   "(003 §5 gives none)"),
+        "spark_size_mix": Field([0.46, 0.40, 0.14], "list", doc="spark jobs: shares of small, "
+                                "medium and large inputs (003 Table 1)"),
+        "spark_exact_mix": Field(True, "bool", doc="spark jobs: hold the application and size "
+                                 "shares exactly, in random order (false: drawn per job)"),
+        "spark_block_mb": Field(128.0, "float", lo=16.0, doc="spark jobs: HDFS block size "
+                                "(MB), one map-side task per block"),
+        "spark_ml_iterations": Field(10, "irange", lo=1, hi=100, doc="spark jobs: iterations "
+                                     "of an iterative ML job, drawn per job"),
+        "spark_pagerank_iterations": Field(10, "irange", lo=1, hi=100, doc="spark jobs: "
+                                           "iterations of a PageRank job, drawn per job"),
+        "spark_work_cv": Field(0.1, "float", lo=0, doc="spark jobs: coefficient of variation "
+                               "of a task's work (partition skew)"),
     },
 }
 
@@ -270,13 +264,6 @@ _REPR.maxstring, _REPR.maxlong, _REPR.maxother, _REPR.maxlevel = 60, 40, 60, 4
 def _short(value: Any) -> str:
     """``repr`` of a user's value, shortened (long strings, huge numbers, deep nesting)."""
     return _REPR.repr(value)
-
-
-#: Largest whole number a key without its own upper bound accepts (counts, weights, steps).
-MAX_INT = 2**31 - 1
-#: Largest magnitude of any other number without its own bound (seconds, MB/s, MIPS, ...):
-#: far beyond any world, far enough from overflow that sums and products stay finite.
-MAX_FLOAT = 1e15
 
 
 def default_scenario() -> dict[str, dict[str, Any]]:
@@ -525,6 +512,13 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
             or not math.isclose(sum(probs), 1.0, abs_tol=1e-6)):
         raise GeosimError(f"must be 12 non-negative probabilities summing to 1 (got {probs!r})",
                           source=source, key="workload.priority_probs")
+    if wl["kind"] == "spark":
+        for key in ("spark_app_weights", "spark_size_mix"):
+            shares = wl[key]
+            if (len(shares) != 3 or not all(_is_number(v) and 0 <= v <= MAX_FLOAT
+                                            for v in shares) or not sum(shares) > 0):
+                raise GeosimError(f"must be three non-negative numbers with a positive sum "
+                                  f"(got {_short(shares)})", source=source, key=f"workload.{key}")
     if wl["kind"] == "wfformat":
         if not wl["files"]:
             raise GeosimError("kind 'wfformat' needs workload.files", source=source,
@@ -578,77 +572,6 @@ def _is_file(base: Path, name: str) -> bool:
         return (base / name).is_file()            # an absolute name replaces base
     except (OSError, ValueError):                 # too long, or holding a NUL byte
         return False
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _check(fld: Field, value: Any) -> str | None:
-    kind = fld.kind
-    if kind == "bool":
-        return None if isinstance(value, bool) else "must be true or false"
-    if kind == "str":
-        if not isinstance(value, str):
-            return "must be a string"
-        if fld.choices and value not in fld.choices:
-            return f"must be one of {', '.join(fld.choices)}"
-        return None
-    if kind in ("list", "table"):
-        ok = isinstance(value, list) if kind == "list" else isinstance(value, Mapping)
-        return None if ok else f"must be a {'list' if kind == 'list' else 'table'}"
-    if kind in ("range", "irange"):
-        values = value if isinstance(value, list) else [value]
-        if len(values) not in (1, 2) or not all(_is_number(v) for v in values):
-            return "must be a number or a [low, high] pair"
-        problem = next(filter(None, map(_nan, values)), None)
-        if problem:
-            return problem
-        if kind == "irange" and not all(float(v).is_integer() for v in values):
-            return "must be whole numbers"
-        if len(values) == 2 and values[0] > values[1]:
-            return "low must not exceed high"
-        for v in values:
-            problem = _bounds(fld, v)
-            if problem:
-                return problem
-        return None
-    if kind == "int":
-        if not isinstance(value, int) or isinstance(value, bool):
-            return "must be a whole number"
-        return _bounds(fld, value)
-    if kind == "float":
-        if not _is_number(value):
-            return "must be a number"
-        return _nan(value) or _bounds(fld, value)
-    raise AssertionError(kind)
-
-
-def _nan(v: float) -> str | None:
-    """The problem with a number that is NaN or beyond the floating-point range."""
-    try:
-        return "must not be NaN" if math.isnan(v) else None
-    except OverflowError:                       # a whole number of hundreds of digits
-        return "must be a finite number"
-
-
-def _bounds(fld: Field, v: float) -> str | None:
-    if fld.hi is None and math.isfinite(v):
-        top = MAX_INT if fld.kind in ("int", "irange") else MAX_FLOAT
-        if abs(v) > top:
-            return f"must be {'<=' if v > 0 else '>='} {'-' if v < 0 else ''}{_number(top)}"
-    if fld.lo is not None and (v < fld.lo or (fld.lo_open and v == fld.lo)):
-        return f"must be {'>' if fld.lo_open else '>='} {_number(fld.lo)}"
-    if fld.hi is not None and (v > fld.hi or (fld.hi_open and v == fld.hi)):
-        return f"must be {'<' if fld.hi_open else '<='} {_number(fld.hi)}"
-    if isinstance(v, float) and math.isinf(v):
-        return "must be finite"
-    return None
-
-
-def _number(x: float) -> str:
-    """A bound as written: whole numbers in full, others in short form."""
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e10 else f"{x:g}"
 
 
 def _toml_key(key: str) -> str:

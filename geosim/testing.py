@@ -7,7 +7,12 @@ and raises :class:`AssertionError` naming the first check that fails. The checks
 ``params``
     ``name`` is set; parameters are keyword arguments of ``__init__`` stored as given, so
     :meth:`~geosim.schedulers.Scheduler.get_params` returns them and rebuilds an equal
-    scheduler.
+    scheduler. If the class declares its parameters
+    (:attr:`~geosim.schedulers.Scheduler.params`), it declares exactly the keyword
+    arguments of ``__init__`` (those of a composite's part that declares none excepted),
+    each with the default ``__init__`` gives it, and a value that breaks a declaration
+    (:func:`geosim.params.values_outside`) is refused with a ``ValueError`` naming the
+    parameter.
 ``flows``, ``closed``, ``mapreduce``, ``geo``
     A run in each small world of the suite (flows of capped stages; one cluster with
     availability periods; MapReduce jobs whose copies vary; a geo-distributed world with
@@ -43,6 +48,7 @@ import pandas as pd
 
 from geosim.errors import GeosimError
 from geosim.model import GeoModel
+from geosim.params import check_value, values_outside
 from geosim.results import Result
 from geosim.scenario import load_scenario
 from geosim.schedulers.base import Scheduler, make_scheduler, registered
@@ -151,7 +157,7 @@ def _run(cls: type[Scheduler], params: Mapping[str, Any], world: dict[str, Any],
 
 
 def check_params(cls: type[Scheduler], params: Mapping[str, Any]) -> None:
-    """The ``params`` check: a name, and parameters stored as given."""
+    """The ``params`` check: a name, parameters stored as given, declarations kept."""
     where = f"{cls.__name__}, params"
     _require(isinstance(cls.name, str) and cls.name != "", f"{where}: the class sets no name")
     _require(isinstance(cls.description, str), f"{where}: description must be a string")
@@ -166,6 +172,47 @@ def check_params(cls: type[Scheduler], params: Mapping[str, Any]) -> None:
                  f"{where}: {key}={value!r} was given but get_params() says {got.get(key)!r}")
     _require(cls(**got).get_params() == got, f"{where}: cls(**get_params()) differs")
     repr(scheduler)
+    if cls.params:
+        _check_declarations(cls, scheduler, params, where)
+
+
+def _check_declarations(cls: type[Scheduler], scheduler: Scheduler,
+                        params: Mapping[str, Any], where: str) -> None:
+    """Declarations match ``__init__`` and are enforced (see the ``params`` check)."""
+    names = cls.param_names()
+    undeclared = {n for part in scheduler.parts() if not type(part).params
+                  for n in type(part).param_names()}    # a part that checks its own
+    for name in names:
+        _require(name in cls.params or name in undeclared,
+                 f"{where}: {name} is a keyword argument of __init__ but is not declared")
+    got = scheduler.get_params()
+    for name, fld in cls.params.items():
+        _require(name in names, f"{where}: {name} is declared but __init__ does not take it")
+        _require(check_value(fld, fld.default) is None,
+                 f"{where}: the declared default of {name}, {fld.default!r}, breaks its rule")
+        _require(name in params or got[name] == fld.default,
+                 f"{where}: {name} is declared with default {fld.default!r} but "
+                 f"defaults to {got[name]!r}")
+        for bad in values_outside(fld):
+            _check_refused(cls, {**params, name: bad}, name, where)
+
+
+def _check_refused(cls: type[Scheduler], params: Mapping[str, Any], name: str,
+                   where: str) -> None:
+    """``cls(**params)`` raises a one-line ``ValueError`` naming ``name``."""
+    value = params[name]
+    try:
+        cls(**params)
+    except ValueError as exc:
+        _require(name in str(exc) and "\n" not in str(exc),
+                 f"{where}: {name}={value!r} is refused, but not in one line naming "
+                 f"{name}: {exc}")
+        return
+    except Exception as exc:   # a plugin's __init__ may fail in any way
+        raise AssertionError(f"{where}: {name}={value!r} raised {type(exc).__name__}, "
+                             f"not ValueError ({exc})") from None
+    raise AssertionError(f"{where}: {name}={value!r} breaks its declaration but was "
+                         "accepted")
 
 
 def check_world(cls: type[Scheduler], params: Mapping[str, Any], world: str) -> None:

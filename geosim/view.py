@@ -24,10 +24,10 @@ from geosim.engine import (
     first_of_runs,
     rank_in_runs,
 )
-from geosim.monitor import Monitor
+from geosim.monitor import Monitor, MonitorView
 
-__all__ = ["DONE", "READY", "RUNNING", "WAITING", "Actions", "SchedulerView", "concat_ranges",
-           "first_of_runs", "rank_in_runs"]
+__all__ = ["DONE", "READY", "RUNNING", "WAITING", "Actions", "Boundary", "SchedulerView",
+           "concat_ranges", "first_of_runs", "rank_in_runs"]
 
 
 def _ro(arr: np.ndarray) -> np.ndarray:
@@ -36,17 +36,50 @@ def _ro(arr: np.ndarray) -> np.ndarray:
     return view
 
 
+class Boundary:
+    """What happened at the current boundary; written by the model, read through the view.
+
+    Attributes:
+        arrivals: Jobs that arrived at this boundary.
+        completions: Tasks completed in the last slot.
+        failures: Copies lost to outages at this boundary.
+        alive_jobs: Ids of the alive jobs, in arrival order.
+        announced: Jobs whose raw input came into existence at this boundary.
+    """
+
+    __slots__ = ("alive_jobs", "announced", "arrivals", "completions", "failures")
+
+    def __init__(self) -> None:
+        self.arrivals = self.completions = self.failures = 0
+        self.alive_jobs = np.empty(0, dtype=np.int64)
+        self.announced = np.empty(0, dtype=np.int64)
+
+
 class SchedulerView:
     """Read-only window on the simulation for scheduling policies.
+
+    Nothing a scheduler reads through the view can change the run: its attributes cannot
+    be assigned, the arrays it hands out are read-only views or fresh copies, and
+    :attr:`monitor` offers the observed statistics without their writers. The model
+    writes what happened at a boundary into a :class:`Boundary` that the view only
+    reads. Only :class:`Actions` changes the run.
 
     Args:
         engine: The run's engine.
         monitor: The run's observed statistics.
+        boundary: What happened at the current boundary (kept up to date by the model).
     """
 
-    def __init__(self, engine: Engine, monitor: Monitor):
+    def __setattr__(self, name: str, value: object) -> None:
+        if getattr(self, "_sealed", False):
+            raise AttributeError(f"the scheduler view is read-only (cannot set {name!r})")
+        object.__setattr__(self, name, value)
+
+    def __init__(self, engine: Engine, monitor: Monitor, boundary: Boundary | None = None):
         self._e = engine
-        self.monitor = monitor
+        self._now = Boundary() if boundary is None else boundary
+        #: The observed statistics (read-only: no ``record_*`` writers).
+        self.monitor = MonitorView(monitor)
         world, wl = engine.world, engine.wl
         self.n_clusters = world.n_clusters
         self.graph: nx.Graph = nx.freeze(world.graph.copy())
@@ -80,14 +113,37 @@ class SchedulerView:
         self.stage_edge_job = _ro(wl.stage_edge_job)
         self.stage_edge_src, self.stage_edge_dst = _ro(wl.stage_edge_src), _ro(wl.stage_edge_dst)
         self.task_job = _ro(engine.task_job)
-        self.alive_jobs: np.ndarray = np.empty(0, dtype=np.int64)
-        #: Jobs whose raw input came into existence at this boundary, ``workload.data_lag``
-        #: before they arrive (set only for a scheduler that places data).
-        self.announced: np.ndarray = np.empty(0, dtype=np.int64)
         self.data_lag = engine.data_lag
-        self.arrivals = 0           # jobs that arrived at this slot boundary
-        self.completions = 0        # tasks completed in the last slot
-        self.failures = 0           # copies lost to outages at this boundary
+        self._sealed = True
+
+    @property
+    def arrivals(self) -> int:
+        """Jobs that arrived at this slot boundary."""
+        return self._now.arrivals
+
+    @property
+    def completions(self) -> int:
+        """Tasks completed in the last slot."""
+        return self._now.completions
+
+    @property
+    def failures(self) -> int:
+        """Copies lost to outages at this boundary."""
+        return self._now.failures
+
+    @property
+    def alive_jobs(self) -> np.ndarray:
+        """Ids of the alive jobs, in arrival order."""
+        return _ro(self._now.alive_jobs)
+
+    @property
+    def announced(self) -> np.ndarray:
+        """Jobs whose raw input came into existence at this boundary.
+
+        That is ``workload.data_lag`` before they arrive; set only for a scheduler that
+        places data.
+        """
+        return _ro(self._now.announced)
 
     @property
     def time(self) -> float:

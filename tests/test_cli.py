@@ -48,7 +48,7 @@ def test_run_takes_a_scheduler_spec_with_parameters(tmp_path, capsys):
     assert main(["run", redundancy, "--scheduler", "laps+r[beta=2]", "--out",
                  str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("geosim: error:") and "beta must be in (0, 1)" in err
+    assert err.startswith("geosim: error:") and "beta must be < 1 (got 2)" in err
     assert len(err.splitlines()) == 1 and not (tmp_path / "bad").exists()
 
 

@@ -64,10 +64,23 @@ def run_checked(world: dict, name: str, check: bool = True):
     return model.run()
 
 
-@pytest.mark.parametrize("world", sorted(WORLDS))
-@pytest.mark.parametrize(("name", "params"), VARIANTS,
+def _random_pool_on_geo(params: dict, world: str) -> bool:
+    """002's machine re-draw on the geo world's Montage jobs (up to 600 tasks).
+
+    Re-drawing every copy at every event there launches copies by the hundred thousand,
+    each checked after every step (about a minute per variant). Those variants are checked
+    on the pool (closed) and MapReduce worlds; their schedulers' defaults on the geo world.
+    """
+    return world == "geo" and params.get("reassign") == "random"
+
+
+CASES = [(name, params, world) for world in sorted(WORLDS) for name, params in VARIANTS
+         if not _random_pool_on_geo(params, world)]
+
+
+@pytest.mark.parametrize(("name", "params", "world"), CASES,
                          ids=[f"{n}{'-' + '-'.join(f'{k}={v}' for k, v in p.items()) if p else ''}"
-                              for n, p in VARIANTS])
+                              f"-{w}" for n, p, w in CASES])
 def test_scheduler_conformance(name, params, world):
     result = run_checked(WORLDS[world](name, params), name)
     jobs, tasks, copies = result.jobs, result.tasks, result.copies

@@ -56,7 +56,7 @@ def test_model_records_each_step_and_reads_cluster_states():
     for _ in range(60):
         model.step()
     h = model.history
-    assert h.n == 61 and np.all(np.diff(h["time"]) > 0)
+    assert len(h) == 61 and np.all(np.diff(h["time"]) > 0)
     assert h["alive"].max() > 0 and h["busy"].max() > 0
     assert np.all(h["usable"] <= world.n_slots)
     snap = model.cluster_snapshot()

@@ -18,6 +18,7 @@ import geosim
 from geosim import GeosimError, load_result, load_scenario
 from geosim import experiment as ex
 from geosim.cli import main
+from geosim.experiment import runner
 from geosim.results import TABLES, code_fingerprint
 
 SCHEDULERS = ["fifo", "srpt", "fair[multitasking=true]"]
@@ -260,7 +261,7 @@ def _count_runs(monkeypatch):
         calls.append((spec.label, seed))
         return real(scenario, spec, seed)
 
-    monkeypatch.setattr(ex, "simulate", counting)
+    monkeypatch.setattr(runner, "simulate", counting)
     return calls
 
 
@@ -308,12 +309,12 @@ def test_interrupted_comparison_resumes(tmp_path, monkeypatch):
         calls.append((spec.label, seed))
         return real(scenario, spec, seed)
 
-    monkeypatch.setattr(ex, "simulate", interrupted)
+    monkeypatch.setattr(runner, "simulate", interrupted)
     with pytest.raises(KeyboardInterrupt):
         geosim.compare(small(n_jobs=30), ["fifo", "srpt"], reps=2, jobs_parallel=1, out=out)
     assert sorted(p.parent.name for p in out.glob("runs/*/seed-*/summary.json")) == \
         ["seed-1", "seed-2"]
-    monkeypatch.setattr(ex, "simulate", real)
+    monkeypatch.setattr(runner, "simulate", real)
     calls2 = _count_runs(monkeypatch)
     done = geosim.compare(small(n_jobs=30), ["fifo", "srpt"], reps=2, jobs_parallel=1, out=out)
     assert calls2 == [("srpt", 1), ("srpt", 2)]
@@ -406,7 +407,7 @@ def test_worker_errors_name_scheduler_and_seed(tmp_path, monkeypatch):
             raise GeosimError("no task completed", source="<dict>")
         return real(scenario, spec, seed)
 
-    monkeypatch.setattr(ex, "simulate", stall)
+    monkeypatch.setattr(runner, "simulate", stall)
     out = tmp_path / "stall"
     with pytest.raises(GeosimError, match="^srpt, seed 1: <dict>: no task completed$"):
         geosim.compare(small(n_jobs=10), ["fifo", "srpt"], reps=2, jobs_parallel=1, out=out)
@@ -495,7 +496,7 @@ def test_dask_cluster_gives_the_same_tables(tmp_path, monkeypatch):
                                     dask=cluster.scheduler_address, baseline="fifo")
         assert calls == []   # the seed-5 runs went to the cluster, the others were loaded
         # workers that run other code (here: this process claims other code) are refused
-        monkeypatch.setattr(ex, "code_fingerprint", lambda: "0123456789ab")
+        monkeypatch.setattr(runner, "code_fingerprint", lambda: "0123456789ab")
         with pytest.raises(GeosimError, match=r"^dask: fifo, seed 3: the Dask worker runs "
                                               r"different code \(geosim .*, code [0-9a-f]{12}\) "
                                               r"than this process \(code 0123456789ab\)"):

@@ -149,11 +149,11 @@ def test_efficient_first_versus_job_greedy_allocation(allocation, want):
 
 
 @pytest.mark.parametrize(("params", "message"), [
-    ({"epsilon": 1.0}, "epsilon must be in (0, 1)"),
-    ({"epsilon": 0}, "epsilon must be in (0, 1)"),
+    ({"epsilon": 1.0}, "epsilon must be < 1 (got 1.0)"),
+    ({"epsilon": 0}, "epsilon must be > 0 (got 0)"),
     ({"principle": "fast"}, "principle must be one of"),
-    ({"allocation": "greedy"}, "allocation must be efa or jga"),
-    ({"candidates": 0}, "candidates must be an integer >= 1"),
+    ({"allocation": "greedy"}, "allocation must be one of efa, jga"),
+    ({"candidates": 0}, "candidates must be >= 1 (got 0)"),
     ({"backfill": "yes"}, "backfill must be true or false"),
 ])
 def test_bad_parameters_are_one_line_errors(params, message):

@@ -190,16 +190,17 @@ def test_oracle_is_the_default_and_keeps_no_board():
 
 
 def test_monitoring_parameters_are_validated():
-    with pytest.raises(ValueError, match="monitoring must be one of"):
-        check_monitoring("sometimes")
+    with pytest.raises(GeosimError, match="monitoring must be one of"):
+        make_scheduler("mantri", {"monitoring": "sometimes"})
     with pytest.raises(ValueError, match="report_interval needs monitoring='reports'"):
         check_monitoring("oracle", report_interval=3.0)
     for bad in ({"report_interval": 0}, {"report_interval": float("inf")},
                 {"report_delay": -1.0}, {"report_to": "far"}, {"report_to": -2},
                 {"report_to": True}, {"monitoring_cost": 1.0}, {"monitoring_cost": "x"}):
         key = next(iter(bad))
-        with pytest.raises(ValueError, match=key):
-            check_monitoring("reports", **bad)
+        for name in ("mantri", "late"):
+            with pytest.raises(GeosimError, match=f"{name}: {key}"):
+                make_scheduler(name, {"monitoring": "reports", **bad})
     with pytest.raises(GeosimError, match="mantri: report_delay needs"):
         make_scheduler("mantri", {"report_delay": 1.0})
     with pytest.raises(GeosimError, match="unknown parameter 'report_interval'"):

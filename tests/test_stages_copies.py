@@ -167,7 +167,7 @@ def test_weighted_mean_flowtime_by_hand():
 def test_compare_reports_the_weighted_mean_per_replication():
     import pandas as pd
 
-    from geosim.experiment import _weighted_mean
+    from geosim.experiment.stats import _weighted_mean
     jobs = pd.DataFrame({"seed": [1, 1, 2, 2], "flowtime": [10.0, 20.0, 30.0, 50.0],
                          "weight": [1.0, 3.0, 1.0, 1.0], "finished": [True] * 4})
     runs = pd.DataFrame({"seed": [1, 2]})

@@ -318,6 +318,43 @@ def test_mean_flowtime_bars_and_intervals_come_from_the_summaries(saved):
         assert half == pytest.approx([e["ci95"] for e in expected])
 
 
+def test_paired_change_points_and_intervals_come_from_the_summaries(saved, tmp_path):
+    comps = {rate: geosim.compare(closed_world(slots=1, rate=rate, n_jobs=30),
+                                  ["fifo", "srpt", "fair"], reps=2, jobs_parallel=1,
+                                  out=tmp_path / str(rate), baseline="fifo").out
+             for rate in (0.09, 0.05)}
+    fig = figures.paired_change([*comps.values(), saved["low"]])
+    _close(fig)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "λ = 0.05/s\nvs fifo", "λ = 0.05/s\nvs fifo", "λ = 0.09/s\nvs fifo"]
+    assert [line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == "--"] == [0]
+    decided = []
+    for rate, path in comps.items():
+        summary = pd.read_csv(path / "summary.csv").set_index("label")
+        for label in ("srpt", "fair"):
+            row = summary.loc[label]
+            (bars,) = [c for c in ax.containers
+                       if c.lines[0].get_gid() == f"paired:λ = {rate:g}/s:{label}"]
+            point, (whisker,) = bars.lines[0], bars.lines[2]
+            assert point.get_xdata()[0] == pytest.approx(row["paired_diff"])
+            (segment,) = whisker.get_segments()
+            assert segment[:, 0] == pytest.approx([row["paired_diff"] - row["paired_ci95"],
+                                                   row["paired_diff"] + row["paired_ci95"]])
+            filled = to_rgba(point.get_markerfacecolor()) != to_rgba("white")
+            assert filled == (abs(row["paired_diff"]) > row["paired_ci95"])
+            decided.append(filled)
+    assert True in decided   # srpt is decidedly faster than fifo at the higher load
+    # the baseline has no point; too few jobs for an interval: a point without whiskers
+    assert not [c for c in ax.containers if c.lines[0].get_gid().endswith(":fifo")]
+    (few,) = [c for c in ax.containers if c.lines[0].get_gid() == "paired:λ = 0.05/s:pingan"]
+    assert len(ax.containers) == 2 * 2 + 1 and few.lines[2] == ()
+    assert _covered(fig) == []
+    plain = geosim.compare(closed_world(slots=1, n_jobs=20), ["fifo", "srpt"], jobs_parallel=1)
+    with pytest.raises(GeosimError, match="no comparison has a baseline"):
+        figures.paired_change(plain)
+
+
 def test_reduction_cdf_against_the_baseline(saved):
     fig = figures.reduction_cdf(saved["low"])
     _close(fig)
@@ -545,7 +582,8 @@ def test_plot_command_on_comparison_directories(saved, tmp_path):
     assert main(["plot", str(saved["low"]), str(saved["high"]), "--out", str(both),
                  "--format", "pdf"]) == 0
     assert sorted(p.name for p in both.iterdir()) == [
-        "copies-and-waste.pdf", "flowtime-cdf.pdf", "mean-flowtime.pdf", "reduction-cdf.pdf"]
+        "copies-and-waste.pdf", "flowtime-cdf.pdf", "mean-flowtime.pdf", "paired-change.pdf",
+        "reduction-cdf.pdf"]
 
 
 def test_animate_command_writes_a_gif(saved, tmp_path):

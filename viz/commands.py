@@ -23,16 +23,19 @@ FIGURE_FORMATS = ("png", "pdf", "svg")
 def add_plot_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add ``geosim plot`` to the ``geosim`` command line."""
     plot = subparsers.add_parser(
-        "plot", help="draw figures from saved run or comparison results",
-        description="Draw figures from the tables a run (geosim run) or a comparison "
-        "(geosim compare) saved, without running again. A run directory gives cluster "
-        "states over time, a topology map, WAN traffic, the flowtime CDF and a Gantt view "
-        "of one job; a comparison directory adds mean flowtime with confidence intervals, "
+        "plot", help="draw figures from saved run, comparison or sweep results",
+        description="Draw figures from the tables a run (geosim run), a comparison "
+        "(geosim compare) or a sweep (geosim sweep) saved, without running again. A run "
+        "directory gives cluster states over time, a topology map, WAN traffic, the "
+        "flowtime CDF and a Gantt view of one job; a comparison directory adds mean "
+        "flowtime with confidence intervals, the paired change against the baseline, "
         "flowtime and reduction CDFs, copies per task and wasted work, and the run figures "
         "of each scheduler at one seed. Several comparison directories (e.g. one per "
-        "load) are drawn side by side in the comparison figures.")
+        "load) are drawn side by side in the comparison figures. A sweep directory gives "
+        "its map.")
     plot.add_argument("dirs", nargs="+", metavar="RESULTS_DIR",
-                      help="a run or comparison directory (several: figures combine them)")
+                      help="a run, comparison or sweep directory (several: figures combine "
+                      "them)")
     plot.add_argument("--out", metavar="DIR",
                       help="where to write the figures (default: RESULTS_DIR/figures)")
     plot.add_argument("--format", default="png", metavar="FMT",
@@ -113,6 +116,7 @@ def _run_jobs(run, prefix: str, args: argparse.Namespace, cdf: bool) -> list[Job
 
 def _plan(args: argparse.Namespace) -> list[Job]:
     """Every figure to draw, with all input checked before anything is drawn."""
+    from geosim.experiment import Sweep
     from viz import figures
     from viz.data import ComparisonData, RunData, open_results
     from viz.topomap import COLOR_BY
@@ -123,7 +127,12 @@ def _plan(args: argparse.Namespace) -> list[Job]:
     sources = [open_results(d) for d in args.dirs]
     runs = [s for s in sources if isinstance(s, RunData)]
     comps = [s for s in sources if isinstance(s, ComparisonData)]
+    sweeps = [s for s in sources if isinstance(s, Sweep)]
     jobs: list[Job] = []
+    for k, swept in enumerate(sweeps):
+        prefix = f"{k + 1}-{_stem(swept.out.name)}-" if len(sources) > 1 and swept.out \
+            else ""
+        jobs.append((f"{prefix}sweep-map", lambda swept=swept: figures.sweep_map(swept)))
     names = [_stem(r.path.name if r.path else r.name) for r in runs]
     if len(set(names)) < len(names):
         names = [f"{i + 1}-{n}" for i, n in enumerate(names)]
@@ -132,12 +141,16 @@ def _plan(args: argparse.Namespace) -> list[Job]:
         jobs += _run_jobs(run, prefix, args, cdf=len(runs) == 1 and not comps)
     linear = args.linear
     if len(runs) > 1 or comps:
-        jobs.append(("flowtime-cdf", lambda: figures.flowtime_cdf(sources, log_x=not linear)))
+        jobs.append(("flowtime-cdf", lambda: figures.flowtime_cdf([*runs, *comps],
+                                                                  log_x=not linear)))
     if comps:
         for comp in comps:
             if args.baseline is not None:
                 comp.baseline(args.baseline)
         jobs.append(("mean-flowtime", lambda: figures.mean_flowtime(comps)))
+        paired = [c for c in comps if c.own_baseline is not None and "paired_diff" in c.summary]
+        if paired:
+            jobs.append(("paired-change", lambda: figures.paired_change(paired)))
         if all(len(c.labels) >= 2 for c in comps):
             jobs.append(("reduction-cdf",
                          lambda: figures.reduction_cdf(comps, baseline=args.baseline)))
@@ -194,7 +207,7 @@ def plot_command(args: argparse.Namespace) -> int:
 def animate_command(args: argparse.Namespace) -> int:
     """Render the animation of ``geosim animate``."""
     from viz.animation import animate, check_output, frame_count
-    from viz.data import ComparisonData, open_results
+    from viz.data import ComparisonData, RunData, open_results
     from viz.topomap import COLOR_BY
 
     check_output(args.out)
@@ -205,6 +218,9 @@ def animate_command(args: argparse.Namespace) -> int:
     if not args.dpi > 0:
         raise GeosimError(f"must be > 0 (got {args.dpi:g})", source="--dpi")
     source = open_results(args.dir)
+    if not isinstance(source, ComparisonData | RunData):
+        raise GeosimError("a sweep directory holds many runs: animate a run of one of its "
+                          "cells (its comparison directory cell-<i>)", source=args.dir)
     if isinstance(source, ComparisonData):
         label = args.scheduler or source.labels[0]
         seed = source.seeds[0] if args.seed is None else args.seed

@@ -281,7 +281,7 @@ class TimeSeries(BlitFigure):
     def update(self, model: DashboardModel) -> None:
         """Set the lines' and points' data; grow the axis limits in round steps."""
         h = model.history
-        k = max(1, -(-h.n // MAX_POINTS))
+        k = max(1, -(-len(h) // MAX_POINTS))
         t = h["time"][::k]
         util = h["busy"][::k] * (100.0 / model.total_slots)
         self.alive.set_data(t, h["alive"][::k])
@@ -291,10 +291,10 @@ class TimeSeries(BlitFigure):
         self.flow_points.set_offsets(np.column_stack([done_at, flow]) if flow.size
                                      else np.empty((0, 2)))
         t_max, alive_max, util_max, flow_lo, flow_hi = self._limits
-        now = float(h["time"][-1]) if h.n else 0.0
+        now = float(h["time"][-1]) if len(h) else 0.0
         if now > t_max:
             t_max = nice_ceil(now * 1.2)
-        peak = float(h["alive"].max()) if h.n else 0.0
+        peak = float(h["alive"].max()) if len(h) else 0.0
         if peak > alive_max:
             alive_max = nice_ceil(peak * 1.15)
         top = float(util.max()) if util.size else 0.0

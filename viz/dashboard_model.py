@@ -6,9 +6,10 @@ load), so the page's Reset can rebuild it from the controls' values. It wraps a
 :class:`geosim.model.GeoModel` instead of subclassing it: Mesa 3.5 reads
 ``model.scenario`` as a Mesa scenario object, which ``GeoModel.scenario`` is not.
 
-Every step appends a handful of numbers to :class:`History` (vectorised sums over the
-slot arrays, no per-cluster Python loop); the cluster states are computed only when a
-frame is drawn (:meth:`DashboardModel.cluster_snapshot`).
+Every step takes one sample of a :class:`~geosim.recorder.Recorder` (the run's recorder
+class, with model-level reporters over :mod:`geosim.state`: vectorised sums, no
+per-cluster Python loop); the cluster states are computed only when a frame is drawn
+(:meth:`DashboardModel.cluster_snapshot`), by the same rule as the result tables.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from typing import Any
 import mesa
 import numpy as np
 
+from geosim import state
 from geosim.errors import GeosimError
 from geosim.model import GeoModel
-from geosim.results import CLUSTER_STATES
+from geosim.recorder import Recorder
 from geosim.scenario import Scenario, load_scenario
 from geosim.schedulers import make_scheduler, registered
 
@@ -95,33 +97,6 @@ def parse_seed(seed: int | str) -> int | None:
     return value if value >= 0 else None
 
 
-class History:
-    """Per-step time series of a run, in growable NumPy arrays.
-
-    Attributes:
-        n: Number of recorded steps.
-    """
-
-    FIELDS = ("time", "alive", "busy", "usable", "mean_flowtime")
-
-    def __init__(self, capacity: int = 1024):
-        self.n = 0
-        self._data = {k: np.zeros(capacity) for k in self.FIELDS}
-
-    def append(self, **values: float) -> None:
-        """Record one step (every field of :attr:`FIELDS`)."""
-        if self.n == len(self._data["time"]):
-            for k, arr in self._data.items():
-                self._data[k] = np.concatenate([arr, np.zeros(len(arr))])
-        for k in self.FIELDS:
-            self._data[k][self.n] = values[k]
-        self.n += 1
-
-    def __getitem__(self, field: str) -> np.ndarray:
-        """The recorded values of ``field`` (a view, oldest first)."""
-        return self._data[field][:self.n]
-
-
 @dataclass(frozen=True)
 class ClusterSnapshot:
     """The clusters at the current slot boundary.
@@ -158,7 +133,9 @@ class DashboardModel(mesa.Model):
     Attributes:
         sim: The geosim model (``None`` when :attr:`error` is set).
         error: Why the run could not be built, or ``None``.
-        history: Per-step time series.
+        history: Per-step time series (a :class:`~geosim.recorder.Recorder` with the
+            model-level series ``time``, ``alive``, ``busy``, ``usable`` and
+            ``mean_flowtime``).
         step_seconds: Wall time of the last step.
         total_step_seconds: Wall time of all steps.
         frame_seconds: Wall time of the last frame of each view, by view name (filled
@@ -178,7 +155,11 @@ class DashboardModel(mesa.Model):
         self.seed_value = seed_value
         self.sim: GeoModel | None = None
         self.error: str | None = None
-        self.history = History()
+        self.history = Recorder(model_reporters={
+            "alive": lambda m: len(m.sim.jobs),
+            "busy": lambda m: float(state.busy_slots(m.sim.engine).sum()),
+            "usable": lambda m: float(state.usable_slots(m.sim.engine)),
+            "mean_flowtime": lambda m: m._mean_flowtime()}, clock=lambda m: m.time_now)
         self.step_seconds = 0.0
         self.total_step_seconds = 0.0
         self.frame_seconds: dict[str, float] = {}
@@ -197,10 +178,9 @@ class DashboardModel(mesa.Model):
         world = self.sim.world
         self.slots = world.slots.astype(float)
         self.total_slots = float(world.n_slots)
-        self._slot_start = world.slot_ptr[:-1]
         self._flow_sum = 0.0
         self._flow_seen = 0
-        self._record()
+        self.history.collect(self)
 
     # ------------------------------------------------------------------ stepping
     def step(self) -> None:
@@ -217,32 +197,25 @@ class DashboardModel(mesa.Model):
                 self.error = str(exc)
                 self.running = False
                 return
-            self._record()
+            self.history.collect(self)
         self.step_seconds = time.perf_counter() - start
         self.total_step_seconds += self.step_seconds
         self.running = not sim.done
 
-    def _record(self) -> None:
+    def _mean_flowtime(self) -> float:
+        """Mean flowtime of the jobs finished so far (NaN before the first)."""
         sim = self.sim
-        e, world = sim.engine, sim.world
         if sim.jobs_done != self._flow_seen:
-            done = ~np.isnan(e.job_done)
-            self._flow_sum = float(np.sum(e.job_done[done] - sim.workload.arrival[done]))
+            _, flowtimes = self.completed_flowtimes()
+            self._flow_sum = float(np.sum(flowtimes))
             self._flow_seen = sim.jobs_done
-        up = e.reachable[world.slot_cluster]
-        if world.availability is not None:
-            up = up & world.availability.on
-        usable = np.count_nonzero(up)
-        self.history.append(
-            time=e.time, alive=len(sim.jobs), busy=float(e.slot_used.sum()),
-            usable=float(usable),
-            mean_flowtime=self._flow_sum / self._flow_seen if self._flow_seen else np.nan)
+        return self._flow_sum / self._flow_seen if self._flow_seen else np.nan
 
     # ------------------------------------------------------------------ reading
     @property
     def time_now(self) -> float:
         """Simulated time (s) of the run."""
-        return self.sim.engine.time if self.sim is not None else 0.0
+        return self.sim.view.time if self.sim is not None else 0.0
 
     @property
     def steps_taken(self) -> int:
@@ -251,27 +224,21 @@ class DashboardModel(mesa.Model):
         Unlike Mesa's ``steps``, a call of :meth:`step` after the end of the run (or
         after an error) does not count.
         """
-        return max(self.history.n - 1, 0)
+        return max(len(self.history) - 1, 0)
 
     def cluster_snapshot(self) -> ClusterSnapshot:
         """State, busy slot shares and slots of every cluster, now (vectorised)."""
         e, world = self.sim.engine, self.sim.world
-        ptr = self._slot_start
-        busy = np.add.reduceat(e.slot_used, ptr)
-        if world.availability is not None:
-            available = np.add.reduceat(world.availability.on.astype(np.int64), ptr)
-        else:
-            available = world.slots
-        state = np.where(~e.reachable, 2, np.where(2 * available < world.slots, 1, 0))
-        counts = np.bincount(state, minlength=len(CLUSTER_STATES))
-        return ClusterSnapshot(state, busy, world.slots,
-                               dict(zip(CLUSTER_STATES, counts.tolist(), strict=True)))
+        code = state.cluster_state_codes(e.reachable, state.available_slots(world), world.slots)
+        counts = np.bincount(code, minlength=len(state.CLUSTER_STATES))
+        return ClusterSnapshot(code, state.busy_slots(e), world.slots,
+                               dict(zip(state.CLUSTER_STATES, counts.tolist(), strict=True)))
 
     def completed_flowtimes(self) -> tuple[np.ndarray, np.ndarray]:
         """Completion times and flowtimes (s) of the jobs finished so far."""
-        e = self.sim.engine
-        done = ~np.isnan(e.job_done)
-        return e.job_done[done], e.job_done[done] - self.sim.workload.arrival[done]
+        completion = state.job_columns(self.sim.engine)["completion"]
+        done = ~np.isnan(completion)
+        return completion[done], completion[done] - self.sim.workload.arrival[done]
 
     def status(self) -> dict[str, Any]:
         """Headline numbers of the run now, for the status card."""
@@ -282,16 +249,16 @@ class DashboardModel(mesa.Model):
         return {
             "scheduler": sim.policy.name,
             "params": sim.policy.get_params(),
-            "time": sim.engine.time,
+            "time": self.time_now,
             "steps": self.steps_taken,
             "arrival_rate": sim.scenario["workload"]["arrival_rate"],
             "jobs": sim.workload.n_jobs,
-            "arrived": int(sim.engine.next_job),
+            "arrived": state.totals(sim.engine)["jobs_arrived"],
             "alive": len(sim.jobs),
             "done": sim.jobs_done,
-            "mean_flowtime": float(h["mean_flowtime"][-1]) if h.n else float("nan"),
-            "utilisation": float(h["busy"][-1]) / self.total_slots if h.n else 0.0,
-            "usable": float(h["usable"][-1]) / self.total_slots if h.n else 0.0,
+            "mean_flowtime": float(h["mean_flowtime"][-1]) if len(h) else float("nan"),
+            "utilisation": float(h["busy"][-1]) / self.total_slots if len(h) else 0.0,
+            "usable": float(h["usable"][-1]) / self.total_slots if len(h) else 0.0,
             "clusters": self.cluster_snapshot().counts,
             "finished": sim.done,
         }

@@ -111,7 +111,7 @@ def advance(model: DashboardModel, steps: int) -> None:
 
 
 def _frame_key(model: DashboardModel) -> list:
-    return [model, model.history.n, model.time_now]
+    return [model, len(model.history), model.time_now]
 
 
 @solara.component

@@ -2,14 +2,15 @@
 
 A *run directory* is what ``geosim run`` writes (``summary.json`` and the tables); a
 *comparison directory* is what ``geosim compare`` writes (``compare.json``,
-``summary.csv``, ``runs.csv``, ``per_job.*`` and every run under ``runs/``). Nothing is
+``summary.csv``, ``runs.csv``, ``per_job.*`` and every run under ``runs/``); a *sweep
+directory* is what ``geosim sweep`` writes (``sweep.json``, ``sweep.csv`` and a comparison
+directory per cell), read by :func:`geosim.experiment.load_sweep`. Nothing is
 simulated again: cluster positions come from the world rebuilt from the saved
 ``scenario.toml`` and seed, which is cheap and deterministic.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -22,7 +23,17 @@ import numpy as np
 import pandas as pd
 
 from geosim.errors import GeosimError
-from geosim.experiment import MANIFEST, Comparison
+from geosim.experiment import (
+    MANIFEST,
+    SWEEP_MANIFEST,
+    Comparison,
+    Sweep,
+    comparison_baseline,
+    load_sweep,
+    reductions,
+    run_path,
+)
+from geosim.experiment import load_comparison as load_saved_comparison
 from geosim.results import CLUSTER_STATES, Result, load_result
 from geosim.topology import TIERS
 
@@ -246,6 +257,10 @@ class ComparisonData:
         path: The directory, if it was read from one.
         manifest: ``compare.json``, if it was read from one.
         name: A short name for titles (``λ = …/s`` when the arrival rate is known).
+        own_baseline: The label the comparison's reductions refer to (its
+            ``--baseline``), None if it had none; by default the one
+            :func:`geosim.experiment.comparison_baseline` finds in ``manifest`` and
+            ``per_job``.
     """
 
     summary: pd.DataFrame
@@ -256,8 +271,11 @@ class ComparisonData:
     path: Path | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
     name: str = ""
+    own_baseline: str | None = None
 
     def __post_init__(self) -> None:
+        if self.own_baseline is None:
+            self.own_baseline = comparison_baseline(self.manifest, self.per_job, self.labels)
         if not self.name:
             rate = self.arrival_rate
             self.name = f"λ = {rate:g}/s" if rate is not None else (
@@ -289,14 +307,13 @@ class ComparisonData:
         if self.path is None:
             raise GeosimError("the comparison was not saved, so its runs cannot be read",
                               source=self.where)
-        entry = next((s for s in self.manifest["schedulers"] if s["label"] == label), None)
-        if entry is None:
+        path = run_path(self.path, self.manifest, label, seed)
+        if path is None:
             raise GeosimError(f"no scheduler {label!r} in the comparison "
                               f"({', '.join(self.labels)})", source=self.where)
         if seed not in self.seeds:
             raise GeosimError(f"no seed {seed} in the comparison "
                               f"({', '.join(map(str, self.seeds))})", source=self.where)
-        path = self.path / "runs" / entry["dir"] / f"seed-{seed}"
         if not (path / "summary.json").is_file():
             raise GeosimError(f"the run of {label!r} with seed {seed} is not saved (run the "
                               "comparison again to finish it)", source=str(path))
@@ -310,6 +327,8 @@ class ComparisonData:
     def baseline(self, requested: str | None = None) -> str:
         """The label reductions refer to: ``requested``, the comparison's, or the first.
 
+        The comparison's is :attr:`own_baseline`.
+
         Raises:
             GeosimError: ``requested`` is not one of the labels.
         """
@@ -318,61 +337,31 @@ class ComparisonData:
                 raise GeosimError(f"baseline {requested!r} is not among the schedulers "
                                   f"({', '.join(self.labels)})", source=self.where)
             return requested
-        ratio = self.per_job.get("reduction")
-        if ratio is not None and ratio.notna().any():
-            for label in self.labels:
-                mine = self.per_job.loc[self.per_job["label"] == label, "reduction"].dropna()
-                if len(mine) and (mine == 0).all():
-                    return label
+        if self.own_baseline in self.labels:
+            return self.own_baseline
         return self.labels[0]
 
     def reductions(self, baseline: str) -> pd.DataFrame:
-        """Per label and job: ``(F_base - F) / F_base`` against ``baseline``'s flowtimes."""
+        """Per label and job: ``(F_base - F) / F_base`` against ``baseline``'s flowtimes.
+
+        The ratios are :func:`geosim.experiment.reductions` of :attr:`per_job`.
+        """
         table = self.per_job[["label", "job", "flowtime"]].copy()
-        base = table[table["label"] == baseline].set_index("job")["flowtime"]
-        ref = base.reindex(table["job"]).to_numpy()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            table["reduction"] = (ref - table["flowtime"].to_numpy()) / ref
+        table["reduction"] = reductions(table, baseline)
         return table
-
-
-def _read_table(directory: Path, name: str) -> pd.DataFrame:
-    parquet, csv = directory / f"{name}.parquet", directory / f"{name}.csv"
-    if parquet.exists():
-        return pd.read_parquet(parquet)
-    if csv.exists():
-        return pd.read_csv(csv)
-    raise GeosimError(f"incomplete comparison directory: no {name}.parquet or {name}.csv "
-                      "(run the comparison again to finish it)", source=str(directory))
 
 
 def load_comparison(directory: str | os.PathLike) -> ComparisonData:
     """Read a comparison directory written by ``geosim compare``.
 
+    The directory is read by :func:`geosim.experiment.load_comparison`.
+
     Raises:
         GeosimError: It is not a comparison directory or is incomplete.
     """
-    path = Path(directory)
-    try:
-        manifest = json.loads((path / MANIFEST).read_text())
-        labels = [s["label"] for s in manifest["schedulers"]]
-        seeds = [int(s) for s in manifest["seeds"]]
-    except FileNotFoundError:
-        raise GeosimError(f"not a geosim comparison directory (no {MANIFEST})",
-                          source=str(path)) from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise GeosimError(f"unreadable {MANIFEST} ({exc})", source=str(path)) from None
-    for name in ("summary", "runs"):
-        if not (path / f"{name}.csv").is_file():
-            raise GeosimError(f"incomplete comparison directory: no {name}.csv (run the "
-                              "comparison again to finish it)", source=str(path))
-    summary = pd.read_csv(path / "summary.csv")
-    runs = pd.read_csv(path / "runs.csv")
-    per_job = _read_table(path, "per_job")
-    done = list(summary["label"].astype(str))
-    labels = [label for label in labels if label in done]
-    seeds = [s for s in seeds if s in set(runs["seed"].astype(int))]
-    return ComparisonData(summary, runs, per_job, labels, seeds, path, manifest)
+    saved = load_saved_comparison(directory)
+    return ComparisonData(saved.summary, saved.runs, saved.per_job, saved.labels, saved.seeds,
+                          saved.path, saved.manifest, own_baseline=saved.baseline)
 
 
 def as_run(source: RunData | Result | str | os.PathLike) -> RunData:
@@ -396,26 +385,35 @@ def as_comparison(source: ComparisonData | Comparison | str | os.PathLike) -> Co
             return load_comparison(source.out)
         labels = list(source.summary["label"].astype(str))
         seeds = sorted(set(source.runs["seed"].astype(int)))
-        return ComparisonData(source.summary, source.runs, source.per_job, labels, seeds)
+        return ComparisonData(source.summary, source.runs, source.per_job, labels, seeds,
+                              own_baseline=source.baseline)
     return load_comparison(source)
 
 
-def open_results(directory: str | os.PathLike) -> RunData | ComparisonData:
-    """Read a run or a comparison directory, whichever it is.
+def as_sweep(source: Sweep | str | os.PathLike) -> Sweep:
+    """A sweep from a :class:`~geosim.experiment.Sweep` or a sweep directory."""
+    return source if isinstance(source, Sweep) else load_sweep(source)
+
+
+def open_results(directory: str | os.PathLike) -> RunData | ComparisonData | Sweep:
+    """Read a run, a comparison or a sweep directory, whichever it is.
 
     Raises:
-        GeosimError: It is neither (naming the directory).
+        GeosimError: It is none of them (naming the directory).
     """
     path = Path(directory)
     if not path.is_dir():
         what = "does not exist" if not path.exists() else "is not a directory"
         raise GeosimError(what, source=str(path))
+    if (path / SWEEP_MANIFEST).is_file():
+        return load_sweep(path)
     if (path / MANIFEST).is_file():
         return load_comparison(path)
     if (path / "summary.json").is_file():
         return as_run(path)
     raise GeosimError("not a geosim results directory (no summary.json of a run, no "
-                      f"{MANIFEST} of a comparison)", source=str(path))
+                      f"{MANIFEST} of a comparison, no {SWEEP_MANIFEST} of a sweep)",
+                      source=str(path))
 
 
 # ---------------------------------------------------------------------------- layout

@@ -3,7 +3,8 @@
 Run figures take a run (a :class:`~viz.data.RunData`, a :class:`~geosim.results.Result`
 or a run directory); comparison figures take one or several comparisons (a
 :class:`~viz.data.ComparisonData`, a :class:`~geosim.Comparison` or a comparison
-directory), one group or panel per comparison, i.e. per load. Nothing is simulated.
+directory), one group or panel per comparison, i.e. per load; the map of a sweep takes a
+:class:`~geosim.Sweep` or a sweep directory. Nothing is simulated.
 
 The figures are plain :class:`matplotlib.figure.Figure` objects with an Agg canvas (no
 pyplot, no display needed): ``fig.savefig("states.png")``.
@@ -17,11 +18,12 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import LogNorm, Normalize
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import LogNorm, Normalize, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import (
     FuncFormatter,
     LogLocator,
@@ -30,7 +32,8 @@ from matplotlib.ticker import (
 )
 
 from geosim.errors import GeosimError
-from geosim.experiment import Comparison, t_halfwidth
+from geosim.experiment import Comparison, Sweep, t_halfwidth
+from geosim.experiment.sweep import decision, show_value
 from geosim.results import CLUSTER_STATES, Result
 from geosim.topology import TIERS
 from viz.data import (
@@ -39,12 +42,17 @@ from viz.data import (
     RunData,
     as_comparison,
     as_run,
+    as_sweep,
     open_results,
 )
 from viz.palette import (
     OUTCOME_COLORS,
     TIER_COLORS,
+    UNDECIDED_COLOR,
+    UNDECIDED_HATCH,
     SchedulerStyle,
+    change_cmap,
+    scheduler_colors,
     scheduler_styles,
     state_cmap,
     styled,
@@ -55,10 +63,11 @@ from viz.topomap import MAP_RECT, TopologyMap
 
 Run = RunData | Result | str | os.PathLike
 Compared = ComparisonData | Comparison | str | os.PathLike
+Swept = Sweep | str | os.PathLike
 
 __all__ = [
     "cluster_states", "copies_and_waste", "flowtime_cdf", "gantt", "mean_flowtime",
-    "reduction_cdf", "topology_map", "wan_traffic",
+    "paired_change", "reduction_cdf", "sweep_map", "topology_map", "wan_traffic",
 ]
 
 
@@ -716,3 +725,181 @@ def _signed_percent(ratio: float) -> str:
 
 def _thousands(value: float, _pos: int) -> str:
     return f"{value:,.0f}"
+
+
+@styled
+def paired_change(comparisons: Compared | Sequence[Compared]) -> Figure:
+    """Each scheduler's paired change of the mean flowtime against the baseline, ±95%.
+
+    A point per scheduler at ``summary.csv``'s ``paired_diff`` with whiskers of
+    ``paired_ci95`` (the change taken job by job under common random numbers, the
+    interval by batch means), a group per comparison (load), a line at 0. A filled point
+    is decided (its interval excludes 0), an open one is not. Comparisons made without a
+    baseline are left out.
+
+    Args:
+        comparisons: One group per comparison.
+
+    Raises:
+        GeosimError: No comparison has a baseline.
+    """
+    comps = [c for c in _ordered(_comparisons(comparisons))
+             if c.own_baseline is not None and "paired_diff" in c.summary]
+    if not comps:
+        raise GeosimError("no comparison has a baseline, so there is no paired change to "
+                          "draw (compare with --baseline)")
+    labels = list(dict.fromkeys(label for c in comps for label in c.labels
+                                if label != c.own_baseline))
+    styles = scheduler_styles(label for c in comps for label in c.labels)
+    rows = sum(len(c.labels) - 1 for c in comps)
+    fig = new_figure(7.4, max(2.6, 1.3 + 0.26 * rows + 0.25 * len(comps)))
+    ax = fig.add_subplot()
+    y, ticks, names, shown = 0.0, [], [], set()
+    for comp in comps:
+        summary = comp.summary.set_index("label")
+        mine = [label for label in comp.labels if label != comp.own_baseline]
+        ticks.append(y + (len(mine) - 1) / 2)
+        names.append(f"{comp.name}\nvs {comp.own_baseline}")
+        for label in mine:
+            diff, half = (float(summary.loc[label, k]) for k in ("paired_diff", "paired_ci95"))
+            decided = decision(diff, half) != "undecided"
+            color = styles[label].color
+            ax.errorbar([diff], [y], xerr=half if np.isfinite(half) else None,
+                        fmt=styles[label].marker or "o", color=color, capsize=3,
+                        markersize=6, markeredgecolor=color,
+                        markerfacecolor=color if decided else "white",
+                        label=label if label not in shown else "_" + label,
+                        gid=f"paired:{comp.name}:{label}")
+            shown.add(label)
+            y += 1
+        y += 0.6
+        if comp is not comps[-1]:
+            ax.axhline(y - 0.8, color="#E0E0E0", linewidth=0.6)
+    ax.axvline(0, color="#444444", linewidth=0.8, linestyle="--")
+    ax.set_yticks(ticks, names)
+    ax.tick_params(axis="y", length=0)
+    ax.set_ylim(y - 0.4, -0.6)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_xlabel("change of the mean flowtime against the baseline, job by job "
+                  "(negative: faster)")
+    ax.grid(axis="x")
+    ax.set_axisbelow(True)
+    ax.set_title("Paired change of the mean flowtime, 95% intervals (batch means)", loc="left")
+    handles = [h for h in ax.get_legend_handles_labels()[0]]
+    handles.append(Line2D([], [], linestyle="", marker="o", color="#777777",
+                          markerfacecolor="white", label="open: undecided (interval holds 0)"))
+    ax.legend(handles=handles, title="scheduler", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              borderaxespad=0.0, ncols=1 if len(labels) <= 14 else 2)
+    return fig
+
+
+#: Size (inches) of a cell of the sweep map.
+CELL_WIDTH, CELL_HEIGHT = 2.05, 1.05
+
+
+@styled
+def sweep_map(sweep: Swept) -> Figure:
+    """The load-regime map of a sweep: in each cell, who is best and by how much.
+
+    With a focus, each cell is coloured by the focus's paired change of the mean flowtime
+    against the best of the schedulers it is set against (blue: faster, red: slower,
+    grey and hatched: undecided, the 95% interval contains 0) and annotated with the
+    change and its interval, that scheduler, the best scheduler of all (``?`` when the
+    runner-up's interval against it contains 0) and the slot utilisation of the focus's
+    runs. Without a focus each cell takes the best scheduler's colour (hatched when
+    undecided against the runner-up). The first varied key runs along x, the second
+    along y, the third (if any) gives one panel per value.
+
+    Args:
+        sweep: The sweep.
+    """
+    sweep = as_sweep(sweep)
+    keys, values, table = sweep.keys, sweep.values, sweep.table
+    nx = len(values[keys[0]])
+    ny = len(values[keys[1]]) if len(keys) > 1 else 1
+    panels = values[keys[2]] if len(keys) > 2 else [None]
+    fig = new_figure(CELL_WIDTH * nx * len(panels) + 2.2, CELL_HEIGHT * ny + 1.7)
+    axes = fig.subplots(1, len(panels), sharey=True, squeeze=False)[0]
+    finite = table["focus_diff"].abs().dropna() if sweep.focus else []
+    reach = max(float(np.max(finite)) if len(finite) else 0.0, 0.05)
+    norm, cmap = Normalize(-reach, reach), change_cmap()
+    colors = scheduler_colors(sweep.labels)
+    for row in table.to_dict("records"):
+        p = panels.index(row[keys[2]]) if len(keys) > 2 else 0
+        x = values[keys[0]].index(row[keys[0]])
+        y = values[keys[1]].index(row[keys[1]]) if len(keys) > 1 else 0
+        if sweep.focus:
+            decided = row["verdict"] in ("faster", "slower")
+            face = cmap(norm(row["focus_diff"])) if decided else UNDECIDED_COLOR
+            lines = [_span(row["focus_diff"], row["focus_ci95"]),
+                     f"vs {row['versus_best']}",
+                     f"best: {row['best']}{'' if row['decided'] else '?'}",
+                     f"util {_percent(row['focus_utilisation'])}"]
+        else:
+            decided = bool(row["decided"])
+            face = colors[row["best"]]
+            lines = [f"best: {row['best']}{'' if decided else '?'}",
+                     f"runner-up {row['runner_up']}:",
+                     _span(row["runner_up_diff"], row["runner_up_ci95"]),
+                     f"util {_percent(row['utilisation'])}"]
+        ax = axes[p]
+        ax.add_patch(Rectangle((x, y), 1, 1, facecolor=face, edgecolor="white", linewidth=2,
+                               hatch=None if decided else UNDECIDED_HATCH,
+                               gid=f"cell:{row['cell']}"))
+        plain = bool(sweep.focus) and decided   # the colour is the number: no box
+        ax.text(x + 0.5, y + 0.5, "\n".join(lines), ha="center", va="center", fontsize=7,
+                color="white" if plain and _dark(face) else "black", linespacing=1.3,
+                gid=f"text:{row['cell']}", bbox=None if plain else {
+                    "facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 1.0})
+    for p, ax in enumerate(axes):
+        ax.set_xlim(0, nx)
+        ax.set_ylim(0, ny)
+        ax.set_xticks(np.arange(nx) + 0.5, [show_value(v) for v in values[keys[0]]])
+        ax.set_xlabel(keys[0])
+        ax.tick_params(length=0)
+        for side in ("left", "bottom"):
+            ax.spines[side].set_visible(False)
+        if len(keys) > 2:
+            ax.set_title(f"{keys[2]} = {show_value(panels[p])}", loc="left")
+    if len(keys) > 1:
+        axes[0].set_yticks(np.arange(ny) + 0.5, [show_value(v) for v in values[keys[1]]])
+        axes[0].set_ylabel(keys[1])
+    else:
+        axes[0].set_yticks([])
+    seeds = f"{len(sweep.seeds)} seed{'s' if len(sweep.seeds) > 1 else ''}"
+    if sweep.focus:
+        bar = fig.colorbar(ScalarMappable(norm, cmap), ax=list(axes), pad=0.02, aspect=15,
+                           format=PercentFormatter(1.0, decimals=0))
+        bar.set_label(f"{sweep.focus}: paired change of the mean\n← faster · slower →")
+        title = (f"{sweep.focus} against the best of {', '.join(sweep.versus)}\n"
+                 f"(the lowest mean flowtime in each cell), 95% intervals, {seeds}")
+    else:
+        title = f"Best scheduler by mean flowtime, {seeds}"
+    fig.suptitle(title, x=0.01, ha="left", fontweight="bold", fontsize=9)
+    fig.legend(handles=[Patch(facecolor=UNDECIDED_COLOR if sweep.focus else "white",
+                              edgecolor="#777777", hatch=UNDECIDED_HATCH,
+                              label="undecided: the 95% interval contains 0"),
+                        Line2D([], [], linestyle="", label="?: best not decided against "
+                               "the runner-up; util: slot utilisation" +
+                               (" of the focus's runs" if sweep.focus else ""))],
+               loc="outside lower center", ncols=1)
+    return fig
+
+
+def _span(diff: float, half: float) -> str:
+    """A paired change and its interval: ``−12.3% [−20.1, −4.5]``."""
+    if not np.isfinite(diff):
+        return "no change known"
+    if not np.isfinite(half):
+        return f"{100 * diff:+.1f}%"
+    return f"{100 * diff:+.1f}% [{100 * (diff - half):+.1f}, {100 * (diff + half):+.1f}]"
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%" if np.isfinite(value) else "–"
+
+
+def _dark(color: object) -> bool:
+    """Whether text on ``color`` reads better in white (relative luminance below 0.4)."""
+    r, g, b = to_rgba(color)[:3]
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.4

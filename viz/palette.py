@@ -1,4 +1,4 @@
-"""One palette for every figure: cluster states, tiers, copy outcomes, schedulers.
+"""One palette for every figure: cluster states, tiers, copy outcomes, schedulers, changes.
 
 Colours are the Okabe–Ito set (readable with the common colour-vision deficiencies)
 plus a few neutrals. Every registered scheduler has a colour of its own
@@ -49,6 +49,13 @@ UTILISATION_CMAP = "viridis"
 TRAFFIC_CMAP = "Purples"
 #: Links carrying nothing.
 IDLE_LINK_COLOR = "#D0D0D0"
+#: Colour map of a paired change of the mean flowtime: blue where a scheduler is faster,
+#: red where slower, white at no change (ColorBrewer's RdBu, reversed; readable with the
+#: common colour-vision deficiencies).
+CHANGE_CMAP = "RdBu_r"
+#: Fill and hatch of a change whose 95% interval contains 0 (nothing decided).
+UNDECIDED_COLOR = "#D9D9D9"
+UNDECIDED_HATCH = "///"
 
 #: Colour of every registered scheduler (``geosim.schedulers.registered()``), fixed so
 #: that a scheduler looks the same in every figure whatever is drawn beside it. The first
@@ -271,6 +278,11 @@ def utilisation_cmap() -> Colormap:
     return mpl.colormaps[UTILISATION_CMAP].with_extremes(bad=STATE_COLORS["unreachable"])
 
 
+def change_cmap() -> Colormap:
+    """Colour map of paired changes of the mean flowtime (negative: faster)."""
+    return mpl.colormaps[CHANGE_CMAP]
+
+
 def traffic_cmap() -> Colormap:
     """Colour map of link traffic; values under the norm's minimum are idle links."""
     base = mpl.colormaps[TRAFFIC_CMAP]
@@ -279,8 +291,9 @@ def traffic_cmap() -> Colormap:
 
 
 __all__ = [
-    "FALLBACK_COLORS", "IDLE_LINK_COLOR", "MAX_PLAIN", "OUTCOME_COLORS", "SCHEDULER_COLORS",
-    "STATE_COLORS", "STYLE", "TIER_COLORS", "TIER_MARKERS", "SchedulerStyle", "base_name",
+    "CHANGE_CMAP", "FALLBACK_COLORS", "IDLE_LINK_COLOR", "MAX_PLAIN", "OUTCOME_COLORS",
+    "SCHEDULER_COLORS", "STATE_COLORS", "STYLE", "TIER_COLORS", "TIER_MARKERS",
+    "UNDECIDED_COLOR", "UNDECIDED_HATCH", "SchedulerStyle", "base_name", "change_cmap",
     "scheduler_colors", "scheduler_styles", "state_cmap", "styled", "traffic_cmap",
     "utilisation_cmap",
 ]

@@ -1,10 +1,12 @@
 """The scheduler contract and the registry of scheduler names.
 
 A scheduler is a small class: its parameters are keyword arguments of ``__init__``,
-stored as given and validated there (raising ``ValueError``); :meth:`Scheduler.decide`
-turns the read-only view into actions once per time slot. Register it with
-:func:`register` so scenarios and the command line can name it; the common
-conformance suite (``tests/test_conformance.py``) then runs it automatically.
+stored as given, declared in :attr:`Scheduler.params` (a :class:`~geosim.params.Field` per
+parameter: default, kind, bounds, choices) and validated against the declarations by
+:meth:`Scheduler.validate_params` at the top of ``__init__`` (raising ``ValueError``);
+:meth:`Scheduler.decide` turns the read-only view into actions once per time slot.
+Register it with :func:`register` so scenarios and the command line can name it; the
+common conformance suite (``tests/test_conformance.py``) then runs it automatically.
 
 Schedulers from other distributions are plugins: entry points of the group
 ``geosim.schedulers`` (:data:`ENTRY_POINT_GROUP`) naming a :class:`Scheduler` subclass
@@ -28,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from geosim.errors import GeosimError
+from geosim.params import Field, check_value
 from geosim.view import Actions, SchedulerView
 
 #: Entry-point group of scheduler plugins.
@@ -39,11 +42,62 @@ _UNAVAILABLE: dict[str, str] = {}
 _plugins_loaded = False
 
 
-class Scheduler:
+class Parametrised:
+    """A class configured by the keyword arguments of its ``__init__``.
+
+    Each parameter is stored, as given, under its own name. :attr:`params` declares them;
+    ``__init__`` checks its arguments with :meth:`validate_params` before storing them.
+    Declarations are optional: a class that declares none checks its parameters itself.
+    """
+
+    #: The parameters by name, each with its default and rule: every keyword argument of
+    #: ``__init__`` (or none, for a class that checks its parameters itself).
+    params: ClassVar[Mapping[str, Field]] = {}
+
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """Names of the parameters: the named keyword arguments of ``__init__``."""
+        return [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    @classmethod
+    def validate_params(cls, **values: Any) -> None:
+        """Check values against their declarations in :attr:`params`.
+
+        A name the class does not declare is not checked here.
+
+        Raises:
+            ValueError: The first value that breaks its rule, naming the parameter, the
+                rule and the value (``beta must be < 1 (got 1.5)``).
+        """
+        for name, value in values.items():
+            fld = cls.params.get(name)
+            problem = None if fld is None else check_value(fld, value)
+            if problem:
+                raise ValueError(f"{name} {problem} (got {value!r})")
+
+    def parts(self) -> tuple[Parametrised, ...]:
+        """The objects this one passes some of its parameters on to (default: none)."""
+        return ()
+
+    def get_params(self) -> dict[str, Any]:
+        """Return the parameters as given (scikit-learn style).
+
+        Each parameter of :meth:`param_names` is read from the part that took it
+        (:meth:`parts`), else from the attribute of its name.
+        """
+        given: dict[str, Any] = {}
+        for part in self.parts():
+            given.update(part.get_params())
+        return {name: given[name] if name in given else getattr(self, name)
+                for name in self.param_names()}
+
+
+class Scheduler(Parametrised):
     """Base class of scheduling policies.
 
     Subclasses set :attr:`name` and :attr:`description`, take their parameters as
-    keyword arguments, and implement :meth:`decide`.
+    keyword arguments (declared in :attr:`params`), and implement :meth:`decide`.
     """
 
     name: ClassVar[str] = ""
@@ -84,13 +138,6 @@ class Scheduler:
 
     def place_data(self, view: SchedulerView, actions: Actions) -> None:
         """Move raw input of the jobs in ``view.announced`` (only if :attr:`places_data`)."""
-
-    def get_params(self) -> dict[str, Any]:
-        """Return the parameters as given (scikit-learn style)."""
-        if type(self).__init__ is object.__init__:
-            return {}
-        sig = inspect.signature(type(self).__init__)
-        return {p: getattr(self, p) for p in sig.parameters if p != "self"}
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

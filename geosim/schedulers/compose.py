@@ -3,7 +3,8 @@
 DESIGN.md builds the baselines of 003 §6.1 from parts: ``flutter+mantri`` is Flutter's
 placement with Mantri's speculation, ``dolly`` is Dolly's cloning on locality placement.
 A part is a small class like a scheduler: parameters as keyword arguments of
-``__init__`` (validated there, raising ``ValueError``), per-run state in :meth:`Part.reset`.
+``__init__``, declared in :attr:`Part.params` and validated there (raising ``ValueError``),
+per-run state in :meth:`Part.reset`.
 
 - A :class:`Placement` says where ready tasks run (:meth:`Placement.place`).
 - A :class:`Redundancy` says how many copies a ready task starts with
@@ -12,7 +13,8 @@ A part is a small class like a scheduler: parameters as keyword arguments of
   Spark speculation).
 
 :func:`composite` builds a registered scheduler from a placement, a redundancy rule and
-a job order; its parameters are the union of the parts' parameters plus ``order``.
+a job order; its parameters are the union of the parts' parameters plus ``order``, and so
+are its declarations (:attr:`Composite.params`).
 At every slot boundary a :class:`Composite`:
 
 1. refreshes the performance model (observed distributions, :mod:`geosim.modeler`)
@@ -32,14 +34,14 @@ Iridium's data placement) when the scenario's ``workload.data_lag`` gives it tim
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from geosim.modeler import PerformanceModel
-from geosim.schedulers.base import Scheduler, register
+from geosim.params import Field
+from geosim.schedulers.base import Parametrised, Scheduler, register
 from geosim.schedulers.fair import waterfill
 from geosim.schedulers.placement import locality_clusters
 from geosim.view import Actions, SchedulerView, rank_in_runs
@@ -51,7 +53,13 @@ ORDERS = ("fifo", "fair")
 PlaceFn = Callable[[np.ndarray], np.ndarray]
 
 
-class Part:
+
+def _order_field(default: str) -> Field:
+    """The declaration of a composite's ``order``, with its default."""
+    return Field(default, "str", choices=ORDERS, doc="job order: fifo or fair")
+
+
+class Part(Parametrised):
     """A placement or redundancy rule: parameters in ``__init__``, state in :meth:`reset`."""
 
     name: ClassVar[str] = ""
@@ -67,13 +75,6 @@ class Part:
                 the composite before every decision.
         """
         self.rng, self.model = rng, model
-
-    def get_params(self) -> dict[str, Any]:
-        """Return the parameters as given."""
-        if type(self).__init__ is object.__init__:
-            return {}
-        sig = inspect.signature(type(self).__init__)
-        return {p: getattr(self, p) for p in sig.parameters if p != "self"}
 
 
 class Placement(Part):
@@ -151,30 +152,43 @@ class Composite(Scheduler):
     """A job order, a :class:`Placement` and a :class:`Redundancy`.
 
     Subclasses are made by :func:`composite`; see the module documentation for the step.
+    A subclass's :attr:`params` are ``order`` and its parts' declarations.
 
     Args:
         order: ``fifo`` or ``fair`` (see :data:`ORDERS`).
-        **params: Parameters of the placement and of the redundancy rule.
+        **values: Parameters of the placement and of the redundancy rule.
     """
 
     placement_cls: ClassVar[type[Placement]] = Locality
     redundancy_cls: ClassVar[type[Redundancy]] = NoRedundancy
     default_order: ClassVar[str] = "fifo"
+    params: ClassVar[Mapping[str, Field]] = {"order": _order_field("fifo")}
     #: Performance-model settings of the observed distributions the parts read.
     model_refresh: ClassVar[float] = 30.0
 
-    def __init__(self, **params: Any):
-        order = params.pop("order", self.default_order)
-        if order not in ORDERS:
-            raise ValueError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.params = {"order": _order_field(cls.default_order), **cls.placement_cls.params,
+                      **cls.redundancy_cls.params}
+
+    def __init__(self, **values: Any):
+        order = values.pop("order", self.default_order)
+        self.validate_params(order=order)
         self.order = order
-        self.placement = self.placement_cls(**_pick(self.placement_cls, params))
-        self.redundancy = self.redundancy_cls(**_pick(self.redundancy_cls, params))
-        if params:
-            known = sorted({"order"} | set(_names(self.placement_cls))
-                           | set(_names(self.redundancy_cls)))
-            raise ValueError(f"unknown parameter {sorted(params)[0]!r} "
-                             f"(known: {', '.join(known)})")
+        self.placement = self.placement_cls(**_pick(self.placement_cls, values))
+        self.redundancy = self.redundancy_cls(**_pick(self.redundancy_cls, values))
+        if values:
+            raise ValueError(f"unknown parameter {sorted(values)[0]!r} "
+                             f"(known: {', '.join(sorted(self.param_names()))})")
+
+    @classmethod
+    def param_names(cls) -> list[str]:
+        """``order``, then the parameters of the placement and of the redundancy rule."""
+        return ["order", *cls.placement_cls.param_names(), *cls.redundancy_cls.param_names()]
+
+    def parts(self) -> tuple[Parametrised, ...]:
+        """The placement and the redundancy rule, which hold their own parameters."""
+        return (self.placement, self.redundancy)
 
     @property
     def places_data(self) -> bool:  # type: ignore[override]
@@ -185,11 +199,6 @@ class Composite(Scheduler):
         """Let the placement move the raw input of the jobs just announced."""
         self.model.refresh(view.time)
         self.placement.place_data(view, actions, view.announced)
-
-    def get_params(self) -> dict[str, Any]:
-        """Return ``order`` and the parts' parameters."""
-        return {"order": self.order, **self.placement.get_params(),
-                **self.redundancy.get_params()}
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Start a fresh performance model and reset the parts."""
@@ -254,15 +263,9 @@ def composite(name: str, placement: type[Placement], redundancy: type[Redundancy
     return register(cls)
 
 
-def _names(cls: type[Part]) -> list[str]:
-    if cls.__init__ is object.__init__:
-        return []
-    return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
-
-
-def _pick(cls: type[Part], params: dict[str, Any]) -> dict[str, Any]:
-    """Remove and return the entries of ``params`` that ``cls`` takes."""
-    return {k: params.pop(k) for k in _names(cls) if k in params}
+def _pick(cls: type[Part], values: dict[str, Any]) -> dict[str, Any]:
+    """Remove and return the entries of ``values`` that ``cls`` takes."""
+    return {k: values.pop(k) for k in cls.param_names() if k in values}
 
 
 def _class_name(name: str) -> str:

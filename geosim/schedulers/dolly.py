@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from geosim.modeler import PerformanceModel
+from geosim.params import Field
 from geosim.schedulers.compose import PlaceFn, Redundancy
 from geosim.view import RUNNING, Actions, SchedulerView, concat_ranges, first_of_runs
 
@@ -126,25 +127,28 @@ class Dolly(Redundancy):
     """
 
     name = "dolly"
+    params = {
+        "budget": Field(0.05, "float", lo=0, hi=1, lo_open=True, doc="β: fraction of the "
+                        "reachable slots extra copies may use"),
+        "straggle_target": Field(0.05, "float", lo=0, hi=1, lo_open=True, doc="ε: acceptable "
+                                 "probability that a cloned job straggles"),
+        "max_clones": Field(3, "int", lo=1, hi=math.inf, doc="cap on the copies per task"),
+        "small_tasks": Field(150, "int", lo=1, hi=math.inf, doc="largest task count of a job "
+                             "that may be cloned"),
+        "straggler_ratio": Field(1.5, "float", lo=1, hi=math.inf, doc="a copy straggles "
+                                 "beyond this multiple of the median duration"),
+        "admission": Field("smallest", "str", choices=ADMISSIONS, doc="order of the jobs "
+                           "admitted at one boundary: smallest first or by arrival"),
+        "delay": Field(3.0, "float", lo=0, hi=math.inf, doc="ω: seconds a clone waits for a "
+                       "slot at its input's cluster"),
+    }
 
     def __init__(self, budget: float = 0.05, straggle_target: float = 0.05,
                  max_clones: int = 3, small_tasks: int = 150, straggler_ratio: float = 1.5,
                  admission: str = "smallest", delay: float = 3.0):
-        for key, value, lo, hi in (("budget", budget, 0.0, 1.0),
-                                   ("straggle_target", straggle_target, 0.0, 1.0)):
-            if not isinstance(value, int | float) or isinstance(value, bool) \
-                    or not lo < value <= hi:
-                raise ValueError(f"{key} must be in ({lo:g}, {hi:g}], got {value!r}")
-        for key, value, low in (("max_clones", max_clones, 1), ("small_tasks", small_tasks, 1)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{key} must be an integer >= {low}, got {value!r}")
-        if not isinstance(straggler_ratio, int | float) or isinstance(straggler_ratio, bool) \
-                or straggler_ratio < 1:
-            raise ValueError(f"straggler_ratio must be a number >= 1, got {straggler_ratio!r}")
-        if admission not in ADMISSIONS:
-            raise ValueError(f"admission must be smallest or arrival, got {admission!r}")
-        if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
-            raise ValueError(f"delay must be a number >= 0, got {delay!r}")
+        self.validate_params(budget=budget, straggle_target=straggle_target,
+                             max_clones=max_clones, small_tasks=small_tasks,
+                             straggler_ratio=straggler_ratio, admission=admission, delay=delay)
         self.budget, self.straggle_target, self.max_clones = budget, straggle_target, max_clones
         self.small_tasks, self.straggler_ratio = small_tasks, straggler_ratio
         self.admission, self.delay = admission, delay

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from geosim.params import Field
 from geosim.schedulers.base import Scheduler, register
 from geosim.schedulers.placement import fill_in_order
 from geosim.view import Actions, SchedulerView, rank_in_runs
@@ -48,10 +49,11 @@ class Fair(Scheduler):
     name = "fair"
     description = "equal slot shares among alive jobs (optionally multitasking), locality"
     event_driven = True     # shares change only at arrivals and departures
+    params = {"multitasking": Field(False, "bool", doc="share slots fractionally among "
+                                    "copies when jobs outnumber slots (002 §5)")}
 
     def __init__(self, multitasking: bool = False):
-        if not isinstance(multitasking, bool):
-            raise ValueError(f"multitasking must be true or false, got {multitasking!r}")
+        self.validate_params(multitasking=multitasking)
         self.multitasking = multitasking
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 
 from geosim.flowflex import KINDS, Flow, Instance, Job, LinearCost, Metric, Plan, StepCost, plan
 from geosim.flowflex.costs import OBJECTIVES, CostFunction
+from geosim.params import Field
 from geosim.schedulers.base import Scheduler, register
 from geosim.schedulers.placement import launch_from_stages
 from geosim.view import Actions, SchedulerView
@@ -57,16 +58,17 @@ class FlowFlex(Scheduler):
     name = "flowflex"
     description = ("004's FlowFlex: minimum-cost-flow (minisum) or bisection (minimax) plan "
                    "of flows of malleable jobs, executed brick by brick")
+    params = {
+        "objective": Field("minisum", "str", choices=OBJECTIVES, doc="minisum or minimax"),
+        "kind": Field("weighted_completion", "str",
+                      choices=tuple(k for k in KINDS if k != "custom"), doc="per-flow cost"),
+        "backfill": Field(True, "bool", doc="give slots the plan leaves free to stages "
+                          "with ready bricks"),
+    }
 
     def __init__(self, objective: str = "minisum", kind: str = "weighted_completion",
                  backfill: bool = True):
-        if objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
-        if kind not in KINDS or kind == "custom":
-            raise ValueError(f"kind must be one of {tuple(k for k in KINDS if k != 'custom')}, "
-                             f"got {kind!r}")
-        if not isinstance(backfill, bool):
-            raise ValueError(f"backfill must be true or false, got {backfill!r}")
+        self.validate_params(objective=objective, kind=kind, backfill=backfill)
         self.objective, self.kind, self.backfill = objective, kind, backfill
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:

@@ -16,6 +16,7 @@ from numba import njit
 from scipy import sparse
 from scipy.sparse.csgraph import maximum_flow
 
+from geosim.params import Field
 from geosim.schedulers.compose import Placement
 from geosim.view import SchedulerView, first_of_runs
 
@@ -57,10 +58,11 @@ class Flutter(Placement):
     """
 
     name = "flutter"
+    params = {"compute": Field("uniform", "str", choices=COMPUTES, doc="compute-time "
+                               "estimate: one speed for every cluster, or each cluster's")}
 
     def __init__(self, compute: str = "uniform"):
-        if compute not in COMPUTES:
-            raise ValueError(f"compute must be one of {', '.join(COMPUTES)}, got {compute!r}")
+        self.validate_params(compute=compute)
         self.compute = compute
 
     def place(self, view: SchedulerView, tasks: np.ndarray, free: np.ndarray) -> np.ndarray:

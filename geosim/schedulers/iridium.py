@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit
 from scipy.optimize import linear_sum_assignment
 
+from geosim.params import Field
 from geosim.schedulers.compose import Placement
 from geosim.schedulers.placement import locality_clusters
 from geosim.view import Actions, SchedulerView, first_of_runs
@@ -77,12 +78,14 @@ class Iridium(Placement):
     """
 
     name = "iridium"
+    params = {
+        "data_placement": Field(False, "bool", doc="move raw input before jobs arrive"),
+        "chunk": Field(0.05, "float", lo=0, hi=1, lo_open=True, doc="data moved per step of "
+                       "the heuristic, a fraction of the job's raw input"),
+    }
 
     def __init__(self, data_placement: bool = False, chunk: float = 0.05):
-        if not isinstance(data_placement, bool):
-            raise ValueError(f"data_placement must be true or false, got {data_placement!r}")
-        if not 0.0 < chunk <= 1.0:
-            raise ValueError(f"chunk must be in (0, 1], got {chunk}")
+        self.validate_params(data_placement=data_placement, chunk=chunk)
         self.data_placement, self.chunk = data_placement, chunk
 
     @property

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from geosim.params import Field
 from geosim.schedulers.base import register
 from geosim.schedulers.pool import PoolPolicy, split_machines
 from geosim.view import SchedulerView
@@ -55,11 +56,13 @@ class LAPSR(PoolPolicy):
 
     name = "laps+r"
     description = "002 Alg. 3: share among the latest beta-fraction of jobs, with redundancy"
+    params = {"beta": Field(0.8, "float", lo=0, hi=1, lo_open=True, hi_open=True,
+                            doc="fraction of the alive jobs served (latest arrivals)"),
+              **PoolPolicy.params}
 
     def __init__(self, beta: float = 0.8, reassign: str = "keep",
                  max_copies: int | None = None):
-        if isinstance(beta, bool) or not isinstance(beta, int | float) or not 0 < beta < 1:
-            raise ValueError(f"beta must be in (0, 1), got {beta!r}")
+        self.validate_params(beta=beta)
         self.beta = beta
         super().__init__(reassign=reassign, max_copies=max_copies)
 
@@ -85,6 +88,7 @@ class LAPS(LAPSR):
 
     name = "laps"
     description = "latest arrivals processor sharing over the beta-fraction, no redundancy"
+    params = {k: f for k, f in LAPSR.params.items() if k != "max_copies"}   # always 1
 
     def __init__(self, beta: float = 0.8, reassign: str = "keep"):
         super().__init__(beta=beta, reassign=reassign, max_copies=1)

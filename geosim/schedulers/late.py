@@ -8,9 +8,12 @@ slow node, with a cap on the backups running at once.
 
 from __future__ import annotations
 
+from math import inf
+
 import numpy as np
 
-from geosim.reports import Monitored
+from geosim.params import Field
+from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
 from geosim.view import Actions, SchedulerView, first_of_runs
 
@@ -89,24 +92,33 @@ class LATE(Monitored, Redundancy):
     """
 
     name = "late"
+    params = {
+        "speculative_cap": Field(0.1, "float", lo=0, hi=1, lo_open=True, doc="fraction of "
+                                 "the reachable slots backups may hold"),
+        "slow_node_threshold": Field(0.25, "float", lo=0, hi=1, doc="quantile of cluster "
+                                     "scores below which a cluster is slow"),
+        "slow_task_threshold": Field(0.25, "float", lo=0, hi=1, lo_open=True, doc="quantile "
+                                     "of progress rates below which a task may be backed up"),
+        "min_runtime": Field(10.0, "float", lo=0, hi=inf, doc="seconds a task must have run "
+                             "before it may be backed up"),
+        **MONITORING_PARAMS,
+    }
 
     def __init__(self, speculative_cap: float = 0.1, slow_node_threshold: float = 0.25,
                  slow_task_threshold: float = 0.25, min_runtime: float = 10.0,
                  monitoring: str = "oracle", report_interval: float | None = None,
                  report_delay: float | None = None, report_to: str | int | None = None,
                  monitoring_cost: float | None = None):
-        if not _number(speculative_cap) or not 0.0 < speculative_cap <= 1.0:
-            raise ValueError(f"speculative_cap must be in (0, 1], got {speculative_cap!r}")
-        if not _number(slow_node_threshold) or not 0.0 <= slow_node_threshold <= 1.0:
-            raise ValueError(f"slow_node_threshold must be in [0, 1], "
-                             f"got {slow_node_threshold!r}")
-        if not _number(slow_task_threshold) or not 0.0 < slow_task_threshold <= 1.0:
-            raise ValueError(f"slow_task_threshold must be in (0, 1], "
-                             f"got {slow_task_threshold!r}")
-        if not _number(min_runtime) or min_runtime < 0:
-            raise ValueError(f"min_runtime must be a number >= 0, got {min_runtime!r}")
+        self.validate_params(speculative_cap=speculative_cap,
+                             slow_node_threshold=slow_node_threshold,
+                             slow_task_threshold=slow_task_threshold, min_runtime=min_runtime,
+                             monitoring=monitoring, report_interval=report_interval,
+                             report_delay=report_delay, report_to=report_to,
+                             monitoring_cost=monitoring_cost)
         self.speculative_cap, self.slow_node_threshold = speculative_cap, slow_node_threshold
         self.slow_task_threshold, self.min_runtime = slow_task_threshold, min_runtime
+        # Rules across fields (report settings need monitoring='reports'), and report_to:
+        # geosim.reports.check_monitoring.
         self._init_monitoring(monitoring, report_interval, report_delay, report_to,
                               monitoring_cost)
 
@@ -196,6 +208,3 @@ class LATE(Monitored, Redundancy):
         cut = np.quantile(score[reach], self.slow_node_threshold)
         return reach & (score < cut)
 
-
-def _number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

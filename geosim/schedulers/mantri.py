@@ -13,7 +13,8 @@ import numpy as np
 from numba import njit
 
 from geosim.modeler import _exact_min, _row_min_quantiles, _survival_steps, quantile_bounds
-from geosim.reports import Monitored
+from geosim.params import Field
+from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
 from geosim.variability import copy_factors
 from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs
@@ -138,29 +139,33 @@ class Mantri(Monitored, Redundancy):
     """
 
     name = "mantri"
+    params = {
+        "interval": Field(10.0, "float", lo=0, hi=np.inf, lo_open=True, doc="Δ: seconds "
+                          "between progress reports"),
+        "delta": Field(0.25, "float", lo=0, hi=1, hi_open=True, doc="δ of the duplicate test"),
+        "restart_margin": Field(None, "float", lo=0, hi=np.inf, optional=True, doc="Δ of the "
+                                "restart test in seconds (none: interval)"),
+        "max_restarts": Field(3, "int", lo=0, hi=np.inf, doc="γ: restarts per task"),
+        "duplicate_factor": Field(None, "float", lo=1, hi=np.inf, optional=True,
+                                  doc="fixed factor of the duplicate test (none: (c+1)/c)"),
+        **MONITORING_PARAMS,
+    }
 
     def __init__(self, interval: float = 10.0, delta: float = 0.25,
                  restart_margin: float | None = None, max_restarts: int = 3,
                  duplicate_factor: float | None = None, monitoring: str = "oracle",
                  report_interval: float | None = None, report_delay: float | None = None,
                  report_to: str | int | None = None, monitoring_cost: float | None = None):
-        if not _number(interval) or interval <= 0:
-            raise ValueError(f"interval must be a number > 0, got {interval!r}")
-        if not _number(delta) or not 0.0 <= delta < 1.0:
-            raise ValueError(f"delta must be in [0, 1), got {delta!r}")
-        if restart_margin is not None and (not _number(restart_margin) or restart_margin < 0):
-            raise ValueError(f"restart_margin must be a number >= 0 or None, "
-                             f"got {restart_margin!r}")
-        if not isinstance(max_restarts, int) or isinstance(max_restarts, bool) \
-                or max_restarts < 0:
-            raise ValueError(f"max_restarts must be an integer >= 0, got {max_restarts!r}")
-        if duplicate_factor is not None and (not _number(duplicate_factor)
-                                             or not 1.0 <= duplicate_factor < np.inf):
-            raise ValueError(f"duplicate_factor must be a finite number >= 1 or None, "
-                             f"got {duplicate_factor!r}")
+        self.validate_params(interval=interval, delta=delta, restart_margin=restart_margin,
+                             max_restarts=max_restarts, duplicate_factor=duplicate_factor,
+                             monitoring=monitoring, report_interval=report_interval,
+                             report_delay=report_delay, report_to=report_to,
+                             monitoring_cost=monitoring_cost)
         self.interval, self.delta, self.restart_margin = interval, delta, restart_margin
         self.max_restarts = max_restarts
         self.duplicate_factor = duplicate_factor
+        # Rules across fields (report settings need monitoring='reports'), and report_to:
+        # geosim.reports.check_monitoring.
         self._init_monitoring(monitoring, report_interval, report_delay, report_to,
                               monitoring_cost)
 
@@ -424,10 +429,6 @@ class Mantri(Monitored, Redundancy):
         u = np.broadcast_to((np.arange(k) + 0.5) / k, (tasks.size, k))
         cv = np.repeat(np.asarray(view.task_cv[tasks], dtype=float)[:, None], k, axis=1)
         return copy_factors(view.copy_variability, cv, u)
-
-
-def _number(value) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from geosim.modeler import (
     expected_max,
     expected_min,
 )
+from geosim.params import Field
 from geosim.schedulers.base import Scheduler, register
 from geosim.view import READY, RUNNING, Actions, SchedulerView
 
@@ -117,33 +118,46 @@ class PingAn(Scheduler):
 
     name = "pingan"
     description = "insurance: ε-fraction sharing, efficient-first then reliability-aware copies"
+    params = {
+        "epsilon": Field(0.6, "float", lo=0, hi=1, lo_open=True, hi_open=True,
+                         doc="admitted fraction of the jobs; rate floor 1/(1+ε)"),
+        "principle": Field("eff-reli", "str", doc="selection rule of rounds 1 and 2: "
+                           f"{', '.join(PRINCIPLES)} (any case)"),
+        "allocation": Field("efa", "str", doc="efa: every job's round 1 first; jga: each job "
+                            "insured fully in turn (any case)"),
+        "candidates": Field(8, "int", lo=1, hi=math.inf, doc="clusters per task whose rates are "
+                            "computed exactly, per criterion"),
+        "atoms": Field(16, "int", lo=2, hi=math.inf, doc="atoms per distribution of the model"),
+        "min_samples": Field(5, "int", lo=1, hi=math.inf, doc="samples a distribution needs "
+                             "before it replaces its fallback"),
+        "prior_seconds": Field(600.0, "float", lo=0, hi=math.inf, doc="weight of the nominal "
+                               "outage rate, in seconds of observation"),
+        "refresh": Field(30.0, "float", lo=0, hi=math.inf, doc="seconds between refreshes of "
+                         "the performance model"),
+        "backfill": Field(False, "bool", doc="give slots the admitted jobs leave idle to the "
+                          "other jobs (not in 003)"),
+        "estimate": Field("mean-rate", "str", choices=ESTIMATES, doc="time of a copy: "
+                          "1 / E[rate] or E[1 / rate]"),
+        "learn_from": Field("winners", "str", choices=LEARN_FROM, doc="copies the model "
+                            "learns from: winners, or all that ended"),
+    }
 
     def __init__(self, epsilon: float = 0.6, principle: str = "eff-reli",
                  allocation: str = "efa", candidates: int = 8, atoms: int = 16,
                  min_samples: int = 5, prior_seconds: float = 600.0, refresh: float = 30.0,
                  backfill: bool = False, estimate: str = "mean-rate",
                  learn_from: str = "winners"):
-        if not isinstance(backfill, bool):
-            raise ValueError(f"backfill must be true or false, got {backfill!r}")
-        if not isinstance(epsilon, int | float) or not 0.0 < epsilon < 1.0:
-            raise ValueError(f"epsilon must be in (0, 1), got {epsilon!r}")
-        if str(principle).lower() not in PRINCIPLES:
-            raise ValueError(f"principle must be one of {', '.join(PRINCIPLES)}, "
-                             f"got {principle!r}")
-        if str(allocation).lower() not in ALLOCATIONS:
-            raise ValueError(f"allocation must be efa or jga, got {allocation!r}")
-        if estimate not in ESTIMATES:
-            raise ValueError(f"estimate must be one of {', '.join(ESTIMATES)}, got {estimate!r}")
-        if learn_from not in LEARN_FROM:
-            raise ValueError(f"learn_from must be one of {', '.join(LEARN_FROM)}, "
-                             f"got {learn_from!r}")
-        for key, value, low in (("candidates", candidates, 1), ("atoms", atoms, 2),
-                                ("min_samples", min_samples, 1)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{key} must be an integer >= {low}, got {value!r}")
-        for key, value in (("prior_seconds", prior_seconds), ("refresh", refresh)):
-            if not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"{key} must be a number >= 0, got {value!r}")
+        self.validate_params(epsilon=epsilon, principle=principle, allocation=allocation,
+                             candidates=candidates, atoms=atoms, min_samples=min_samples,
+                             prior_seconds=prior_seconds, refresh=refresh, backfill=backfill,
+                             estimate=estimate, learn_from=learn_from)
+        # Choices in any case (003 writes Eff-Reli), which a declaration's exact choices
+        # do not express.
+        for key, value, allowed in (("principle", principle, PRINCIPLES),
+                                    ("allocation", allocation, ALLOCATIONS)):
+            if value.lower() not in allowed:
+                raise ValueError(f"{key} must be one of {', '.join(allowed)}, in any case "
+                                 f"(got {value!r})")
         self.epsilon, self.principle, self.allocation = epsilon, principle, allocation
         self.candidates, self.atoms, self.min_samples = candidates, atoms, min_samples
         self.prior_seconds, self.refresh, self.backfill = prior_seconds, refresh, backfill

@@ -36,8 +36,11 @@ How the paper's single-work jobs carry over to geosim:
 
 from __future__ import annotations
 
+from math import inf
+
 import numpy as np
 
+from geosim.params import Field
 from geosim.schedulers.base import Scheduler
 from geosim.view import READY, RUNNING, Actions, SchedulerView, rank_in_runs
 
@@ -56,21 +59,6 @@ def split_machines(n: int, machines: int, first: int = 0) -> np.ndarray:
     return out
 
 
-def check_reassign(reassign: str) -> str:
-    """Validate the ``reassign`` parameter."""
-    if reassign not in REASSIGN:
-        raise ValueError(f"reassign must be one of {', '.join(REASSIGN)}, got {reassign!r}")
-    return reassign
-
-
-def check_max_copies(max_copies: int | None) -> int | None:
-    """Validate the ``max_copies`` parameter (None, or an integer >= 1)."""
-    if max_copies is not None and (isinstance(max_copies, bool) or
-                                   not isinstance(max_copies, int) or max_copies < 1):
-        raise ValueError(f"max_copies must be an integer >= 1 (or absent), got {max_copies!r}")
-    return max_copies
-
-
 class PoolPolicy(Scheduler):
     """Base of the 002 policies: checkpoint at events, then give jobs machines.
 
@@ -85,10 +73,16 @@ class PoolPolicy(Scheduler):
     """
 
     event_driven = True     # decisions at arrivals, departures and changes of the pool
+    params = {
+        "reassign": Field("keep", "str", choices=REASSIGN, doc="keep: copies stay on their "
+                          "machines; random: every copy re-placed at every decision"),
+        "max_copies": Field(None, "int", lo=1, hi=inf, optional=True,
+                            doc="cap on the copies of one task (none: uncapped)"),
+    }
 
     def __init__(self, reassign: str = "keep", max_copies: int | None = None):
-        self.reassign = check_reassign(reassign)
-        self.max_copies = check_max_copies(max_copies)
+        self.validate_params(reassign=reassign, max_copies=max_copies)
+        self.reassign, self.max_copies = reassign, max_copies
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Prepare per-run state."""

@@ -33,8 +33,11 @@ machines last.
 
 from __future__ import annotations
 
+from math import inf
+
 import numpy as np
 
+from geosim.params import Field
 from geosim.schedulers.base import Scheduler, register
 from geosim.schedulers.srptms_c import launch_on_random_slots
 from geosim.variability import expected_min_factor
@@ -86,13 +89,14 @@ class SmartCloning(Scheduler):
     event_driven = True
     name = "sca"
     description = "Smart Cloning (reconstruction): copies per task from a concave program"
+    params = {
+        "price": Field(0.01, "float", lo=0, hi=inf, doc="utility cost of one expected unit "
+                       "of extra machine time"),
+        "max_copies": Field(8, "int", lo=1, hi=inf, doc="most copies of one task"),
+    }
 
     def __init__(self, price: float = 0.01, max_copies: int = 8):
-        if not isinstance(price, int | float) or isinstance(price, bool) \
-                or not 0.0 <= price < float("inf"):
-            raise ValueError(f"price must be a finite number >= 0, got {price!r}")
-        if not isinstance(max_copies, int) or isinstance(max_copies, bool) or max_copies < 1:
-            raise ValueError(f"max_copies must be an integer >= 1, got {max_copies!r}")
+        self.validate_params(price=price, max_copies=max_copies)
         self.price, self.max_copies = float(price), max_copies
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:

@@ -15,10 +15,13 @@ instances of one program, the nearest analogue of the tasks of one stage.
 
 from __future__ import annotations
 
+from math import inf
+
 import numpy as np
 
 from geosim.modeler import PerformanceModel
-from geosim.reports import Monitored
+from geosim.params import Field
+from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Placement, Redundancy
 from geosim.schedulers.placement import locality_cluster
 from geosim.view import DONE, Actions, SchedulerView, concat_ranges, first_of_runs
@@ -30,18 +33,6 @@ def stage_ids(view: SchedulerView) -> tuple[np.ndarray, np.ndarray]:
         + view.task_type
     _, stage, size = np.unique(key, return_inverse=True, return_counts=True)
     return stage.astype(np.int64), size.astype(np.int64)
-
-
-def _check_number(name: str, value: object, low: float, high: float | None = None,
-                  open_low: bool = False) -> None:
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if ok:
-        ok = value > low if open_low else value >= low
-        ok = ok and (high is None or value <= high)
-    if not ok:
-        bound = f"> {low}" if open_low else f">= {low}"
-        rng = f"in ({low}, {high}]" if high is not None else f"a number {bound}"
-        raise ValueError(f"{name} must be {rng}, got {value!r}")
 
 
 class DelayScheduling(Placement):
@@ -77,9 +68,11 @@ class DelayScheduling(Placement):
     """
 
     name = "delay"
+    params = {"locality_wait": Field(3.0, "float", lo=0, hi=inf, doc="seconds a stage waits "
+                                     "for a local slot (spark.locality.wait)")}
 
     def __init__(self, locality_wait: float = 3.0):
-        _check_number("locality_wait", locality_wait, 0.0)
+        self.validate_params(locality_wait=locality_wait)
         self.locality_wait = locality_wait
 
     def reset(self, view: SchedulerView, rng: np.random.Generator,
@@ -221,17 +214,30 @@ class SparkSpeculation(Monitored, Redundancy):
 
     name = "speculation"
     heartbeats = False
+    params = {
+        "interval": Field(0.1, "float", lo=0, hi=inf, doc="seconds between checks "
+                          "(spark.speculation.interval)"),
+        "quantile": Field(0.75, "float", lo=0, hi=1, doc="fraction of a stage's tasks that "
+                          "must have succeeded"),
+        "multiplier": Field(1.5, "float", lo=0, hi=inf, lo_open=True, doc="how many times "
+                            "slower than the median a task must be"),
+        "min_runtime": Field(0.1, "float", lo=0, hi=inf, doc="seconds a task runs before it "
+                             "may be speculated"),
+        **{k: f for k, f in MONITORING_PARAMS.items() if k != "report_interval"},  # no heartbeats
+    }
 
     def __init__(self, interval: float = 0.1, quantile: float = 0.75,
                  multiplier: float = 1.5, min_runtime: float = 0.1,
                  monitoring: str = "oracle", report_delay: float | None = None,
                  report_to: str | int | None = None, monitoring_cost: float | None = None):
-        _check_number("interval", interval, 0.0)
-        _check_number("quantile", quantile, 0.0, 1.0)
-        _check_number("multiplier", multiplier, 0.0, open_low=True)
-        _check_number("min_runtime", min_runtime, 0.0)
+        self.validate_params(interval=interval, quantile=quantile, multiplier=multiplier,
+                             min_runtime=min_runtime, monitoring=monitoring,
+                             report_delay=report_delay, report_to=report_to,
+                             monitoring_cost=monitoring_cost)
         self.interval, self.quantile = interval, quantile
         self.multiplier, self.min_runtime = multiplier, min_runtime
+        # Rules across fields (report settings need monitoring='reports'), and report_to:
+        # geosim.reports.check_monitoring.
         self._init_monitoring(monitoring, None, report_delay, report_to, monitoring_cost)
 
     def reset(self, view: SchedulerView, rng: np.random.Generator,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from geosim.params import Field
 from geosim.schedulers.base import Scheduler, register
 from geosim.schedulers.placement import fill_in_order
 from geosim.view import Actions, SchedulerView
@@ -30,10 +31,11 @@ class SRPT(Scheduler):
     name = "srpt"
     description = "least remaining work first, checkpointed preemption, locality placement"
     event_driven = True     # ranks change only at arrivals and departures
+    params = {"preemptive": Field(True, "bool", doc="higher-ranked jobs take slots from "
+                                  "running lower-ranked ones (checkpointed)")}
 
     def __init__(self, preemptive: bool = True):
-        if not isinstance(preemptive, bool):
-            raise ValueError(f"preemptive must be true or false, got {preemptive!r}")
+        self.validate_params(preemptive=preemptive)
         self.preemptive = preemptive
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:

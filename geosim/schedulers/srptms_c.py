@@ -44,26 +44,18 @@ Choices where the paper is silent (also in ``docs/model.md``):
 
 from __future__ import annotations
 
+from math import inf
+
 import numpy as np
 from numba import njit
 
+from geosim.params import Field
 from geosim.schedulers.base import Scheduler, register
 from geosim.view import Actions, SchedulerView, rank_in_runs
 
-
-def check_unit(value, name: str, *, open_low: bool = True) -> float:
-    """Validate a number in ``(0, 1]`` (or ``[0, 1]`` with ``open_low=False``)."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not (0.0 < value <= 1.0 if open_low else 0.0 <= value <= 1.0):
-        raise ValueError(f"{name} must be in {'(0' if open_low else '[0'}, 1], got {value!r}")
-    return float(value)
-
-
-def check_r(r) -> float:
-    """Validate the standard-deviation multiplier ``r`` (a number >= 0)."""
-    if not isinstance(r, int | float) or isinstance(r, bool) or not 0.0 <= r < float("inf"):
-        raise ValueError(f"r must be a finite number >= 0, got {r!r}")
-    return float(r)
+#: The multiplier ``r`` of a task's standard deviation in its effective workload.
+R_FIELD = Field(3.0, "float", lo=0, hi=inf, doc="multiplier of a task's standard deviation "
+                "in its effective workload")
 
 
 def effective_work(view: SchedulerView, tasks: np.ndarray, r: float) -> np.ndarray:
@@ -273,15 +265,17 @@ class SRPTMSC(Scheduler):
     event_driven = True
     name = "srptms+c"
     description = "000's SRPTMS+C: epsilon-fraction weighted sharing by w/U, cloning spare machines"
+    params = {
+        "epsilon": Field(0.6, "float", lo=0, hi=1, lo_open=True, doc="fraction of the total "
+                         "weight that shares the machines"),
+        "r": R_FIELD,
+        "max_copies": Field(None, "int", lo=1, hi=inf, optional=True, doc="most copies the "
+                            "procedure makes of one task (none: 000 as written)"),
+    }
 
     def __init__(self, epsilon: float = 0.6, r: float = 3.0, max_copies: int | None = None):
-        self.epsilon = check_unit(epsilon, "epsilon")
-        self.r = check_r(r)
-        if max_copies is not None and (not isinstance(max_copies, int)
-                                       or isinstance(max_copies, bool) or max_copies < 1):
-            raise ValueError(f"max_copies must be an integer >= 1 (or absent), "
-                             f"got {max_copies!r}")
-        self.max_copies = max_copies
+        self.validate_params(epsilon=epsilon, r=r, max_copies=max_copies)
+        self.epsilon, self.r, self.max_copies = float(epsilon), float(r), max_copies
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Compute every task's effective work once."""

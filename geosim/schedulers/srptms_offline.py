@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from geosim.schedulers.base import Scheduler, register
-from geosim.schedulers.srptms_c import check_r, effective_work, launch_on_random_slots
+from geosim.schedulers.srptms_c import R_FIELD, effective_work, launch_on_random_slots
 from geosim.view import Actions, SchedulerView
 
 
@@ -34,9 +34,11 @@ class SRPTMSOffline(Scheduler):
     event_driven = True
     name = "srptms-offline"
     description = "000's Algorithm 1: jobs by weight over effective workload, no cloning"
+    params = {"r": R_FIELD}
 
     def __init__(self, r: float = 3.0):
-        self.r = check_r(r)
+        self.validate_params(r=r)
+        self.r = float(r)
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Compute every job's priority ``w / phi`` once (it does not change)."""

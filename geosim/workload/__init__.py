@@ -22,6 +22,9 @@ Modules
     * :mod:`~geosim.workload.flows` -- :func:`flow_jobs`: flows of MapReduce jobs (004 §3),
       each MapReduce job a stage of malleable "brick" tasks; :func:`flow_instance` reads
       them back for the FlowFlex planner.
+    * :mod:`~geosim.workload.spark_apps` -- :func:`spark_app_jobs`: the Spark applications of
+      PingAn's prototype (003 §5, Table 1), WordCount, iterative ML and PageRank, each a
+      chain of stages with shuffles and cached partitions.
 
 Every public name is re-exported here, so ``from geosim.workload import montage_jobs`` works.
 """
@@ -53,6 +56,16 @@ from geosim.workload.montage import (
     montage_task_counts,
 )
 from geosim.workload.single import WorkDistribution, single_work_jobs
+from geosim.workload.spark_apps import (
+    SPARK_APPS,
+    TABLE1_INPUT_MB,
+    TABLE1_SIZE_MIX,
+    SparkCosts,
+    spark_app_draws,
+    spark_app_jobs,
+    spark_scenario_jobs,
+    spark_type_names,
+)
 from geosim.workload.wfformat import read_wfformat, wfformat_jobs
 
 __all__ = [
@@ -63,6 +76,10 @@ __all__ = [
     "MAPREDUCE_TYPES",
     "MONTAGE_TYPES",
     "REFERENCE_MIPS",
+    "SPARK_APPS",
+    "TABLE1_INPUT_MB",
+    "TABLE1_SIZE_MIX",
+    "SparkCosts",
     "WorkDistribution",
     "Workload",
     "bounded_pareto",
@@ -81,6 +98,10 @@ __all__ = [
     "poisson_arrivals",
     "read_wfformat",
     "single_work_jobs",
+    "spark_app_draws",
+    "spark_app_jobs",
+    "spark_scenario_jobs",
+    "spark_type_names",
     "task_count_exponent",
     "task_count_pmf",
     "wfformat_jobs",
