@@ -11,7 +11,9 @@
 (e) ``cloning-google`` (000 §VI: 12 000 machines, 6064 MapReduce jobs, about 160 000
     tasks) with SRPTMS+C (ε = 0.6, r = 3), the whole §VI run;
 (f) ``pingan-medium`` with Flutter+Mantri; (g) with Iridium;
-(c10) case (c) with 10× the jobs (200 000): cost per job and memory per task at scale.
+(c10) case (c) with 10× the jobs (200 000): cost per job and memory per task at scale;
+    with (c) in the same run, the table ends with the memory each task adds from (c) to
+    (c10), the fixed cost of a run left out.
 
 Each run is a fresh process (its peak memory is its own, and compiled kernels load from
 the cache as in any new run). The machine is shared, so each case runs ``--repeat`` times
@@ -127,6 +129,12 @@ def main(argv: list[str]) -> None:
         print(f"{case:<5}{scenario:<24}{scheduler:<40}{low:>8.2f}{mid:>10.2f}{mib:>10.0f}"
               f"{mib * 1024 / max(tasks, 1):>10.2f}"
               + (f"{min(other):>16.2f}{statistics.median(other):>10.2f}" if other else ""))
+    peaks = {case: (mib, tasks) for case, *_, mib, tasks, _ in table}
+    if "c" in peaks and "c10" in peaks and peaks["c10"][1] > peaks["c"][1]:
+        # What each task adds at scale: the fixed cost of a run (interpreter, libraries,
+        # compiled kernels) cancels out.
+        (small, n_small), (large, n_large) = peaks["c"], peaks["c10"]
+        print(f"\nc10 over c: {(large - small) * 1024 / (n_large - n_small):.2f} KiB per task")
 
 
 if __name__ == "__main__":

@@ -128,19 +128,31 @@ class _Table:
         self.n = need
         return rows
 
-    def resize(self, capacity: int) -> None:
+    def resize(self, capacity: int, lazy: bool = False) -> None:
         """Hold ``capacity`` rows (at least the ``n`` used), one column at a time.
 
         Each old column is released as soon as its replacement is filled, so the peak is
         the table plus one column, not two tables.
+
+        Args:
+            capacity: Rows to hold.
+            lazy: Leave the new rows beyond ``n`` unfilled (their memory is taken only
+                when written): for a caller that writes every column of each row it
+                appends.
         """
         capacity = max(capacity, self.n)
         self.check(capacity)
         for k, (dt, fill) in self._spec.items():
-            arr = np.full(capacity, fill, dtype=dt)
+            arr = np.empty(capacity, dtype=dt)
             arr[: self.n] = self.cols[k][: self.n]
+            if not lazy:
+                arr[self.n:] = fill
             self.cols[k] = arr
 
+    def keep(self, names: tuple[str, ...]) -> None:
+        """Drop every column but ``names`` (their rows are kept as they are)."""
+        self._spec = {k: v for k, v in self._spec.items() if k in names}
+        self.cols = {k: v for k, v in self.cols.items() if k in names}
 
     def check(self, capacity: int) -> None:
         """Ask the run's memory budget (if any) whether ``capacity`` rows may be held.
@@ -226,7 +238,7 @@ class Engine:
         # Without raw inputs or DAG edges no copy ever fetches anything.
         self.has_inputs = workload.n_raw > 0 or workload.n_edges > 0
         self.task_checkpoints = np.zeros(n_tasks, dtype=np.int64)
-        self._task_scratch = np.full(n_tasks, np.nan)
+        self._task_scratch: tuple[np.ndarray, np.ndarray] | None = None   # see _scratch
 
         self.job_left = np.diff(workload.task_ptr).astype(np.int64)
         self.job_done = np.full(n_jobs, np.nan)
@@ -351,9 +363,7 @@ class Engine:
     # ------------------------------------------------------------------ queries
     def free_slots(self) -> np.ndarray:
         """Whole free slots per cluster (0 for unreachable clusters)."""
-        free = np.add.reduceat((self.slot_used <= _EPS).astype(np.int64),
-                               self.world.slot_ptr[:-1])
-        return np.where(self.reachable, free, 0)
+        return _free_count(self.slot_used, self.world.slot_ptr, self.reachable, _EPS)
 
     def inputs_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Inputs of ready tasks: raw data, then parents' outputs where the parents ran.
@@ -517,53 +527,53 @@ class Engine:
         ``slots``, whole-slot copies go to free slots drawn uniformly at random
         (without replacement) in each cluster; a fractional copy goes to the slot with the
         least spare share that still fits it (best fit), ties broken at random.
+
+        Raises:
+            SchedulingError: A task not ready or running, a share outside (0, 1], an
+                unreachable cluster, or slots that cannot take the copies.
+            IndexError: A task or cluster that does not exist.
         """
-        tasks = np.asarray(tasks, dtype=np.int64)
-        clusters = np.asarray(clusters, dtype=np.int64)
+        tasks = np.asarray(tasks, dtype=np.int64).ravel()
+        clusters = np.asarray(clusters, dtype=np.int64).ravel()
         n = tasks.size
         if n == 0:
             return np.empty(0, dtype=np.int64)
-        state = self.task_state[tasks]
-        if np.any((state != READY) & (state != RUNNING)):
-            bad = tasks[(state != READY) & (state != RUNNING)][0]
-            raise SchedulingError(f"task {bad} is not ready (state {self.task_state[bad]})")
+        if clusters.size != n:
+            raise SchedulingError(f"{n} copies but {clusters.size} clusters")
+        code, at = _launch_check(tasks, clusters, self.task_state, self.reachable)
+        if code == 1:
+            raise IndexError(f"task {tasks[at]} does not exist")
+        if code == 2:
+            raise SchedulingError(f"task {tasks[at]} is not ready "
+                                  f"(state {self.task_state[tasks[at]]})")
         if not 0.0 < share <= 1.0:
             raise SchedulingError(f"share {share} outside (0, 1]")
-        if not self.reachable[clusters].all():
-            raise SchedulingError(f"cluster {clusters[~self.reachable[clusters]][0]} is "
-                                  "unreachable")
+        if code == 3:
+            raise IndexError(f"cluster {clusters[at]} does not exist")
+        if code == 4:
+            raise SchedulingError(f"cluster {clusters[at]} is unreachable")
         slots = self._pick_slots(clusters, share) if slots is None else \
-            np.asarray(slots, dtype=np.int64)
-        ptr = self.world.slot_ptr
-        used = self.slot_used.copy()
-        np.add.at(used, slots, share)
-        if np.any((slots < ptr[clusters]) | (slots >= ptr[clusters + 1])) or \
-                np.any(used[slots] > 1.0 + _EPS):
+            np.asarray(slots, dtype=np.int64).ravel()
+        used = _take_slots(slots, clusters, share, self.world.slot_ptr, self.slot_used,
+                           1.0 + _EPS)
+        if used.size == 0:
             raise SchedulingError(f"slots {slots.tolist()} cannot take share {share:g}")
         self.slot_used = used
-        np.add.at(self.slot_copies, slots, 1)
         rows = self.copies.append(n)
         ids = np.arange(rows.start, rows.stop)
         cols = self.copies.cols
-        cols["task"][rows], cols["slot"][rows], cols["cluster"][rows] = tasks, slots, clusters
-        cols["share"][rows] = share
-        cols["progress"][rows] = cols["base"][rows] = self.task_saved[tasks]
-        cols["start"][rows] = self.time
         if self.variability != "none":
             cols["factor"][rows] = self._copy_factors(tasks)
         self._add_inputs(ids, tasks, self.task_saved[tasks])
-        ready = np.unique(tasks[state == READY])
-        self.task_state[ready] = RUNNING
-        self.n_ready -= ready.size
-        if self.staged:
-            np.add.at(self.group_ready, self.group_of[ready], -1)
-            np.add.at(self.group_running, self.group_of[ready], 1)
-        fresh = ready[np.isnan(self.task_start[ready])]
-        self.task_start[fresh] = self.time
-        np.add.at(self.task_copies, tasks, 1)
-        np.add.at(self.task_live, tasks, 1)
-        np.add.at(self.job_live, self.task_job[tasks], 1)
-        self.live = np.concatenate([self.live, ids])
+        staged = self.staged
+        self.live, started = _launch_kernel(
+            tasks, clusters, slots, share, rows.start, self.time, cols["task"], cols["slot"],
+            cols["cluster"], cols["share"], cols["progress"], cols["base"], cols["start"],
+            self.task_state, self.task_saved, self.task_start, self.task_copies,
+            self.task_live, self.job_live, self.task_job, self.slot_copies, staged,
+            self.group_ready if staged else _NO_INT, self.group_running if staged else _NO_INT,
+            self.group_of if staged else _NO_INT, self.live)
+        self.n_ready -= started
         self._flows = None
         return ids
 
@@ -580,25 +590,19 @@ class Engine:
                             keyed_uniforms(self.copy_key, tasks, index))
 
     def _pick_slots(self, clusters: np.ndarray, share: float) -> np.ndarray:
+        """Slots for new copies of ``share`` on ``clusters`` (see :meth:`launch_many`)."""
         ptr = self.world.slot_ptr
-        out = np.empty(clusters.size, dtype=np.int64)
         if share >= 1.0:
-            # Per cluster (ascending): where its copies are and its free slots.
-            order = np.argsort(clusters, kind="stable")
-            uniq, first, count = np.unique(clusters[order], return_index=True,
-                                           return_counts=True)
-            free, free_ptr = _free_slots_kernel(uniq, ptr, self.slot_used, 1.0 - _EPS)
-            n_free = np.diff(free_ptr)
-            for g in range(uniq.size):
-                c, k = uniq[g], count[g]
-                where = order[first[g]:first[g] + k]
-                if n_free[g] < k:
-                    raise SchedulingError(f"cluster {c} has {n_free[g]} free slots, "
-                                          f"{k} asked")
-                got = free[free_ptr[g]:free_ptr[g + 1]]
-                out[where] = ptr[c] + (got if n_free[g] == k else
-                                       self.rng.choice(got, k, replace=False))
-            return out
+            # Per cluster (ascending), its copies in order take free slots drawn without
+            # replacement: ``rng.choice(free, k, replace=False)``, whose bounded draws
+            # are made here in one call, in the same order.
+            plan = _whole_slot_plan(clusters, ptr, self.slot_used, 1.0 - _EPS)
+            bad, n_free, k, highs = plan[-4:]
+            if bad >= 0:
+                raise SchedulingError(f"cluster {bad} has {n_free} free slots, {k} asked")
+            draws = self.rng.integers(0, highs + 1) if highs.size else _NO_INT
+            return _whole_slot_assign(*plan[:-4], ptr, draws)
+        out = np.empty(clusters.size, dtype=np.int64)
         for c in np.unique(clusters):
             where = np.flatnonzero(clusters == c)
             lo = ptr[c]
@@ -621,15 +625,13 @@ class Engine:
         """
         if not self.has_inputs:
             return          # in_lo = in_hi = 0: no inputs
-        owner, src, size = self.inputs_of(tasks)
-        rows = self.inputs.append(owner.size)
-        icols = self.inputs.cols
-        icols["copy"][rows], icols["src"][rows], icols["size"][rows] = copies[owner], src, size
-        icols["received"][rows] = saved[owner]
-        count = np.bincount(owner, minlength=tasks.size)
-        cols = self.copies.cols
-        cols["in_hi"][copies] = rows.start + np.cumsum(count)
-        cols["in_lo"][copies] = cols["in_hi"][copies] - count
+        wl = self.wl
+        rows = self.inputs.append(_count_inputs(tasks, wl.raw_ptr, self.in_ptr))
+        icols, cols = self.inputs.cols, self.copies.cols
+        _fill_inputs(tasks, copies, saved, rows.start, wl.raw_ptr, self.raw_cluster,
+                     wl.raw_size, self.in_ptr, self.in_src, self.in_size, self.task_cluster,
+                     icols["copy"], icols["src"], icols["size"], icols["received"],
+                     cols["in_lo"], cols["in_hi"])
 
     def kill(self, copies: np.ndarray | int, outcome: int = KILLED) -> None:
         """End live copies now; their work since the last checkpoint is wasted."""
@@ -803,8 +805,16 @@ class Engine:
         t, world = self.time, self.world
         dt = self.dt * slots if span is None else float(span)
         t_end = t + dt
-        factor = world.availability.advance(t_end, t) if world.availability is not None else None
         live = self.live
+        cols, icols = self.copies.cols, self.inputs.cols
+        avail = world.availability
+        factor = _NO_FLOAT
+        if avail is not None:
+            # Every slot moves on; only the slots of live copies are averaged.
+            if live.size:
+                factor = avail.advance_mean(t_end, t, cols["slot"][live])
+            else:
+                avail.advance(t_end)
         self.completed = []
         self.gate_out[:] = 0.0
         self.gate_in[:] = 0.0
@@ -816,7 +826,6 @@ class Engine:
         if live.size == 0:
             self.time = t_end
             return
-        cols, icols = self.copies.cols, self.inputs.cols
         if flows is None and self.has_inputs:
             flows = self._flow_structure()
         has_flows = flows is not None and flows[0].size > 0
@@ -826,41 +835,19 @@ class Engine:
         else:
             idx = pos = src = dst = res = starts = group = users = _NO_INT
             cap = _NO_FLOAT
-        speed, work, share, rate, progress, left, bw, size, fetch_rate, got, fetch_left = _rates(
+        moved, arrived, win_at, done_tasks, done_time, ending, ending_at = _step_kernel(
             live, cols["slot"], cols["task"], cols["share"], cols["factor"], cols["progress"],
-            world.power.level, _NO_FLOAT if factor is None else factor, self.task_work,
-            self.fetch, has_flows, idx, pos, src, res, starts, group, users, cap,
-            self.reachable, icols["size"], icols["received"])
-        elapsed = np.full(live.size, dt)
-        fin = left <= dt * (1.0 + _EPS)
-        winners = win_at = _NO_INT
-        if fin.any():
-            task = cols["task"][live]
-            fin_time = t + left[fin]
-            fin_copies, fin_tasks = live[fin], task[fin]
-            order = np.lexsort((fin_copies, fin_time, fin_tasks))
-            first = first_of_runs(fin_tasks[order])
-            win_pos = order[first]
-            winners = fin_copies[win_pos]
-            win_at = np.flatnonzero(fin)[win_pos]
-            done_tasks, done_time = fin_tasks[win_pos], fin_time[win_pos]
-            self._task_scratch[done_tasks] = done_time
-            ending_at = self._task_scratch[task]
-            self._task_scratch[done_tasks] = np.nan
-            ending = ~np.isnan(ending_at)
-            elapsed[ending] = np.clip(ending_at[ending] - t, 0.0, dt)
-        moved, arrived = _apply(
-            live, elapsed, speed, work, share, rate, progress, win_at, self.fetch, has_flows,
-            idx, pos, group, bw, size, fetch_rate, got, fetch_left, cols["progress"],
-            cols["executed"], cols["share_time"], cols["speed_time"], icols["received"],
-            icols["bw_time"], icols["fetch_time"], 1.0 + _EPS)
+            world.power.level, factor, self.task_work, self.fetch, has_flows, idx, pos, src,
+            res, starts, group, users, cap, self.reachable, icols["size"], icols["received"],
+            t, dt, dt * (1.0 + _EPS), *self._scratch(), cols["executed"], cols["share_time"],
+            cols["speed_time"], icols["bw_time"], icols["fetch_time"], 1.0 + _EPS)
         if has_flows:
             if self.fetch and arrived:
                 self._flows = None
             self._account(src, dst, moved, res, starts)
-        if winners.size:
+        if win_at.size:
             self._slot_end = t_end
-            self._complete(live[ending], ending_at[ending], winners, done_tasks, done_time)
+            self._complete(live[ending], ending_at, live[win_at], done_tasks, done_time)
         self.time = t_end
 
     def quiet_slots(self, limit: int) -> int:
@@ -889,29 +876,42 @@ class Engine:
         with np.errstate(divide="ignore"):
             return float(np.min((1.0 - cols["progress"][live]) / rate))
 
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-task scratch of the completion kernels: a time (NaN) and a copy (-1).
+
+        Made at the first completion (a run on the compiled pool loop never needs it).
+        """
+        if self._task_scratch is None:
+            n = self.wl.n_tasks
+            self._task_scratch = (np.full(n, np.nan), np.full(n, -1, dtype=np.int64))
+        return self._task_scratch
+
     def _complete(self, ending: np.ndarray, at: np.ndarray, winners: np.ndarray,
                   tasks: np.ndarray, times: np.ndarray) -> None:
+        """Tasks finish: their ``winners`` win, the other ``ending`` copies lose.
+
+        Args:
+            ending: Every live copy of the finishing tasks, ascending.
+            at: The instant each of them ends (its task's finishing time).
+            winners: The copy that finished each task first.
+            tasks: The finishing tasks, ascending.
+            times: When each of them finished.
+        """
         cols = self.copies.cols
-        cols["progress"][winners] = 1.0
-        outcome = np.where(np.isin(ending, winners), WON, LOST).astype(np.int8)
-        self._end(ending, at, outcome)
-        self.task_state[tasks] = DONE
-        self.task_done[tasks] = times
-        if self.staged:
-            np.add.at(self.group_running, self.group_of[tasks], -1)
-        self.task_cluster[tasks] = cols["cluster"][winners]
-        jobs = self.task_job[tasks]
-        np.subtract.at(self.job_left, jobs, 1)
-        np.subtract.at(self.job_work_left, jobs,
-                       (1.0 - self.task_saved[tasks]) * self.task_work[tasks])
-        self.task_saved[tasks] = 1.0
-        np.maximum.at(self.job_last, jobs, times)
-        children = self.out_dst[concat_ranges(self.out_ptr[tasks], self.out_ptr[tasks + 1])]
-        if children.size:
-            np.subtract.at(self.pending, children, 1)
-            ready = np.unique(children[self.pending[children] == 0])
+        staged = self.staged
+        ready, done_jobs, self.live = _complete_kernel(
+            ending, at, winners, tasks, times, self.live, cols["task"], cols["slot"],
+            cols["share"], cols["progress"], cols["base"], cols["end"], cols["outcome"],
+            cols["wasted"], cols["cluster"], self.task_work, self.task_job, self.slot_used,
+            self.slot_copies, self.task_live, self.job_live, self.task_state, self.task_done,
+            self.task_cluster, self.task_saved, self.job_left, self.job_work_left,
+            self.job_last, self.job_done, self.out_ptr, self.out_dst, self.pending, staged,
+            self.group_running if staged else _NO_INT, self.group_of if staged else _NO_INT,
+            self._scratch()[1])
+        self._flows = None
+        if ready.size:
             self._make_ready(ready, self._slot_end)
-        if self.staged:
+        if staged:
             self._make_ready(self._release_stages(tasks), self._slot_end)
         if self.capped:
             groups = self.group_of[tasks]
@@ -919,8 +919,6 @@ class Engine:
             if groups.size:
                 np.add.at(self.group_room, groups, 1)
                 self._set_ready(self._admit_groups(np.unique(groups)), self._slot_end)
-        done_jobs = np.unique(jobs[self.job_left[jobs] == 0])
-        self.job_done[done_jobs] = self.job_last[done_jobs]
         self.finished_jobs.extend(done_jobs.tolist())
         self.completed.append(winners)
 
@@ -1042,6 +1040,8 @@ def _rates(live, slot_of, task_of, share_of, factor_of, progress_of, level, avai
            i_received):  # pragma: no cover - compiled
     """Rates of the live copies and of their transfers, and the time each copy needs.
 
+    ``avail`` is the availability factor of each live copy's slot (empty: none).
+
     Returns:
         Per copy: speed, work, share, rate, progress and time left; per transfer: its
         bandwidth, size, fetch rate, received fraction and time left (fetch mode).
@@ -1058,7 +1058,7 @@ def _rates(live, slot_of, task_of, share_of, factor_of, progress_of, level, avai
         s = slot_of[c]
         sp = level[s]
         if avail.size:
-            sp = sp * avail[s]
+            sp = sp * avail[p]
         speed[p] = sp
         w = task_work[task_of[c]]
         work[p] = w
@@ -1150,6 +1150,212 @@ def _apply(live, elapsed, speed, work, share, rate, progress, win_pos, fetch, fl
 
 
 @njit(cache=True)
+def _step_kernel(live, slot_of, task_of, share_of, factor_of, progress_of, level, avail,
+                 task_work, fetch, flows_on, idx, pos, src, res, starts, group, users, cap,
+                 reachable, i_size, i_received, t, dt, limit, best_time, best_pos,
+                 c_executed, c_share_time, c_speed_time, i_bw_time, i_fetch_time,
+                 slack):  # pragma: no cover - compiled
+    """One span of :meth:`Engine.advance`: rates, completions, then progress.
+
+    :func:`_rates`, :func:`_finish_kernel` and :func:`_apply` in turn, what they pass
+    each other kept here.
+
+    Returns:
+        MB moved by each transfer, whether an input arrived in full, then what
+        :func:`_finish_kernel` returns but the time each copy ran.
+    """
+    speed, work, share, rate, progress, left, bw, size, fetch_rate, got, fetch_left = _rates(
+        live, slot_of, task_of, share_of, factor_of, progress_of, level, avail, task_work,
+        fetch, flows_on, idx, pos, src, res, starts, group, users, cap, reachable, i_size,
+        i_received)
+    elapsed, win_pos, tasks, times, ending, ending_at = _finish_kernel(
+        live, task_of, left, t, dt, limit, best_time, best_pos)
+    moved, arrived = _apply(
+        live, elapsed, speed, work, share, rate, progress, win_pos, fetch, flows_on, idx, pos,
+        group, bw, size, fetch_rate, got, fetch_left, progress_of, c_executed, c_share_time,
+        c_speed_time, i_received, i_bw_time, i_fetch_time, slack)
+    return moved, arrived, win_pos, tasks, times, ending, ending_at
+
+
+@njit(cache=True)
+def _free_count(slot_used, slot_ptr, reachable, eps):  # pragma: no cover - compiled
+    """Whole free slots (used share at most ``eps``) per cluster, 0 where unreachable."""
+    n = slot_ptr.size - 1
+    free = np.zeros(n, dtype=np.int64)
+    for c in range(n):
+        if reachable[c]:
+            k = 0
+            for s in range(slot_ptr[c], slot_ptr[c + 1]):
+                if slot_used[s] <= eps:
+                    k += 1
+            free[c] = k
+    return free
+
+
+@njit(cache=True)
+def _finish_kernel(live, task_of, left, t, dt, limit, best_time,
+                   best_pos):  # pragma: no cover - compiled
+    """Copies that finish within the span, and the first of each task to finish.
+
+    A copy whose time left is at most ``limit`` finishes at ``t + left``; the first of
+    its task to finish (ties: the lowest copy id) wins, and every live copy of that task
+    ends then. ``best_time`` (NaN) and ``best_pos`` (-1) are per-task scratch, left as
+    found.
+
+    Returns:
+        Each live copy's time run in the span (``dt``, or up to its task's finishing
+        instant), the winners' positions in ``live``, the finished tasks (ascending) and
+        their finishing instants, and the positions of the copies that end with their
+        instants.
+    """
+    n = live.size
+    elapsed = np.full(n, dt)
+    tasks = np.empty(n, dtype=np.int64)
+    k = 0
+    for p in range(n):
+        if left[p] <= limit:
+            j = task_of[live[p]]
+            at = t + left[p]
+            if best_pos[j] < 0:
+                best_pos[j] = p
+                best_time[j] = at
+                tasks[k] = j
+                k += 1
+            elif at < best_time[j]:     # ``live`` ascends: ties keep the lowest copy
+                best_pos[j] = p
+                best_time[j] = at
+    tasks = np.sort(tasks[:k])
+    win_pos = np.empty(k, dtype=np.int64)
+    times = np.empty(k)
+    for i in range(k):
+        win_pos[i] = best_pos[tasks[i]]
+        times[i] = best_time[tasks[i]]
+    m = 0
+    if k:
+        for p in range(n):
+            if best_pos[task_of[live[p]]] >= 0:
+                m += 1
+    ending = np.empty(m, dtype=np.int64)
+    ending_at = np.empty(m)
+    m = 0
+    if k:
+        for p in range(n):
+            j = task_of[live[p]]
+            if best_pos[j] >= 0:
+                at = best_time[j]
+                ending[m] = p
+                ending_at[m] = at
+                m += 1
+                el = at - t
+                elapsed[p] = dt if el > dt else (0.0 if el < 0.0 else el)
+    for i in range(k):
+        best_pos[tasks[i]] = -1
+        best_time[tasks[i]] = np.nan
+    return elapsed, win_pos, tasks, times, ending, ending_at
+
+
+@njit(cache=True)
+def _complete_kernel(ending, at, winners, tasks, times, live, c_task, c_slot, c_share,
+                     c_progress, c_base, c_end, c_outcome, c_wasted, c_cluster, task_work,
+                     task_job, slot_used, slot_copies, task_live, job_live, task_state,
+                     task_done, task_cluster, task_saved, job_left, job_work_left, job_last,
+                     job_done, out_ptr, out_dst, pending, staged, group_running, group_of,
+                     mark):  # pragma: no cover - compiled
+    """The bookkeeping of :meth:`Engine._complete`, in the order its NumPy form had.
+
+    Ends the ``ending`` copies (the task's winner won, the others lost; lost work is
+    wasted), then marks ``tasks`` done, credits their jobs and releases their children.
+    ``mark`` is per-task scratch (-1), left as found.
+
+    Returns:
+        The children whose last parent finished (ascending, unique), the jobs that
+        finished (ascending, unique), and the live copies left.
+    """
+    for i in range(winners.size):
+        c_progress[winners[i]] = 1.0
+        mark[tasks[i]] = winners[i]
+    for i in range(ending.size):
+        c = ending[i]
+        t = c_task[c]
+        c_end[c] = at[i]
+        lost = mark[t] != c
+        c_outcome[c] = LOST if lost else WON
+        c_wasted[c] += (c_progress[c] - c_base[c]) * task_work[t] if lost else 0.0
+    for i in range(ending.size):
+        c = ending[i]
+        slot_used[c_slot[c]] -= c_share[c]
+    for i in range(ending.size):
+        c = ending[i]
+        t = c_task[c]
+        slot_copies[c_slot[c]] -= 1
+        task_live[t] -= 1
+        job_live[task_job[t]] -= 1
+    n_live = 0
+    for i in range(live.size):
+        if c_outcome[live[i]] == ALIVE:
+            n_live += 1
+    left = np.empty(n_live, dtype=np.int64)
+    n_live = 0
+    for i in range(live.size):
+        if c_outcome[live[i]] == ALIVE:
+            left[n_live] = live[i]
+            n_live += 1
+    n_child = 0
+    for i in range(tasks.size):
+        t = tasks[i]
+        mark[t] = -1
+        task_state[t] = DONE
+        task_done[t] = times[i]
+        if staged:
+            group_running[group_of[t]] -= 1
+        task_cluster[t] = c_cluster[winners[i]]
+        j = task_job[t]
+        job_left[j] -= 1
+        job_work_left[j] -= (1.0 - task_saved[t]) * task_work[t]
+        task_saved[t] = 1.0
+        job_last[j] = _max(job_last[j], times[i])
+        n_child += out_ptr[t + 1] - out_ptr[t]
+    for i in range(tasks.size):
+        t = tasks[i]
+        for e in range(out_ptr[t], out_ptr[t + 1]):
+            pending[out_dst[e]] -= 1
+    ready = np.empty(n_child, dtype=np.int64)
+    n_ready = 0
+    for i in range(tasks.size):
+        t = tasks[i]
+        for e in range(out_ptr[t], out_ptr[t + 1]):
+            if pending[out_dst[e]] == 0:
+                ready[n_ready] = out_dst[e]
+                n_ready += 1
+    ready = _sorted_unique(ready[:n_ready])
+    done = np.empty(tasks.size, dtype=np.int64)
+    n_done = 0
+    for i in range(tasks.size):
+        j = task_job[tasks[i]]
+        if job_left[j] == 0:
+            done[n_done] = j
+            n_done += 1
+    done = _sorted_unique(done[:n_done])
+    for j in done:
+        job_done[j] = job_last[j]
+    return ready, done, left
+
+
+@njit(cache=True)
+def _sorted_unique(a):  # pragma: no cover - compiled
+    """``np.unique`` of an int64 array."""
+    if a.size < 2:
+        return a.copy()
+    a = np.sort(a)
+    n = 1
+    for i in range(1, a.size):
+        if a[i] != a[n - 1]:
+            a[n] = a[i]
+            n += 1
+    return a[:n]
+
+
+@njit(cache=True)
 def _account_kernel(src, dst, moved, res, starts, dt, gate_out, gate_in, egress, ingress,
                     link_mb, n_res):  # pragma: no cover - compiled
     """Add MB moved to the gate (per second of ``dt``), egress, ingress and link counters.
@@ -1198,6 +1404,38 @@ def _inputs_kernel(tasks, raw_ptr, raw_cluster, raw_size, in_ptr, in_src, in_siz
 
 
 @njit(cache=True)
+def _count_inputs(tasks, raw_ptr, in_ptr):  # pragma: no cover - compiled
+    """Number of inputs (raw, then parents' outputs) of ``tasks`` together."""
+    total = 0
+    for t in tasks:
+        total += raw_ptr[t + 1] - raw_ptr[t] + in_ptr[t + 1] - in_ptr[t]
+    return total
+
+
+@njit(cache=True)
+def _fill_inputs(tasks, copies, saved, row, raw_ptr, raw_cluster, raw_size, in_ptr, in_src,
+                 in_size, task_cluster, i_copy, i_src, i_size, i_received, c_in_lo,
+                 c_in_hi):  # pragma: no cover - compiled
+    """Write the inputs of new ``copies`` of ``tasks`` from row ``row`` of the inputs table.
+
+    In the order of :func:`_inputs_kernel`; each input has received its copy's ``saved``
+    fraction; each copy's inputs are rows ``in_lo:in_hi``.
+    """
+    j = row
+    for i in range(tasks.size):
+        t, c, got = tasks[i], copies[i], saved[i]
+        c_in_lo[c] = j
+        for r in range(raw_ptr[t], raw_ptr[t + 1]):
+            i_copy[j], i_src[j], i_size[j], i_received[j] = c, raw_cluster[r], raw_size[r], got
+            j += 1
+        for e in range(in_ptr[t], in_ptr[t + 1]):
+            i_copy[j], i_src[j], i_size[j] = c, task_cluster[in_src[e]], in_size[e]
+            i_received[j] = got
+            j += 1
+        c_in_hi[c] = j
+
+
+@njit(cache=True)
 def _homes_kernel(owner, src, size, n_clusters, home):  # pragma: no cover - compiled
     """Cluster of the largest summed input of each owner (ties: lowest id) into ``home``.
 
@@ -1228,26 +1466,233 @@ def _homes_kernel(owner, src, size, n_clusters, home):  # pragma: no cover - com
 
 
 @njit(cache=True)
-def _free_slots_kernel(clusters, slot_ptr, slot_used, whole):  # pragma: no cover - compiled
-    """Free slots (offsets in their cluster) of each of ``clusters``, concatenated.
+def _launch_check(tasks, clusters, task_state, reachable):  # pragma: no cover - compiled
+    """First problem with a launch: ``(code, index)``, code 0 when there is none.
 
-    A slot is free when its spare share ``1 - used`` is at least ``whole``.
+    Codes, checked in this order over all copies: 1 a task that does not exist, 2 a task
+    neither ready nor running, then 3 a cluster that does not exist, 4 an unreachable one.
+    """
+    for i in range(tasks.size):
+        if tasks[i] < 0 or tasks[i] >= task_state.size:
+            return 1, i
+    for i in range(tasks.size):
+        state = task_state[tasks[i]]
+        if state != READY and state != RUNNING:
+            return 2, i
+    for i in range(clusters.size):
+        if clusters[i] < 0 or clusters[i] >= reachable.size:
+            return 3, i
+    for i in range(clusters.size):
+        if not reachable[clusters[i]]:
+            return 4, i
+    return 0, 0
+
+
+@njit(cache=True)
+def _take_slots(slots, clusters, share, slot_ptr, slot_used, limit):  # pragma: no cover
+    """The slots' used shares once the new copies take ``share`` each, in order.
 
     Returns:
-        The offsets, and where each cluster's start (``clusters.size + 1`` entries).
+        A new array of used shares, or an empty one when a slot is not in its copy's
+        cluster or would exceed ``limit``.
     """
-    total = 0
+    fail = np.empty(0)
+    if slots.size != clusters.size:
+        return fail
+    for i in range(slots.size):
+        c, s = clusters[i], slots[i]
+        if s < slot_ptr[c] or s >= slot_ptr[c + 1]:
+            return fail
+    used = slot_used.copy()
+    for i in range(slots.size):
+        used[slots[i]] += share
+    for i in range(slots.size):
+        if used[slots[i]] > limit:
+            return fail
+    return used
+
+
+@njit(cache=True)
+def _launch_kernel(tasks, clusters, slots, share, row, now, c_task, c_slot, c_cluster,
+                   c_share, c_progress, c_base, c_start, task_state, task_saved, task_start,
+                   task_copies, task_live, job_live, task_job, slot_copies, staged,
+                   group_ready, group_running, group_of, live):  # pragma: no cover - compiled
+    """Record new copies at rows ``row...`` and their tasks' new state.
+
+    Returns:
+        The live copies with the new ones, and how many ready tasks started running.
+    """
+    n = tasks.size
+    started = 0
+    for i in range(n):
+        t = tasks[i]
+        c = row + i
+        s = slots[i]
+        slot_copies[s] += 1
+        c_task[c] = t
+        c_slot[c] = s
+        c_cluster[c] = clusters[i]
+        c_share[c] = share
+        c_progress[c] = task_saved[t]
+        c_base[c] = task_saved[t]
+        c_start[c] = now
+    for i in range(n):
+        t = tasks[i]
+        if task_state[t] == READY:
+            task_state[t] = RUNNING
+            started += 1
+            if staged:
+                group_ready[group_of[t]] -= 1
+                group_running[group_of[t]] += 1
+            if np.isnan(task_start[t]):
+                task_start[t] = now
+    for i in range(n):
+        t = tasks[i]
+        task_copies[t] += 1
+        task_live[t] += 1
+        job_live[task_job[t]] += 1
+    out = np.empty(live.size + n, dtype=np.int64)
+    out[:live.size] = live
+    for i in range(n):
+        out[live.size + i] = row + i
+    return out, started
+
+
+@njit(cache=True)
+def _whole_slot_plan(clusters, slot_ptr, slot_used, whole):  # pragma: no cover - compiled
+    """Free slots for whole-slot copies on ``clusters``, and the draws choosing among them.
+
+    Per cluster asked for (ascending): its copies (positions in ``clusters``, in order)
+    and its free slots (spare share at least ``whole``, offsets in the cluster). Where
+    there are more free slots than copies, ``Generator.choice(free, k, replace=False)``
+    picks them: ``highs`` lists the upper bounds of its bounded integer draws, cluster
+    after cluster (see :func:`_choice`).
+
+    Returns:
+        The clusters, where each one's copies start in ``where``, ``where``, the free
+        offsets and where each cluster's start; then ``(-1, 0, 0, highs)``, or at the
+        first cluster with too few free slots ``(cluster, free slots, copies asked, -)``.
+    """
+    n_clusters = slot_ptr.size - 1
+    count = np.zeros(n_clusters + 1, dtype=np.int64)
     for c in clusters:
-        total += slot_ptr[c + 1] - slot_ptr[c]
+        count[c + 1] += 1
+    n_uniq = 0
+    total = 0
+    for c in range(n_clusters):
+        if count[c + 1]:
+            n_uniq += 1
+            total += slot_ptr[c + 1] - slot_ptr[c]
+        count[c + 1] += count[c]
+    where = np.empty(clusters.size, dtype=np.int64)
+    fill = count[:-1].copy()
+    for i in range(clusters.size):
+        where[fill[clusters[i]]] = i
+        fill[clusters[i]] += 1
+    uniq = np.empty(n_uniq, dtype=np.int64)
+    at = np.empty(n_uniq + 1, dtype=np.int64)
     free = np.empty(total, dtype=np.int64)
-    free_ptr = np.empty(clusters.size + 1, dtype=np.int64)
+    free_ptr = np.empty(n_uniq + 1, dtype=np.int64)
+    n_high = 0
+    g = 0
     n = 0
-    for g in range(clusters.size):
-        free_ptr[g] = n
-        lo = slot_ptr[clusters[g]]
-        for s in range(lo, slot_ptr[clusters[g] + 1]):
+    for c in range(n_clusters):
+        k = count[c + 1] - count[c]
+        if k == 0:
+            continue
+        uniq[g], at[g], free_ptr[g] = c, count[c], n
+        lo = slot_ptr[c]
+        for s in range(lo, slot_ptr[c + 1]):
             if 1.0 - slot_used[s] >= whole:
                 free[n] = s - lo
                 n += 1
-    free_ptr[clusters.size] = n
-    return free, free_ptr
+        pop = n - free_ptr[g]
+        if pop < k:
+            return uniq, at, where, free, free_ptr, c, pop, k, np.empty(0, np.int64)
+        if pop > k:
+            n_high += _n_draws(pop, k)
+        g += 1
+    at[n_uniq], free_ptr[n_uniq] = clusters.size, n
+    highs = np.empty(n_high, dtype=np.int64)
+    h = 0
+    for g in range(n_uniq):
+        k = at[g + 1] - at[g]
+        pop = free_ptr[g + 1] - free_ptr[g]
+        if pop == k:
+            continue
+        if pop > 10000 and k > pop // 50:
+            for i in range(pop - 1, max(pop - k, 1) - 1, -1):
+                highs[h] = i
+                h += 1
+        else:
+            for j in range(pop - k, pop):
+                highs[h] = j
+                h += 1
+            for i in range(k - 1, 0, -1):
+                highs[h] = i
+                h += 1
+    return uniq, at, where, free, free_ptr, -1, 0, 0, highs
+
+
+@njit(cache=True)
+def _n_draws(pop, k):  # pragma: no cover - compiled
+    """Bounded integer draws ``Generator.choice(pop, k, replace=False)`` makes."""
+    if pop > 10000 and k > pop // 50:
+        return pop - max(pop - k, 1)
+    return k + k - 1
+
+
+@njit(cache=True)
+def _whole_slot_assign(uniq, at, where, free, free_ptr, slot_ptr,
+                       draws):  # pragma: no cover - compiled
+    """The slot of each copy from :func:`_whole_slot_plan` and the draws it asked for."""
+    out = np.empty(where.size, dtype=np.int64)
+    d = 0
+    for g in range(uniq.size):
+        lo = slot_ptr[uniq[g]]
+        k = at[g + 1] - at[g]
+        got = free[free_ptr[g]:free_ptr[g + 1]]
+        if got.size == k:
+            for q in range(k):
+                out[where[at[g] + q]] = lo + got[q]
+            continue
+        n = _n_draws(got.size, k)
+        pick = _choice(got.size, k, draws[d:d + n])
+        d += n
+        for q in range(k):
+            out[where[at[g] + q]] = lo + got[pick[q]]
+    return out
+
+
+@njit(cache=True)
+def _choice(pop, k, draws):  # pragma: no cover - compiled
+    """``Generator.choice(pop, k, replace=False)`` given its bounded integer draws.
+
+    NumPy's algorithm: a partial Fisher-Yates shuffle of ``arange(pop)`` for a large
+    sample of a large population, else Floyd's sampling followed by a shuffle. Draw
+    ``i`` is uniform on ``[0, highs[i]]`` (:func:`_whole_slot_plan`), as
+    ``Generator.integers(0, highs + 1)`` makes it.
+    """
+    idx = np.empty(k, dtype=np.int64)
+    d = 0
+    if pop > 10000 and k > pop // 50:
+        perm = np.arange(pop)
+        for i in range(pop - 1, max(pop - k, 1) - 1, -1):
+            j = draws[d]
+            d += 1
+            perm[i], perm[j] = perm[j], perm[i]
+        idx[:] = perm[pop - k:]
+        return idx
+    seen = np.zeros(pop, dtype=np.bool_)
+    for j in range(pop - k, pop):
+        val = draws[d]
+        d += 1
+        if seen[val]:
+            val = j
+        seen[val] = True
+        idx[j - pop + k] = val
+    for i in range(k - 1, 0, -1):
+        j = draws[d]
+        d += 1
+        idx[i], idx[j] = idx[j], idx[i]
+    return idx

@@ -9,9 +9,13 @@ here in one compiled function, so a 20 000-job run takes a fraction of a second 
 tens of seconds through the general step.
 
 It is the same model as the general event-timed step (:class:`~geosim.model.GeoModel`
-with :attr:`GeoModel.compiled` off), and fills the same engine arrays and time series,
-so :func:`~geosim.results.build_result` reads both alike. Two things differ, neither a
-modelling change:
+with :attr:`GeoModel.compiled` off), and fills the engine arrays and time series that
+:func:`~geosim.results.build_result` reads, so it reads both alike. The copies table,
+the bulk of a long run's memory, keeps only those columns (task, slot, cluster, share,
+start, end, work executed and wasted, slot time, outcome): a copy's progress, the
+progress it started from and its rate are kept only while it lives, and the columns of
+inputs and work factors, which a pool of single-task jobs without inputs never uses, are
+dropped. Two things differ, neither a modelling change:
 
 - machines are drawn uniformly at random as :func:`~geosim.schedulers.pool.apply_allocation`
   draws them (the same candidates, the same rules for keeping copies), but from a
@@ -77,6 +81,9 @@ def run(model) -> None:
     n, m = wl.n_jobs, world.n_slots
     n_clusters = world.n_clusters
     avail = world.availability
+    # The copies table keeps what the results read; a copy's progress, base and rate
+    # matter only while it lives, so they are kept per live copy.
+    e.copies.keep(_COLUMNS + ("cluster",))
     cap = max(1024, 4 * n)
     copies = _copy_arrays(e.copies, cap)
     rec_cap = 1024
@@ -91,7 +98,11 @@ def run(model) -> None:
     on = np.ones(m, dtype=bool) if avail is None else avail.on.copy()
     chunk_end = math.inf if avail is None else -math.inf
     ch = (np.empty(0, dtype=np.int64), np.empty(0), np.empty(0))
-    live = np.empty(n + m, dtype=np.int64)     # live copies never exceed jobs + machines
+    # Live copies never exceed jobs + machines: per live copy, its id, progress, base,
+    # the instant progress was last brought up to date, the rate since, and the instant
+    # it finishes at that rate (memory is taken only as far as they are written).
+    live = np.empty(n + m, dtype=np.int64)
+    per_live = np.empty((5, n + m))
     alive = np.empty(n, dtype=np.int64)
     i64 = np.int64
     scratch = (np.zeros(n), np.full(n, -1, i64), np.zeros(n, i64), np.zeros(n, i64),
@@ -114,15 +125,14 @@ def run(model) -> None:
                      e.task_state, e.task_saved, e.task_ready, e.task_start, e.task_done,
                      e.task_cluster, e.task_copies, e.task_checkpoints, e.task_live,
                      e.job_work_left, e.job_checkpoints, e.slot_used, e.slot_copies,
-                     *copies, live, alive, *scratch, *records)
+                     *copies, live, per_live, alive, *scratch, *records)
         model.check_budget(int(iv[4]))
         if code == _CHUNK:
             continue
         if code == _COPIES:
             e.copies.n = int(iv[5])        # the rows to keep
-            e.copies.check(_grown(e.copies.capacity))
-            own, copies = copies[-3:], None     # let each old column go once replaced
-            copies = _copy_arrays(e.copies, _grown(e.copies.capacity), own)
+            copies = None                  # let each old column go once replaced
+            copies = _copy_arrays(e.copies, _grown(e.copies.capacity))
             continue
         if code == _RECORDS:
             records = _grow(records, _record_arrays(2 * records[0].size, n_clusters))
@@ -136,29 +146,20 @@ def run(model) -> None:
 
 
 #: Columns of the engine's copies table the loop fills, in the order it takes them.
-_COLUMNS = ("task", "slot", "share", "progress", "base", "start", "end", "executed",
-            "wasted", "share_time", "speed_time", "outcome")
+_COLUMNS = ("task", "slot", "share", "start", "end", "executed", "wasted", "share_time",
+            "outcome")
 
 
-def _copy_arrays(table, cap: int, own: tuple[np.ndarray, ...] | None = None
-                 ) -> tuple[np.ndarray, ...]:
-    """The engine's copy columns, grown to ``cap`` rows, then the loop's own per copy.
+def _copy_arrays(table, cap: int) -> tuple[np.ndarray, ...]:
+    """The engine's copy columns, grown to ``cap`` rows.
 
     The loop writes the engine's table in place (no second copy of what may be millions
-    of rows). Its own columns: the instant progress was last brought up to date, the rate
-    since, and the instant the copy finishes at that rate.
+    of rows), every column of each copy it starts, so new rows are left unfilled and take
+    memory only once written.
     """
     if table.capacity < cap:
-        table.resize(cap)
-    if own is None:
-        return tuple(table.cols[name] for name in _COLUMNS) + (
-            np.zeros(cap), np.zeros(cap), np.full(cap, np.inf))
-    mine = []
-    for a, fill in zip(own, (0.0, 0.0, np.inf), strict=True):
-        b = np.full(cap, fill)
-        b[: a.size] = a
-        mine.append(b)
-    return tuple(table.cols[name] for name in _COLUMNS) + tuple(mine)
+        table.resize(cap, lazy=True)
+    return tuple(table.cols[name] for name in _COLUMNS)
 
 
 def _grown(capacity: int) -> int:
@@ -182,7 +183,7 @@ def _write_back(model, copies, live, records, n_rec, fs, iv) -> None:
     """Put the loop's copies, job times and samples where the general step keeps them."""
     e, world = model.engine, model.world
     n_copies = e.copies.n = int(iv[5])
-    e.copies.cols["cluster"][:n_copies] = world.slot_cluster[copies[1][:n_copies]]
+    _clusters_of(copies[1], world.slot_cluster, e.copies.cols["cluster"], n_copies)
     e.live = live.copy()
     done = e.task_state == DONE
     e.job_done[done] = e.task_done[done]
@@ -228,49 +229,58 @@ def _choose(rng, cand, n_cand, k):  # pragma: no cover - compiled
         cand[i], cand[j] = cand[j], cand[i]
 
 
+@njit(cache=True)
+def _clusters_of(slot, slot_cluster, out, n):  # pragma: no cover - compiled
+    """``out[:n] = slot_cluster[slot[:n]]`` without a temporary."""
+    for c in range(n):
+        out[c] = slot_cluster[slot[c]]
+
+
 @njit(cache=True, inline="always")
-def _catch_up(c, t, work, power, level, ctask, cslot, cshare, cprog, cexec, cshare_t,
-              cspeed_t, ct0, crate):  # pragma: no cover - compiled
-    """Bring copy ``c``'s progress and time integrals to ``t`` (its rate is constant)."""
-    el = t - ct0[c]
+def _catch_up(i, c, t, work, ctask, cshare, cexec, cshare_t, lprog, lt0,
+              lrate):  # pragma: no cover - compiled
+    """Bring live copy ``c`` (at ``i``)'s progress and integrals to ``t`` (constant rate)."""
+    el = t - lt0[i]
     if el > 0:
-        reached = min(cprog[c] + crate[c] * el, 1.0)
-        cexec[c] += (reached - cprog[c]) * work[ctask[c]]
-        cprog[c] = reached
+        reached = min(lprog[i] + lrate[i] * el, 1.0)
+        cexec[c] += (reached - lprog[i]) * work[ctask[c]]
+        lprog[i] = reached
         cshare_t[c] += cshare[c] * el
-        cspeed_t[c] += power[cslot[c]] * level[cslot[c]] * el
-        ct0[c] = t
+        lt0[i] = t
 
 
 @njit(cache=True, inline="always")
-def _set_rate(c, t, work, power, level, ctask, cslot, cshare, cprog, crate,
-              cfin):  # pragma: no cover - compiled
-    """Rate of copy ``c`` from ``t`` (its progress is up to date) and when it finishes."""
+def _set_rate(i, c, t, work, power, level, ctask, cslot, cshare, lprog, lrate,
+              lfin):  # pragma: no cover - compiled
+    """Rate of live copy ``c`` (at ``i``) from ``t`` (progress up to date), and its end."""
     s = cslot[c]
     rate = cshare[c] * power[s] * level[s] / work[ctask[c]]
-    crate[c] = rate
-    cfin[c] = t + (1.0 - cprog[c]) / rate if rate > 0 else math.inf
+    lrate[i] = rate
+    lfin[i] = t + (1.0 - lprog[i]) / rate if rate > 0 else math.inf
 
 
 @njit(cache=True, inline="always")
-def _end(c, at, outcome, work, ctask, cslot, cshare, cprog, cbase, cend, cwaste, cout,
+def _end(i, c, at, outcome, work, ctask, cslot, cshare, cend, cwaste, cout, lprog, lbase,
          slot_used, slot_copies, tlive):  # pragma: no cover - compiled
     cend[c] = at
     cout[c] = outcome
     t = ctask[c]
     if outcome != WON:
-        cwaste[c] += (cprog[c] - cbase[c]) * work[t]
+        cwaste[c] += (lprog[i] - lbase[i]) * work[t]
     slot_used[cslot[c]] -= cshare[c]
     slot_copies[cslot[c]] -= 1
     tlive[t] -= 1
 
 
 @njit(cache=True, inline="always")
-def _compact(live, n_live, cout):  # pragma: no cover - compiled
+def _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin):  # pragma: no cover
+    """Keep the live copies still alive, in order, with their per-live state."""
     k = 0
     for i in range(n_live):
         if cout[live[i]] == ALIVE:
             live[k] = live[i]
+            lprog[k], lbase[k], lt0[k] = lprog[i], lbase[i], lt0[i]
+            lrate[k], lfin[k] = lrate[i], lfin[i]
             k += 1
     return k
 
@@ -311,18 +321,26 @@ def _allocate(kind, beta, n, m, counts):  # pragma: no cover - compiled
 
 @njit(cache=True, inline="always")
 def _launch(j, s, share, t, iv, work, power, level, saved, tstate, tstart, tcopies, tlive,
-            slot_used, slot_copies, ctask, cslot, cshare, cprog, cbase, cstart, ct0, crate,
-            cfin, live, n_live):  # pragma: no cover - compiled
+            slot_used, slot_copies, ctask, cslot, cshare, cstart, cend, cexec, cwaste,
+            cshare_t, cout, live, per_live, n_live):  # pragma: no cover - compiled
+    lprog, lbase, lt0, lrate, lfin = per_live[0], per_live[1], per_live[2], per_live[3], \
+        per_live[4]
     c = iv[5]
     iv[5] = c + 1
     ctask[c] = j
     cslot[c] = s
     cshare[c] = share
-    cprog[c] = saved[j]
-    cbase[c] = saved[j]
     cstart[c] = t
-    ct0[c] = t
-    _set_rate(c, t, work, power, level, ctask, cslot, cshare, cprog, crate, cfin)
+    cend[c] = np.nan
+    cexec[c] = 0.0
+    cwaste[c] = 0.0
+    cshare_t[c] = 0.0
+    cout[c] = ALIVE
+    live[n_live] = c
+    lprog[n_live] = saved[j]
+    lbase[n_live] = saved[j]
+    lt0[n_live] = t
+    _set_rate(n_live, c, t, work, power, level, ctask, cslot, cshare, lprog, lrate, lfin)
     slot_used[s] += share
     slot_copies[s] += 1
     if tstate[j] == READY:
@@ -331,7 +349,6 @@ def _launch(j, s, share, t, iv, work, power, level, saved, tstate, tstart, tcopi
             tstart[j] = t
     tcopies[j] += 1
     tlive[j] += 1
-    live[n_live] = c
     return n_live + 1
 
 
@@ -339,15 +356,19 @@ def _launch(j, s, share, t, iv, work, power, level, saved, tstate, tstart, tcopi
 def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, level, on,
           ch_e, ch_t, ch_lv, tstate, saved, tready, tstart, tdone, tcluster, tcopies, tckpt,
           tlive, jwork_left, jckpt, slot_used, slot_copies,
-          ctask, cslot, cshare, cprog, cbase, cstart, cend, cexec, cwaste, cshare_t, cspeed_t,
-          cout, ct0, crate, cfin, live, alive, cmax, clead, want, have, units, cand, order,
-          counts, rec_t, rec_avail, rec_busy, rec_copies):  # pragma: no cover - compiled
+          ctask, cslot, cshare, cstart, cend, cexec, cwaste, cshare_t, cout,
+          live, per_live, alive, cmax, clead, want, have, units, cand, order, counts, rec_t,
+          rec_avail, rec_busy, rec_copies):  # pragma: no cover - compiled
     """Run events until the end, the chunk's end, or a full table (see the return codes).
 
     A copy's progress is brought up to date only when something reads or changes it (a
     decision, its completion, a phase change of its machine): between those instants its
-    rate is constant and ``cfin`` is when it finishes.
+    rate is constant and ``lfin`` is when it finishes. ``live[i]`` is a live copy and
+    ``lprog[i]``, ``lbase[i]``, ``lt0[i]``, ``lrate[i]``, ``lfin[i]`` (the rows of
+    ``per_live``) its state.
     """
+    lprog, lbase, lt0, lrate, lfin = per_live[0], per_live[1], per_live[2], per_live[3], \
+        per_live[4]
     n, m = arrival.size, power.size
     kind, max_copies, random = params[0], params[1], params[2] != 0
     beta, horizon, interval, chunk_end, stall = (fparams[0], fparams[1], fparams[2],
@@ -386,8 +407,8 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             iv[3] = 1
         if horizon > 0 and t >= horizon - 1e-9 or iv[0] >= n and n_alive == 0:
             for i in range(n_live):
-                _catch_up(live[i], t, work, power, level, ctask, cslot, cshare, cprog, cexec,
-                          cshare_t, cspeed_t, ct0, crate)
+                _catch_up(i, live[i], t, work, ctask, cshare, cexec, cshare_t, lprog, lt0,
+                          lrate)
             iv[1], iv[2] = n_live, n_alive
             fs[0] = t
             return _DONE
@@ -401,20 +422,19 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             # checkpoint (002 §3): every copy of a task continues from its best copy
             for i in range(n_live):
                 c = live[i]
-                _catch_up(c, t, work, power, level, ctask, cslot, cshare, cprog, cexec,
-                          cshare_t, cspeed_t, ct0, crate)
+                _catch_up(i, c, t, work, ctask, cshare, cexec, cshare_t, lprog, lt0, lrate)
                 j = ctask[c]
-                if clead[j] < 0 or cprog[c] > cmax[j]:
+                if clead[j] < 0 or lprog[i] > cmax[j]:
                     clead[j] = c
-                    cmax[j] = cprog[c]
+                    cmax[j] = lprog[i]
             for i in range(n_live):
                 c = live[i]
                 j = ctask[c]
                 lv = max(saved[j], cmax[j])
-                if not (c == clead[j] and cprog[c] >= lv - _EPS):
-                    cwaste[c] += (cprog[c] - cbase[c]) * work[j]
-                cprog[c] = lv
-                cbase[c] = lv
+                if not (c == clead[j] and lprog[i] >= lv - _EPS):
+                    cwaste[c] += (lprog[i] - lbase[i]) * work[j]
+                lprog[i] = lv
+                lbase[i] = lv
             for i in range(n_live):
                 j = ctask[live[i]]
                 if clead[j] >= 0:
@@ -491,8 +511,8 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
                 c = live[i]
                 j = ctask[c]
                 if cand[i] == 0:
-                    _end(c, t, KILLED, work, ctask, cslot, cshare, cprog, cbase, cend, cwaste,
-                         cout, slot_used, slot_copies, tlive)
+                    _end(i, c, t, KILLED, work, ctask, cslot, cshare, cend, cwaste, cout,
+                         lprog, lbase, slot_used, slot_copies, tlive)
             for i in range(n_live):
                 c = live[i]
                 j = ctask[c]
@@ -502,10 +522,10 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
                         cshare[c] = share
                 elif tlive[j] == 0 and tstate[j] == RUNNING:
                     tstate[j] = READY
-            n_live = _compact(live, n_live, cout)
+            n_live = _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin)
             for i in range(n_live):
-                _set_rate(live[i], t, work, power, level, ctask, cslot, cshare, cprog, crate,
-                          cfin)
+                _set_rate(i, live[i], t, work, power, level, ctask, cslot, cshare, lprog,
+                          lrate, lfin)
             # place the missing copies on free units drawn at random (pool._place)
             for s in range(m):
                 units[s] = int(math.floor((1.0 - slot_used[s] + 1e-9) / share))
@@ -542,8 +562,8 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
                     units[s] -= 1
                     n_live = _launch(j, s, share, t, iv, work, power, level, saved, tstate,
                                      tstart, tcopies, tlive, slot_used, slot_copies, ctask,
-                                     cslot, cshare, cprog, cbase, cstart, ct0, crate, cfin,
-                                     live, n_live)
+                                     cslot, cshare, cstart, cend, cexec, cwaste, cshare_t,
+                                     cout, live, per_live, n_live)
             n_pool = 0
             for s in range(m):
                 for _ in range(units[s]):
@@ -554,8 +574,8 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             for q in range(k):
                 n_live = _launch(counts[q], cand[q], share, t, iv, work, power, level, saved,
                                  tstate, tstart, tcopies, tlive, slot_used, slot_copies, ctask,
-                                 cslot, cshare, cprog, cbase, cstart, ct0, crate, cfin, live,
-                                 n_live)
+                                 cslot, cshare, cstart, cend, cexec, cwaste, cshare_t, cout,
+                                 live, per_live, n_live)
             for i in range(n_alive):
                 want[alive[i]] = 0
         # ---- the next event: arrival, completion, phase change, sample, horizon, chunk
@@ -570,31 +590,31 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             t_next = min(t_next, chunk_end)
         first = math.inf
         for i in range(n_live):
-            first = min(first, cfin[live[i]])
+            first = min(first, lfin[i])
         if first < t_next:
             # ---- completions: the first copy of a task to finish wins it
             t_next = first
             span = t_next - t
             for i in range(n_live):
                 c = live[i]
-                if cfin[c] - t <= span * (1.0 + _EPS) or cfin[c] <= t_next:
+                if lfin[i] - t <= span * (1.0 + _EPS) or lfin[i] <= t_next:
                     j = ctask[c]
-                    if clead[j] < 0 or cfin[c] < cmax[j]:
+                    if clead[j] < 0 or lfin[i] < cmax[j]:
                         clead[j] = c
-                        cmax[j] = cfin[c]
+                        cmax[j] = lfin[i]
             for i in range(n_live):
                 c = live[i]
                 j = ctask[c]
                 if clead[j] < 0:
                     continue
                 w, at = clead[j], cmax[j]
-                _catch_up(c, max(min(at, t_next), t), work, power, level, ctask, cslot,
-                          cshare, cprog, cexec, cshare_t, cspeed_t, ct0, crate)
+                _catch_up(i, c, max(min(at, t_next), t), work, ctask, cshare, cexec, cshare_t,
+                          lprog, lt0, lrate)
                 if c == w:
-                    cexec[c] += (1.0 - cprog[c]) * work[j]
-                    cprog[c] = 1.0
-                _end(c, at, WON if c == w else LOST, work, ctask, cslot, cshare, cprog, cbase,
-                     cend, cwaste, cout, slot_used, slot_copies, tlive)
+                    cexec[c] += (1.0 - lprog[i]) * work[j]
+                    lprog[i] = 1.0
+                _end(i, c, at, WON if c == w else LOST, work, ctask, cslot, cshare, cend,
+                     cwaste, cout, lprog, lbase, slot_used, slot_copies, tlive)
                 if tlive[j] == 0:
                     tstate[j] = DONE
                     tdone[j] = at
@@ -602,7 +622,7 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
                     jwork_left[j] -= (1.0 - saved[j]) * work[j]
                     saved[j] = 1.0
                     clead[j] = -1
-            n_live = _compact(live, n_live, cout)
+            n_live = _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin)
             k = 0
             for i in range(n_alive):
                 if tstate[alive[i]] != DONE:
@@ -620,15 +640,15 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
             for i in range(n_live):
                 c = live[i]
                 if cslot[c] == s:
-                    _catch_up(c, t, work, power, level, ctask, cslot, cshare, cprog, cexec,
-                              cshare_t, cspeed_t, ct0, crate)
+                    _catch_up(i, c, t, work, ctask, cshare, cexec, cshare_t, lprog, lt0,
+                              lrate)
             level[s] = ch_lv[iv[7]]
             on[s] = not on[s]
             for i in range(n_live):
                 c = live[i]
                 if cslot[c] == s:
-                    _set_rate(c, t, work, power, level, ctask, cslot, cshare, cprog, crate,
-                              cfin)
+                    _set_rate(i, c, t, work, power, level, ctask, cslot, cshare, lprog,
+                              lrate, lfin)
             iv[7] += 1
         if n_alive > 0 and t - fs[2] > stall:
             iv[1], iv[2] = n_live, n_alive

@@ -29,15 +29,16 @@ class _BlockSequence:
     draw from the stream, so an entity's ``k``-th item is fixed by the seed alone.
     Several sequences read with the same counters (a phase's length and its level) share
     one instance: their blocks are drawn one sequence after the other, and one lookup
-    serves them all. Blocks live in a ring, ``ring[sequence, b % width, entity, item]``,
-    which widens when entities' counters drift further apart than it holds.
+    serves them all. Blocks live in a ring, ``ring[b % width, entity, item, sequence]``
+    (the sequences' items side by side, so one lookup touches one place), which widens
+    when entities' counters drift further apart than it holds.
     """
 
     def __init__(self, rng: np.random.Generator, n: int, draws: tuple[BlockDraw, ...],
                  block_len: int = 64):
         self._rng, self._n, self._draws, self.k = rng, n, draws, block_len
         self.width = 2
-        self.ring = np.empty((len(draws), self.width, n, block_len))
+        self.ring = np.empty((self.width, n, block_len, len(draws)))
         self.next_block = 0
 
     def ensure(self, last: int, low: int) -> None:
@@ -46,13 +47,13 @@ class _BlockSequence:
             return
         if last - low + 1 > self.width:
             width = max(2 * self.width, last - low + 1)
-            ring = np.empty((len(self._draws), width) + self.ring.shape[2:])
+            ring = np.empty((width,) + self.ring.shape[1:])
             for b in range(max(low, self.next_block - self.width), self.next_block):
-                ring[:, b % width] = self.ring[:, b % self.width]
+                ring[b % width] = self.ring[b % self.width]
             self.ring, self.width = ring, width
         for i, draw in enumerate(self._draws):
             for b in range(self.next_block, last + 1):
-                self.ring[i, b % self.width] = draw(self._rng, self._n, self.k)
+                self.ring[b % self.width, :, :, i] = draw(self._rng, self._n, self.k)
         self.next_block = last + 1
 
     def take(self, entities: np.ndarray, counters: np.ndarray, low: int) -> np.ndarray:
@@ -64,28 +65,36 @@ class _BlockSequence:
             low: The lowest counter any entity will read from now on.
 
         Returns:
-            Shape ``(sequences, len(entities))``.
+            Shape ``(sequences, len(entities))``, each row contiguous.
         """
         if counters.size == 0:
             return np.empty((len(self._draws), 0))
         block = counters // self.k
         self.ensure(int(block.max()), low // self.k)
-        return self.ring[:, block % self.width, entities, counters - block * self.k]
+        return np.ascontiguousarray(
+            self.ring[block % self.width, entities, counters - block * self.k].T)
 
 
 @njit(cache=True)
 def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_block, k,
-                    idx, state, acc, seg, with_acc, t_start,
+                    idx, state, acc, seg, stamp, epoch, with_acc, t_start, want, out, soon,
                     log_e, log_t, log_level, log_n):  # pragma: no cover - compiled
     """Advance the entities in ``idx[:state[0]]`` to ``t_end``, phase change by phase change.
 
     Iterations are the same as a level-synchronous loop in NumPy: every entity due
-    changes phase, then kind-0 starts read their items, then kind-1 starts, then the due
-    set is filtered. Before reading a kind's items, if a block is missing the kernel stops
-    and returns ``(kind, last block needed)``; the caller draws it and calls again, and the
-    kernel resumes at the same point (``state = [n_due, stage]``). Returns ``(-1, -1)`` when
-    every entity has reached ``t_end``; ``acc`` then holds the time-average levels over
-    ``[t_start, t_end]`` when ``with_acc``. Called first with ``state[0] = -1``.
+    changes phase, the new phases read their items (length and level) and the due set is
+    filtered. Before any item is read, if a block of kind 0, then of kind 1, is missing,
+    the kernel stops and returns ``(kind, last block needed)``; the caller draws it and
+    calls again, and the kernel resumes at the same point (``state = [n_due, stage]``), so
+    blocks are drawn in the order of a loop that reads kind 0's items before kind 1's.
+    Returns ``(-1, -1)`` when every entity has reached ``t_end``. Called first with
+    ``state[0] = -1``.
+
+    With ``with_acc``, ``out[j]`` then holds the time-average level of entity ``want[j]``
+    over ``[t_start, t_end]``. Only entities that change phase keep a running integral
+    (``acc``, from the instant ``seg``), marked by ``stamp[e] == epoch``; the others'
+    average is their level, computed as the same expression ``(0 + level * span) / span``.
+    ``soon[0]`` is set to the earliest next change of any entity.
 
     With a log (``log_e.size > 0``) every phase change is appended to ``log_e``,
     ``log_t``, ``log_level`` (entity, instant, new level) at ``log_n[0]``; when the log
@@ -95,16 +104,19 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
     n, stage = state[0], state[1]
     if n < 0:
         n = 0
+        first = np.inf
         for e in range(next_change.size):
-            if with_acc:
-                acc[e] = 0.0
-                seg[e] = t_start
             if next_change[e] <= t_end:
                 idx[n] = e
                 n += 1
-        stage = 0 if n else 3
+            elif next_change[e] < first:
+                first = next_change[e]
+        soon[0] = first
+        stage = 0
     logging = log_e.size > 0
-    while True:
+    while n:
+        # The last block each kind's starts read: they are drawn kind 0 first.
+        last0 = last1 = -1
         if stage == 0:
             if logging and log_n[0] + n > log_e.size:
                 state[0], state[1] = n, 0
@@ -115,52 +127,75 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
                     log_e[log_n[0] + j] = e
                     log_t[log_n[0] + j] = next_change[e]
                 if with_acc:
+                    if stamp[e] != epoch:
+                        stamp[e] = epoch
+                        acc[e] = 0.0
+                        seg[e] = t_start
                     at = next_change[e]
                     acc[e] += level[e] * (at - seg[e])
                     seg[e] = at
                 on[e] = not on[e]
+                if on[e]:
+                    last0 = max(last0, count[0, e] // k)
+                else:
+                    last1 = max(last1, count[1, e] // k)
             stage = 1
-        if stage == 1 or stage == 2:
-            kind = stage - 1
-            want = kind == 0
-            last = -1
+        else:                   # resumed once a block was drawn
             for j in range(n):
                 e = idx[j]
-                if on[e] == want:
-                    last = max(last, count[kind, e] // k)
-            if last >= next_block[kind]:
-                state[0], state[1] = n, stage
-                return kind, last
-            ring = ring0 if kind == 0 else ring1
-            width = ring.shape[1]
-            for j in range(n):
-                e = idx[j]
-                if on[e] == want:
-                    c = count[kind, e]
-                    b = c // k
-                    next_change[e] = next_change[e] + ring[0, b % width, e, c - b * k]
-                    level[e] = ring[1, b % width, e, c - b * k]
-                    count[kind, e] = c + 1
-            stage += 1
-        if stage == 3:
+                if on[e]:
+                    last0 = max(last0, count[0, e] // k)
+                else:
+                    last1 = max(last1, count[1, e] // k)
+        if stage == 1:
+            if last0 >= next_block[0]:
+                state[0], state[1] = n, 1
+                return 0, last0
+            stage = 2
+        if last1 >= next_block[1]:
+            state[0], state[1] = n, 2
+            return 1, last1
+        # Every due entity starts its next phase; those still due go round again.
+        m = 0
+        w0, w1 = ring0.shape[0], ring1.shape[0]
+        for j in range(n):
+            e = idx[j]
+            if on[e]:
+                c = count[0, e]
+                b = c // k
+                i = c - b * k
+                w = b % w0
+                next_change[e] = next_change[e] + ring0[w, e, i, 0]
+                level[e] = ring0[w, e, i, 1]
+                count[0, e] = c + 1
+            else:
+                c = count[1, e]
+                b = c // k
+                i = c - b * k
+                w = b % w1
+                next_change[e] = next_change[e] + ring1[w, e, i, 0]
+                level[e] = ring1[w, e, i, 1]
+                count[1, e] = c + 1
             if logging:
-                for j in range(n):
-                    log_level[log_n[0] + j] = level[idx[j]]
-                log_n[0] += n
-            m = 0
-            for j in range(n):
-                e = idx[j]
-                if next_change[e] <= t_end:
-                    idx[m] = e
-                    m += 1
-            n, stage = m, 0
-            if n == 0:
-                state[0], state[1] = 0, 0
-                if with_acc:
-                    span = max(t_end - t_start, 1e-300)
-                    for e in range(acc.size):
-                        acc[e] = (acc[e] + level[e] * (t_end - seg[e])) / span
-                return -1, -1
+                log_level[log_n[0] + j] = level[e]
+            if next_change[e] <= t_end:
+                idx[m] = e
+                m += 1
+            elif next_change[e] < soon[0]:
+                soon[0] = next_change[e]
+        if logging:
+            log_n[0] += n
+        n, stage = m, 0
+    state[0], state[1] = 0, 0
+    if with_acc:
+        span = max(t_end - t_start, 1e-300)
+        for j in range(want.size):
+            e = want[j]
+            if stamp[e] == epoch:
+                out[j] = (acc[e] + level[e] * (t_end - seg[e])) / span
+            else:
+                out[j] = (0.0 + level[e] * (t_end - t_start)) / span
+    return -1, -1
 
 
 class AlternatingRenewal:
@@ -194,9 +229,14 @@ class AlternatingRenewal:
         self.count[0] += 1
         self._acc = np.zeros(n)
         self._seg = np.zeros(n)
+        self._stamp = np.zeros(n, dtype=np.int64)      # 0: no running integral yet
+        self._epoch = 0
+        self._all = np.arange(n, dtype=np.int64)
         self._idx = np.empty(n, dtype=np.int64)
         self._state = np.zeros(2, dtype=np.int64)
         self._next_block = np.zeros(2, dtype=np.int64)
+        # The earliest next change: until then, advancing changes nothing.
+        self._soon = np.array([self.next_change.min() if n else np.inf])
 
     def advance(self, t_end: float, t_start: float | None = None) -> np.ndarray | None:
         """Move every entity to time ``t_end``.
@@ -209,8 +249,32 @@ class AlternatingRenewal:
         Returns:
             The time-average levels, or None when ``t_start`` is None.
         """
-        self._run(t_end, t_start, _NO_LOG)
-        return self._acc.copy() if t_start is not None else None
+        if t_start is None:
+            if t_end >= self._soon[0]:
+                self._run(t_end, None, _NO_INT, _NO_FLOAT, _NO_LOG)
+            return None
+        return self.advance_mean(t_end, t_start, self._all)
+
+    def advance_mean(self, t_end: float, t_start: float,
+                     entities: np.ndarray) -> np.ndarray:
+        """Move every entity to ``t_end``; return the time-average levels of ``entities``.
+
+        Every entity is advanced (the realisation does not depend on which are asked);
+        the averages are those :meth:`advance` returns, bit for bit, for the entities
+        asked only.
+
+        Args:
+            t_end: The new time.
+            t_start: Start of the span averaged over.
+            entities: Entity ids (int64) whose averages are wanted.
+
+        Returns:
+            The time-average level over ``[t_start, t_end]`` of each of ``entities``.
+        """
+        out = np.empty(entities.size)
+        self._epoch += 1
+        self._run(t_end, t_start, entities, out, _NO_LOG)
+        return out
 
     def changes(self, t_end: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Move every entity to time ``t_end`` and return the phase changes on the way.
@@ -224,21 +288,23 @@ class AlternatingRenewal:
         """
         log = (np.empty(max(64, self.n), dtype=np.int64), np.empty(max(64, self.n)),
                np.empty(max(64, self.n)), np.zeros(1, dtype=np.int64))
-        log = self._run(t_end, None, log)
+        log = self._run(t_end, None, _NO_INT, _NO_FLOAT, log)
         n = int(log[3][0])
         order = np.argsort(log[1][:n], kind="stable")
         return log[0][:n][order], log[1][:n][order], log[2][:n][order]
 
-    def _run(self, t_end: float, t_start: float | None, log: tuple) -> tuple:
+    def _run(self, t_end: float, t_start: float | None, want: np.ndarray, out: np.ndarray,
+             log: tuple) -> tuple:
         with_acc = t_start is not None
         state, seq = self._state, self._seq
         state[:] = -1, 0            # the kernel finds the due entities itself
         while True:
-            self._next_block[:] = seq[0].next_block, seq[1].next_block
+            self._next_block[0], self._next_block[1] = seq[0].next_block, seq[1].next_block
             kind, last = _renewal_kernel(
                 t_end, self.on, self.level, self.next_change, self.count, seq[0].ring,
                 seq[1].ring, self._next_block, seq[0].k, self._idx, state, self._acc,
-                self._seg, with_acc, -1.0 if t_start is None else t_start, *log)
+                self._seg, self._stamp, self._epoch, with_acc,
+                -1.0 if t_start is None else t_start, want, out, self._soon, *log)
             if kind < 0:
                 return log
             if kind == 2:       # the log is full: double it
@@ -251,6 +317,8 @@ class AlternatingRenewal:
 
 #: No phase-change log (:meth:`AlternatingRenewal.advance`).
 _NO_LOG = (np.empty(0, dtype=np.int64), np.empty(0), np.empty(0), np.zeros(1, dtype=np.int64))
+_NO_INT = np.empty(0, dtype=np.int64)
+_NO_FLOAT = np.empty(0)
 
 
 def gamma_draw(shape: float, scale: float) -> BlockDraw:

@@ -327,3 +327,63 @@ def test_engine_rejects_impossible_moves():
     e.start_moves(np.array([1]), np.array([0]))
     with pytest.raises(SchedulingError, match="twice"):
         e.start_moves(np.array([1]), np.array([0]))
+
+
+@pytest.mark.parametrize("pop,k", [(2, 1), (5, 4), (50, 3), (200, 199), (9_999, 300),
+                                   (20_000, 10), (20_000, 1_000)])
+def test_free_slots_are_drawn_as_generator_choice_draws_them(pop, k):
+    # The whole-slot placement reproduces Generator.choice(free, k, replace=False) from one
+    # vectorised draw of its bounded integers: the same picks, the stream left the same.
+    from geosim.engine import _whole_slot_assign, _whole_slot_plan
+    for seed in range(3):
+        ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+        used = np.zeros(pop + 3)
+        used[[0, 2]] = 1.0                      # two slots taken, one past the cluster
+        ptr = np.array([0, pop + 2, pop + 3])
+        free = np.flatnonzero(used[:pop + 2] <= 1e-9)
+        want = free[theirs.choice(free.size, k, replace=False)]
+        clusters = np.zeros(k, dtype=np.int64)
+        plan = _whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
+        bad, _, _, highs = plan[-4:]
+        assert bad == -1
+        got = _whole_slot_assign(*plan[:-4], ptr, ours.integers(0, highs + 1))
+        np.testing.assert_array_equal(got, want)
+        assert ours.bit_generator.state == theirs.bit_generator.state
+
+
+def test_launches_spread_over_clusters_keep_each_clusters_order():
+    # Copies asking for different clusters, interleaved: each cluster's copies take its
+    # free slots in their order, clusters in ascending order (the draws' order).
+    from geosim.engine import _whole_slot_assign, _whole_slot_plan
+    ptr = np.array([0, 4, 9, 12])
+    used = np.zeros(12)
+    used[[1, 5, 6]] = 1.0
+    clusters = np.array([2, 0, 2, 1, 0], dtype=np.int64)
+    plan = _whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
+    assert plan[5] == -1
+    ours, theirs = np.random.default_rng(7), np.random.default_rng(7)
+    got = _whole_slot_assign(*plan[:-4], ptr, ours.integers(0, plan[-1] + 1))
+    want = np.empty(5, dtype=np.int64)
+    want[[1, 4]] = np.array([0, 2, 3])[theirs.choice(3, 2, replace=False)]
+    want[[3]] = 4 + np.array([0, 3, 4])[theirs.choice(3, 1, replace=False)]
+    want[[0, 2]] = 9 + theirs.choice(3, 2, replace=False)
+    np.testing.assert_array_equal(got, want)
+    short = _whole_slot_plan(np.full(4, 1, dtype=np.int64), ptr, used, 1.0 - 1e-9)
+    assert tuple(short[5:8]) == (1, 3, 4)      # cluster 1 has 3 free slots, 4 asked
+
+
+def test_launch_rejects_clusters_and_slots_that_do_not_fit():
+    model = GeoModel(load_scenario(closed_world(slots=2)), PinTo(0),
+                     workload=make_workload([0.0, 0.0], [5.0, 5.0]))
+    e = model.engine
+    e.arrive(0.0)
+    with pytest.raises(IndexError, match="cluster 3"):
+        e.launch_many(np.array([0]), np.array([3]))
+    with pytest.raises(SchedulingError, match="1 copies but 2 clusters"):
+        e.launch_many(np.array([0]), np.array([0, 0]))
+    with pytest.raises(SchedulingError, match="cannot take share"):
+        e.launch_many(np.array([0, 1]), np.array([0, 0]), slots=np.array([1, 1]))
+    assert e.copies.n == 0 and not e.slot_used.any()
+    ids = e.launch_many(np.array([0, 1]), np.array([0, 0]))
+    assert sorted(e.copies.cols["slot"][ids].tolist()) == [0, 1]
+    assert e.live.tolist() == ids.tolist() and e.n_ready == 0

@@ -118,3 +118,18 @@ def test_reproducible_and_used_only_where_it_applies():
     assert "pool policies" in poolsim.unsupported(geosim.GeoModel(scenario, "srpt"))
     slotted = geosim.load_scenario(dict(world, run={**world["run"], "timing": "slot"}))
     assert "timing" in poolsim.unsupported(geosim.GeoModel(slotted, "srpt+r"))
+
+
+def test_the_copies_table_keeps_what_the_results_read():
+    # A copy's progress, base and rate live with the copy; the engine's table keeps the
+    # columns of the results, with exactly the rows used, and the copies table is complete.
+    model = geosim.GeoModel(geosim.load_scenario(pool_world(200, 1.5, availability=True)),
+                            "srpt+r")
+    result = model.run()
+    table = model.engine.copies
+    assert set(table.cols) == {"task", "slot", "cluster", "share", "start", "end",
+                               "executed", "wasted", "share_time", "outcome"}
+    assert table.capacity == table.n == len(result.copies)
+    assert result.copies["end"].notna().all() and (result.copies["start"] >= 0).all()
+    s = result.summary
+    assert s["executed_work"] == pytest.approx(s["demanded_work"] + s["wasted_work"])

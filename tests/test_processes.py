@@ -71,3 +71,25 @@ def test_truncated_normal_moments():
     assert proc.level.mean() == pytest.approx(100.0, rel=0.01)
     assert proc.level.std() == pytest.approx(25.0, rel=0.02)
     assert not proc.advance(1e6)
+
+
+def test_averages_of_some_entities_are_those_of_all_bit_for_bit():
+    # advance_mean moves every entity (the same realisation) and averages only those asked;
+    # their averages are advance()'s to the last bit, whatever steps and jumps come between.
+    every, some = availability(seed=9, n=300), availability(seed=9, n=300)
+    rng = np.random.default_rng(4)
+    t = 0.0
+    for step in range(400):
+        span = float(rng.choice([0.5, 1.0, 1.0, 7.0, 120.0]))
+        if step % 50 == 49:                     # a jump without averages
+            every.advance(t + span)
+            some.advance(t + span)
+        else:
+            asked = np.sort(rng.choice(300, int(rng.integers(0, 300)), replace=False))
+            want = every.advance(t + span, t)[asked]
+            got = some.advance_mean(t + span, t, asked.astype(np.int64))
+            np.testing.assert_array_equal(got.view(np.int64), want.view(np.int64))
+        t += span
+        np.testing.assert_array_equal(every.next_change, some.next_change)
+        np.testing.assert_array_equal(every.level, some.level)
+    np.testing.assert_array_equal(every.count, some.count)

@@ -45,6 +45,9 @@ class _Dip:
             out[self.slots] = self.level
         return out
 
+    def advance_mean(self, t_end, t, slots):
+        return self.advance(t_end, t)[slots]
+
 
 def _model(name: str, works, slots=4, **params) -> tuple[GeoModel, object]:
     policy = make_scheduler(name, params)
