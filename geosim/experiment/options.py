@@ -109,18 +109,25 @@ def check_within(within: str | Sequence[float]) -> tuple[float, ...]:
     return tuple(out)
 
 
-def _baseline_label(baseline: str | None, specs: Sequence[Spec]) -> str | None:
-    if baseline is None:
-        return None
+def scheduler_label(name: str, specs: Sequence[Spec], source: str) -> str:
+    """The label of ``name`` (a spec or a label) among ``specs``.
+
+    Raises:
+        GeosimError: It is not among them (naming ``source``, e.g. ``baseline``).
+    """
     labels = [s.label for s in specs]
     try:
-        label = parse_spec(baseline).label
+        label = parse_spec(name).label
     except GeosimError:
-        label = baseline
+        label = name
     if label not in labels:
-        raise GeosimError(f"{baseline!r} is not among the schedulers ({', '.join(labels)})",
-                          source="baseline")
+        raise GeosimError(f"{name!r} is not among the schedulers ({', '.join(labels)})",
+                          source=source)
     return label
+
+
+def _baseline_label(baseline: str | None, specs: Sequence[Spec]) -> str | None:
+    return None if baseline is None else scheduler_label(baseline, specs, "baseline")
 
 
 def _check_workers(jobs_parallel: int | None) -> int:

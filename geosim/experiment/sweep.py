@@ -49,7 +49,13 @@ import numpy as np
 import pandas as pd
 
 from geosim.errors import GeosimError
-from geosim.experiment.options import _check_workers, check_within, coerce_specs, resolve_seeds
+from geosim.experiment.options import (
+    _check_workers,
+    check_within,
+    coerce_specs,
+    resolve_seeds,
+    scheduler_label,
+)
 from geosim.experiment.runner import compare, dask_client
 from geosim.experiment.stats import verdict
 from geosim.experiment.store import (
@@ -72,7 +78,7 @@ from geosim.experiment.tables import (
 )
 from geosim.results import code_fingerprint
 from geosim.scenario import Scenario, load_scenario, parse_override
-from geosim.schedulers.spec import Spec, parse_spec, split_top
+from geosim.schedulers.spec import Spec, split_top
 
 SWEEP_MANIFEST = "sweep.json"
 SWEEP_TABLE = "sweep.csv"
@@ -251,18 +257,6 @@ def _reason(exc: GeosimError) -> str:
         else text
 
 
-def _label(name: str, specs: Sequence[Spec], source: str) -> str:
-    labels = [s.label for s in specs]
-    try:
-        label = parse_spec(name).label
-    except GeosimError:
-        label = name
-    if label not in labels:
-        raise GeosimError(f"{name!r} is not among the schedulers ({', '.join(labels)})",
-                          source=source)
-    return label
-
-
 def check_focus(focus: str | None, versus: str | Sequence[str] | None,
                 specs: Sequence[Spec]) -> tuple[str | None, tuple[str, ...]]:
     """The focus's label and those of the schedulers it is set against.
@@ -277,12 +271,12 @@ def check_focus(focus: str | None, versus: str | Sequence[str] | None,
         if versus is not None:
             raise GeosimError("needs a focus to set against", source="versus")
         return None, ()
-    mine = _label(focus, specs, "focus")
+    mine = scheduler_label(focus, specs, "focus")
     if versus is None:
         names = [s.label for s in specs if s.label != mine]
     else:
         names = split_top(versus, "versus") if isinstance(versus, str) else list(versus)
-    others = tuple(dict.fromkeys(_label(n.strip(), specs, "versus") for n in names))
+    others = tuple(dict.fromkeys(scheduler_label(n.strip(), specs, "versus") for n in names))
     if not others:
         raise GeosimError("no scheduler to set the focus against", source="versus")
     if mine in others:
