@@ -68,6 +68,25 @@ def _add_plugins(sub: argparse._SubParsersAction) -> None:
         add_parser(sub)
 
 
+def _replication_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--reps``, ``--seeds`` and ``--jobs-parallel`` of ``compare`` and ``sweep``."""
+    parser.add_argument("--reps", type=int, metavar="N",
+                        help=f"{what}, with seeds run.seed + 0..N-1 (default: 1)")
+    parser.add_argument("--seeds", metavar="LIST", help="explicit seeds, e.g. 1,2,3")
+    parser.add_argument("--jobs-parallel", type=int, metavar="K",
+                        help="worker processes (default: the number of CPUs)")
+
+
+def _execution_options(parser: argparse.ArgumentParser) -> None:
+    """``--format``, ``--dask`` and ``--no-progress`` of ``compare`` and ``sweep``."""
+    parser.add_argument("--format", choices=("parquet", "csv"), default="parquet",
+                        help="table format of the saved runs (default: parquet)")
+    parser.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask "
+                        "cluster, e.g. tcp://host:8786 (needs geosim[dask])")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress (a "
+                        "bar on a terminal, one line per finished run otherwise)")
+
+
 def _compare_parser(sub: argparse._SubParsersAction) -> None:
     cmp = sub.add_parser(
         "compare", help="run several schedulers on the same worlds and compare them",
@@ -80,11 +99,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
     cmp.add_argument("--schedulers", required=True, metavar="SPECS",
                      help="comma-separated schedulers, each NAME or NAME[KEY=VALUE,...], "
                      "e.g. fifo,srpt,fair[multitasking=true]")
-    cmp.add_argument("--reps", type=int, metavar="N",
-                     help="replications, with seeds run.seed + 0..N-1 (default: 1)")
-    cmp.add_argument("--seeds", metavar="LIST", help="explicit seeds, e.g. 1,2,3")
-    cmp.add_argument("--jobs-parallel", type=int, metavar="K",
-                     help="worker processes (default: the number of CPUs)")
+    _replication_options(cmp, "replications")
     cmp.add_argument("--out", metavar="DIR",
                      help="comparison directory (default: results/compare-<run.name>; with "
                      "several scenarios, DIR/<run.name> for each)")
@@ -95,12 +110,7 @@ def _compare_parser(sub: argparse._SubParsersAction) -> None:
                      "within each (default: 40,200,800)")
     cmp.add_argument("--set", dest="overrides", action="append", default=[],
                      metavar="KEY=VALUE", help="override a scenario key (repeatable)")
-    cmp.add_argument("--format", choices=("parquet", "csv"), default="parquet",
-                     help="table format of the saved runs (default: parquet)")
-    cmp.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask "
-                     "cluster, e.g. tcp://host:8786 (needs geosim[dask])")
-    cmp.add_argument("--no-progress", action="store_true", help="hide the progress (a bar "
-                     "on a terminal, one line per finished run otherwise)")
+    _execution_options(cmp)
     cmp.add_argument("--restart", action="store_true", help="if DIR holds a comparison "
                      "written by other geosim code or of another scenario, remove it and "
                      "start afresh (default: refuse)")
@@ -150,11 +160,7 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
                      "in every cell")
     swp.add_argument("--versus", metavar="LABELS", help="comma-separated schedulers the "
                      "focus meets (the best of them by mean; default: every other one)")
-    swp.add_argument("--reps", type=int, metavar="N",
-                     help="replications per cell, with seeds run.seed + 0..N-1 (default: 1)")
-    swp.add_argument("--seeds", metavar="LIST", help="explicit seeds, e.g. 1,2,3")
-    swp.add_argument("--jobs-parallel", type=int, metavar="K",
-                     help="worker processes (default: the number of CPUs)")
+    _replication_options(swp, "replications per cell")
     swp.add_argument("--out", metavar="DIR",
                      help="sweep directory (default: results/sweep-<run.name>)")
     swp.add_argument("--within", default="40,200,800", metavar="LIST",
@@ -163,11 +169,7 @@ def _sweep_parser(sub: argparse._SubParsersAction) -> None:
     swp.add_argument("--set", dest="overrides", action="append", default=[],
                      metavar="KEY=VALUE", help="override a key of the base scenario "
                      "(repeatable)")
-    swp.add_argument("--format", choices=("parquet", "csv"), default="parquet",
-                     help="table format of the saved runs (default: parquet)")
-    swp.add_argument("--dask", metavar="ADDRESS", help="run on an existing Dask "
-                     "cluster, e.g. tcp://host:8786 (needs geosim[dask])")
-    swp.add_argument("--no-progress", action="store_true", help="hide the progress")
+    _execution_options(swp)
     swp.add_argument("--restart", action="store_true", help="if DIR holds another sweep "
                      "(grid, schedulers, seeds, scenario or code), remove it and start "
                      "afresh (default: refuse)")
