@@ -54,7 +54,7 @@ def bench_frames(scheduler: str, steps: int) -> dict:
         plots.frame(model)
         plot_s.append(plots.frame_seconds)
     return {"scheduler": scheduler, "steps": steps, "setup_seconds": round(setup, 2),
-            "simulated_seconds": model.time_now, "clusters": int(model.sim.world.n_clusters),
+            "simulated_seconds": model.time_now, "clusters": int(model.world.n_clusters),
             "step_ms": _stats(step_s), "map_ms": _stats(map_s), "plots_ms": _stats(plot_s),
             "plot_backgrounds": plots.backgrounds}
 

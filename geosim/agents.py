@@ -50,7 +50,7 @@ class ClusterAgent(mesa.Agent):
     @property
     def reachable(self) -> bool:
         """Whether the cluster is reachable now."""
-        return bool(self.model.engine.reachable[self.index])
+        return bool(state.reachable(self.model.engine)[self.index])
 
     @property
     def available_slots(self) -> int:

@@ -146,6 +146,11 @@ class GeoModel(mesa.Model):
     Raises:
         GeosimError: Bad scheduler name or parameters, or a workload that does not fit
             the world (e.g. input on a cluster that does not exist).
+
+    Attributes:
+        config: The validated scenario the run was built from. It is not called
+            ``scenario``: from Mesa 3.4 on, ``model.scenario`` is Mesa's own scenario
+            object, which Mesa's SolaraViz reads when it re-creates a model.
     """
 
     def __init__(self, scenario: Scenario, scheduler: Scheduler | str | None = None,
@@ -153,7 +158,7 @@ class GeoModel(mesa.Model):
                  check_invariants: bool | None = None):
         seed = scenario["run"]["seed"] if seed is None else int(seed)
         super().__init__(rng=seed)
-        self.scenario, self.seed = scenario, seed
+        self.config, self.seed = scenario, seed
         self.dt = float(scenario["run"]["dt"])
         self.horizon = float(scenario["run"]["horizon"])
         self.record_interval = float(scenario["run"]["record_interval"])
@@ -312,11 +317,11 @@ class GeoModel(mesa.Model):
 
     def result(self) -> Result:
         """The result tables of the run so far (:func:`~geosim.results.build_result`)."""
-        meta = {"scenario": self.scenario["run"]["name"], "source": self.scenario.source,
+        meta = {"scenario": self.config["run"]["name"], "source": self.config.source,
                 "scheduler": self.policy.name, "params": self.policy.get_params(),
                 "seed": self.seed}
-        run = RunInfo(self.scenario.to_toml(), self.steps_run, self.wall_seconds,
-                      self.scheduler_seconds, self.scenario["workload"]["flow_time_unit"])
+        run = RunInfo(self.config.to_toml(), self.steps_run, self.wall_seconds,
+                      self.scheduler_seconds, self.config["workload"]["flow_time_unit"])
         return build_result(self.engine, self.workload, self.world, self.recorder, meta, run)
 
     def stalled(self, alive: int) -> GeosimError:
@@ -325,7 +330,7 @@ class GeoModel(mesa.Model):
             f"no task completed in {STALL_SECONDS:g} simulated seconds or {STALL_STEPS:g} "
             f"steps with {alive} jobs alive (scheduler {self.policy.name!r}, run.dt = "
             f"{self.dt:g}); set run.horizon to stop a run that cannot finish",
-            source=self.scenario.source)
+            source=self.config.source)
 
     def check_budget(self, steps: int) -> None:
         """Stop the run when it exceeds ``run.max_wall_seconds`` or ``run.max_steps``.
@@ -336,7 +341,7 @@ class GeoModel(mesa.Model):
         Raises:
             GeosimError: Naming the limit, the simulated time reached and the jobs done.
         """
-        limits = self.scenario["run"]
+        limits = self.config["run"]
         key = ""
         if limits["max_steps"] and steps > limits["max_steps"]:
             key, what = "run.max_steps", f"{steps} steps"
@@ -346,9 +351,9 @@ class GeoModel(mesa.Model):
                 f"{_time.perf_counter() - self._run_start:.1f} s of wall-clock time"
         if key:
             raise GeosimError(
-                f"stopped after {what} (limit {self.scenario.get(key):g}) at simulated time "
+                f"stopped after {what} (limit {self.config.get(key):g}) at simulated time "
                 f"{self.engine.time:.6g} s with {self.jobs_done} of {self.workload.n_jobs} "
-                "jobs done; nothing is written", source=self.scenario.source, key=key)
+                "jobs done; nothing is written", source=self.config.source, key=key)
 
     # ------------------------------------------------------------------ internals
     @property

@@ -37,6 +37,19 @@ def cluster_state_codes(reachable: np.ndarray, available_slots: np.ndarray,
                     np.where(2 * np.asarray(available_slots) < np.asarray(slots), 1, 0))
 
 
+def reachable(engine: Engine) -> np.ndarray:
+    """Whether each cluster is reachable now (a read-only view)."""
+    view = engine.reachable.view()
+    view.flags.writeable = False
+    return view
+
+
+def cluster_states(engine: Engine) -> np.ndarray:
+    """Index into :data:`CLUSTER_STATES` of each cluster now."""
+    return cluster_state_codes(engine.reachable, available_slots(engine.world),
+                               engine.world.slots)
+
+
 def available_slots(world: World) -> np.ndarray:
     """Slots of each cluster in their available phase now (all, without availability)."""
     if world.availability is None:
@@ -145,6 +158,6 @@ def work_balance(engine: Engine) -> dict[str, float]:
 
 
 __all__ = ["CLUSTER_STATES", "available_slots", "busy_slots", "cluster_state_codes",
-           "copy_columns", "gate_rates", "job_columns", "job_progress", "link_bandwidth",
-           "queues", "running_copies", "task_columns", "task_states", "tasks_done", "totals",
-           "usable_slots", "work_balance"]
+           "cluster_states", "copy_columns", "gate_rates", "job_columns", "job_progress",
+           "link_bandwidth", "queues", "reachable", "running_copies", "task_columns",
+           "task_states", "tasks_done", "totals", "usable_slots", "work_balance"]

@@ -52,7 +52,7 @@ def free_port() -> int:
 # ---------------------------------------------------------------------------- the model
 def test_model_records_each_step_and_reads_cluster_states():
     model = small_model(scheduler="fair", seed=2)
-    world = model.sim.world
+    world = model.world
     for _ in range(60):
         model.step()
     h = model.history
@@ -64,13 +64,13 @@ def test_model_records_each_step_and_reads_cluster_states():
     assert sum(snap.counts.values()) == world.n_clusters and set(snap.counts) == set(
         CLUSTER_STATES)
     unreachable = CLUSTER_STATES.index("unreachable")
-    assert np.array_equal(snap.state == unreachable, ~model.sim.engine.reachable)
+    assert np.array_equal(snap.state == unreachable, ~model.engine.reachable)
     assert np.all(snap.busy <= snap.slots + 1e-9)
 
 
 def test_model_runs_to_the_end_and_stops():
     model = small_model(scheduler="srpt", seed=1, load=2.0)
-    assert model.sim.scenario["workload"]["arrival_rate"] == pytest.approx(0.1)
+    assert model.config["workload"]["arrival_rate"] == pytest.approx(0.1)
     while model.running:
         model.step()
     done_at, flow = model.completed_flowtimes()
@@ -79,20 +79,20 @@ def test_model_runs_to_the_end_and_stops():
 
 
 def test_epsilon_and_beta_reach_the_schedulers_that_take_them():
-    assert small_model(scheduler="pingan", epsilon=0.3).sim.policy.epsilon == 0.3
-    assert small_model(scheduler="laps+r", beta=0.35).sim.policy.beta == 0.35
-    assert small_model(scheduler="fair", epsilon=0.3).sim.policy.get_params() == {
+    assert small_model(scheduler="pingan", epsilon=0.3).policy.epsilon == 0.3
+    assert small_model(scheduler="laps+r", beta=0.35).policy.beta == 0.35
+    assert small_model(scheduler="fair", epsilon=0.3).policy.get_params() == {
         "multitasking": False}
 
 
 def test_a_bad_choice_gives_a_stopped_model_with_the_message():
     model = DashboardModel(scenario_file="missing.toml")
-    assert model.sim is None and not model.running
+    assert model.error is not None and not model.running
     assert model.error == "missing.toml: scenario file not found"
     model.step()   # a no-op, no exception
     bad = small_model(scheduler="pingan", epsilon=1.5)
-    assert "epsilon" in bad.error and bad.sim is None
-    assert small_model(seed=" 12 ").sim.seed == 12
+    assert "epsilon" in bad.error and not bad.running
+    assert small_model(seed=" 12 ").seed == 12
     assert small_model(seed="x").error == "seed must be a whole number >= 0 (got 'x')"
 
 
@@ -192,8 +192,8 @@ def test_config_carries_the_command_line_to_the_server():
     assert again.scenario in again.scenarios and len(again.scenarios) >= 5
     assert Path(again.scenario).resolve() == Path(QUICK)
     model = DashboardModel(**again.model_kwargs())
-    assert model.sim.policy.get_params()["candidates"] == 4
-    assert model.sim.policy.epsilon == 0.25 and model.sim.workload.n_jobs == 40
+    assert model.policy.get_params()["candidates"] == 4
+    assert model.policy.epsilon == 0.25 and model.workload.n_jobs == 40
 
 
 # ---------------------------------------------------------------------------- the page, no browser
@@ -260,6 +260,30 @@ def test_page_shows_the_views_and_they_follow_the_model():
     seed.fire_event("keyup.enter", {})
     rc.find(v.Btn, children=["Reset"]).widget.click()
     assert " · seed 3 · " in _status(rc)[0] and len(_images(rc)) == 2
+
+
+def test_mesa_solara_viz_drives_the_geo_model(monkeypatch):
+    from geosim.model import GeoModel
+    text = (ROOT / "README.md").read_text().split("**In Mesa's own SolaraViz.**", 1)[1]
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(ROOT)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)   # the README's app.py
+    page = namespace["page"]
+    _box, rc = solara.render(solara.AppLayout(children=[page]), handle_error=False)
+    before = _images(rc)
+    assert set(before) == {"geosim-cluster-map", "geosim-plots-image"}
+    assert _status(rc)[0].startswith("pingan[epsilon=0.6] · seed 2")
+    for _ in range(5):
+        rc.find(v.Btn, children=["Step"]).widget.click()
+    assert " · step 5 · " in _status(rc)[1]
+    assert all(_images(rc)[k] != before[k] for k in before)
+    # SolaraViz's Reset re-creates the model, a GeoModel, from the controls
+    rc.find(v.Select, label="scheduler").widget.v_model = "srpt"
+    rc.find(v.Btn, children=["Reset"]).widget.click()
+    assert _status(rc)[0].startswith("srpt · seed 2")
+    assert _status(rc)[1].startswith("simulated time 0 s · step 0 · ")
+    assert isinstance(DashboardModel(scenario_file=QUICK), GeoModel)
 
 
 # ---------------------------------------------------------------------------- the page, in Chromium

@@ -160,12 +160,12 @@ class ClusterMap(BlitFigure):
     (text is the dearest thing to draw per frame).
 
     Args:
-        model: A dashboard model whose run was built (``model.sim`` is set).
+        model: A dashboard model whose run was built (its :attr:`error` is ``None``).
     """
 
     def __init__(self, model: DashboardModel):
         super().__init__()
-        world = model.sim.world
+        world = model.world
         graph = world.graph
         n = world.n_clusters
         xy = np.array([[graph.nodes[c].get("x", 0.0), graph.nodes[c].get("y", 0.0)]

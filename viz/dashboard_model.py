@@ -2,9 +2,9 @@
 
 :class:`DashboardModel` is the Mesa model the dashboard steps and re-creates. Its
 keyword arguments are the dashboard's controls (scenario file, scheduler, seed, ε, β,
-load), so the page's Reset can rebuild it from the controls' values. It wraps a
-:class:`geosim.model.GeoModel` instead of subclassing it: Mesa 3.5 reads
-``model.scenario`` as a Mesa scenario object, which ``GeoModel.scenario`` is not.
+load), so the page's Reset can rebuild it from the controls' values. It is a
+:class:`geosim.model.GeoModel`, so Mesa's SolaraViz can drive it as well as the
+dashboard's own page.
 
 Every step takes one sample of a :class:`~geosim.recorder.Recorder` (the run's recorder
 class, with model-level reporters over :mod:`geosim.state`: vectorised sums, no
@@ -114,12 +114,15 @@ class ClusterSnapshot:
     counts: dict[str, int]
 
 
-class DashboardModel(mesa.Model):
-    """One geosim run as the dashboard steps it.
+class DashboardModel(GeoModel):
+    """One geosim run as the dashboard steps it: a :class:`~geosim.model.GeoModel`.
 
-    A bad choice of controls (a scenario that fails to load, an override that does not
-    fit it) does not raise: the model is created stopped, with the one-line message in
-    :attr:`error`, so the dashboard can show it and the user can pick again.
+    Its constructor takes only keyword arguments named after the dashboard's controls,
+    so the page's Reset, or Mesa's SolaraViz given this class, re-creates it from the
+    controls' values. A bad choice of controls (a scenario that fails to load, an
+    override that does not fit it) does not raise: the model is created stopped, with the
+    one-line message in :attr:`error` and none of the run's parts, so the dashboard can
+    show it and the user can pick again.
 
     Args:
         scenario_file: Scenario TOML file.
@@ -131,7 +134,6 @@ class DashboardModel(mesa.Model):
         overrides: Dotted-key scenario overrides, as ``(key, value)`` pairs.
 
     Attributes:
-        sim: The geosim model (``None`` when :attr:`error` is set).
         error: Why the run could not be built, or ``None``.
         history: Per-step time series (a :class:`~geosim.recorder.Recorder` with the
             model-level series ``time``, ``alive``, ``busy``, ``usable`` and
@@ -149,73 +151,73 @@ class DashboardModel(mesa.Model):
                  scheduler: str = "fair", seed: int | str = 1, epsilon: float = 0.6,
                  beta: float = 0.8, load: float = 1.0,
                  overrides: Sequence[tuple[str, Any]] = ()):
-        seed_value = parse_seed(seed)
-        super().__init__(rng=seed_value if seed_value is not None else 0)
         self.scenario_file, self.scheduler_name = str(scenario_file), str(scheduler)
-        self.seed_value = seed_value
-        self.sim: GeoModel | None = None
+        self.seed_value = parse_seed(seed)
         self.error: str | None = None
         self.history = Recorder(model_reporters={
-            "alive": lambda m: len(m.sim.jobs),
-            "busy": lambda m: float(state.busy_slots(m.sim.engine).sum()),
-            "usable": lambda m: float(state.usable_slots(m.sim.engine)),
+            "alive": lambda m: len(m.jobs),
+            "busy": lambda m: float(state.busy_slots(m.engine).sum()),
+            "usable": lambda m: float(state.usable_slots(m.engine)),
             "mean_flowtime": lambda m: m._mean_flowtime()}, clock=lambda m: m.time_now)
         self.step_seconds = 0.0
         self.total_step_seconds = 0.0
         self.frame_seconds: dict[str, float] = {}
         self.lock = threading.RLock()
         try:
-            if seed_value is None:
+            if self.seed_value is None:
                 raise GeosimError(f"seed must be a whole number >= 0 (got {seed!r})")
             scenario = load_dashboard_scenario(self.scenario_file, overrides, load)
             params = scheduler_params(scenario, self.scheduler_name, epsilon, beta)
             policy = make_scheduler(self.scheduler_name, params, source=scenario.source)
-            self.sim = GeoModel(scenario, policy, seed_value)
         except GeosimError as exc:
-            self.error = str(exc)
-            self.running = False
+            mesa.Model.__init__(self, rng=self.seed_value or 0)
+            self._fail(exc)
             return
-        world = self.sim.world
-        self.slots = world.slots.astype(float)
-        self.total_slots = float(world.n_slots)
+        try:
+            super().__init__(scenario, policy, self.seed_value)
+        except GeosimError as exc:
+            self._fail(exc)
+            return
+        self.total_slots = float(self.world.n_slots)
         self._flow_sum = 0.0
         self._flow_seen = 0
         self.history.collect(self)
 
+    def _fail(self, exc: GeosimError) -> None:
+        self.error = str(exc)
+        self.running = False
+
     # ------------------------------------------------------------------ stepping
     def step(self) -> None:
         """Advance the run by one time slot (or one idle jump) and record it."""
-        sim = self.sim
-        if sim is None or sim.done:
+        if self.error is not None or self.done:
             self.running = False
             return
         start = time.perf_counter()
         with self.lock:
             try:
-                sim.step()
+                super().step()
             except GeosimError as exc:
-                self.error = str(exc)
-                self.running = False
+                self._fail(exc)
                 return
             self.history.collect(self)
         self.step_seconds = time.perf_counter() - start
         self.total_step_seconds += self.step_seconds
-        self.running = not sim.done
+        self.running = not self.done
 
     def _mean_flowtime(self) -> float:
         """Mean flowtime of the jobs finished so far (NaN before the first)."""
-        sim = self.sim
-        if sim.jobs_done != self._flow_seen:
+        if self.jobs_done != self._flow_seen:
             _, flowtimes = self.completed_flowtimes()
             self._flow_sum = float(np.sum(flowtimes))
-            self._flow_seen = sim.jobs_done
+            self._flow_seen = self.jobs_done
         return self._flow_sum / self._flow_seen if self._flow_seen else np.nan
 
     # ------------------------------------------------------------------ reading
     @property
     def time_now(self) -> float:
         """Simulated time (s) of the run."""
-        return self.sim.view.time if self.sim is not None else 0.0
+        return self.view.time if self.error is None else 0.0
 
     @property
     def steps_taken(self) -> int:
@@ -228,38 +230,35 @@ class DashboardModel(mesa.Model):
 
     def cluster_snapshot(self) -> ClusterSnapshot:
         """State, busy slot shares and slots of every cluster, now (vectorised)."""
-        e, world = self.sim.engine, self.sim.world
-        code = state.cluster_state_codes(e.reachable, state.available_slots(world), world.slots)
+        code = state.cluster_states(self.engine)
         counts = np.bincount(code, minlength=len(state.CLUSTER_STATES))
-        return ClusterSnapshot(code, state.busy_slots(e), world.slots,
+        return ClusterSnapshot(code, state.busy_slots(self.engine), self.world.slots,
                                dict(zip(state.CLUSTER_STATES, counts.tolist(), strict=True)))
 
     def completed_flowtimes(self) -> tuple[np.ndarray, np.ndarray]:
         """Completion times and flowtimes (s) of the jobs finished so far."""
-        completion = state.job_columns(self.sim.engine)["completion"]
+        completion = state.job_columns(self.engine)["completion"]
         done = ~np.isnan(completion)
-        return completion[done], completion[done] - self.sim.workload.arrival[done]
+        return completion[done], completion[done] - self.workload.arrival[done]
 
     def status(self) -> dict[str, Any]:
         """Headline numbers of the run now, for the status card."""
-        sim = self.sim
-        if sim is None:
+        if self.error is not None:
             return {"error": self.error}
         h = self.history
         return {
-            "scheduler": sim.policy.name,
-            "params": sim.policy.get_params(),
+            "scheduler": self.policy.name,
+            "params": self.policy.get_params(),
             "time": self.time_now,
             "steps": self.steps_taken,
-            "arrival_rate": sim.scenario["workload"]["arrival_rate"],
-            "jobs": sim.workload.n_jobs,
-            "arrived": state.totals(sim.engine)["jobs_arrived"],
-            "alive": len(sim.jobs),
-            "done": sim.jobs_done,
+            "arrival_rate": self.config["workload"]["arrival_rate"],
+            "jobs": self.workload.n_jobs,
+            "arrived": state.totals(self.engine)["jobs_arrived"],
+            "alive": len(self.jobs),
+            "done": self.jobs_done,
             "mean_flowtime": float(h["mean_flowtime"][-1]) if len(h) else float("nan"),
             "utilisation": float(h["busy"][-1]) / self.total_slots if len(h) else 0.0,
             "usable": float(h["usable"][-1]) / self.total_slots if len(h) else 0.0,
             "clusters": self.cluster_snapshot().counts,
-            "finished": sim.done,
+            "finished": self.done,
         }
-

@@ -16,7 +16,7 @@ after every frame:
 - :func:`StatusView`: the run's headline numbers, whether it plays, and the last step's
   and frame's wall time.
 
-The model is :class:`~viz.dashboard_model.DashboardModel`, a Mesa model whose
+The model is :class:`~viz.dashboard_model.DashboardModel`, a GeoModel whose
 constructor takes only keyword arguments named after the controls.
 """
 
@@ -96,7 +96,7 @@ def _is_control(spec: Any) -> bool:
 
 def run_state(model: DashboardModel, playing: bool) -> str:
     """``"finished"``, ``"playing"`` or ``"paused"``: what the run is doing now."""
-    if model.sim is None or model.sim.done:
+    if model.error is not None or model.done:
         return "finished"
     return "playing" if playing else "paused"
 
@@ -122,7 +122,7 @@ def ClusterView(model: DashboardModel, tick: int = 0):
         model: The dashboard model.
         tick: The frame counter; a new value re-renders the view.
     """
-    drawer = solara.use_memo(lambda: ClusterMap(model) if model.sim else None, [model])
+    drawer = solara.use_memo(lambda: ClusterMap(model) if model.error is None else None, [model])
     png = solara.use_memo(lambda: drawer.frame(model) if drawer else None,
                           _frame_key(model))
     if png is None:
@@ -137,7 +137,7 @@ def ClusterView(model: DashboardModel, tick: int = 0):
 @solara.component
 def PlotsView(model: DashboardModel, tick: int = 0):
     """Alive jobs, busy slots and flowtimes over simulated time (``tick`` as above)."""
-    drawer = solara.use_memo(lambda: TimeSeries(model) if model.sim else None, [model])
+    drawer = solara.use_memo(lambda: TimeSeries(model) if model.error is None else None, [model])
     png = solara.use_memo(lambda: drawer.frame(model) if drawer else None,
                           _frame_key(model))
     if png is None:
@@ -208,6 +208,26 @@ def DashboardViews(model: DashboardModel, playing: solara.Reactive[bool]):
         with solara.Columns([1, 1], gutters_dense=True):
             ClusterView(model, tick)
             PlotsView(model, tick)
+
+
+def solara_viz_components() -> list:
+    """The dashboard's views as components of Mesa's own SolaraViz page.
+
+    ``SolaraViz(DashboardModel(...), solara_viz_components(), model_params=...)`` shows
+    the status lines, the cluster map and the plots, with SolaraViz's controller
+    stepping the model and its Reset re-creating it from the controls. Each view
+    follows SolaraViz's update counter, so it re-renders after every step.
+    """
+    from mesa.visualization.utils import update_counter
+
+    def follow(view):
+        @solara.component
+        def component(model: DashboardModel):
+            view(model, tick=update_counter.value)
+        component.__name__ = view.__name__
+        return component
+
+    return [follow(StatusView), follow(ClusterView), follow(PlotsView)]
 
 
 @solara.component
