@@ -29,7 +29,7 @@ run-full: $(BIN)/geosim
 
 test: $(BIN)/geosim
 	$(BIN)/ruff check geosim tests benchmarks topologies viz
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 bench: $(BIN)/geosim
 	$(BIN)/python benchmarks/bench_core.py

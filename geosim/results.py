@@ -402,9 +402,13 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
                                      "checkpoints")},
     })
     n = len(c["task"])
-    executed, wasted = c["executed"], c["wasted"]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        frac = np.where(executed > 0, wasted / executed, (c["outcome"] != WON).astype(float))
+    # the wasted share of each copy's slot-seconds, built in place (no row-sized float
+    # temporaries): wasted / executed where the copy executed, else 1 unless it won
+    executed = c["executed"]
+    wasted_slot = (c["outcome"] != WON).astype(float)
+    np.divide(c["wasted"], executed, out=wasted_slot, where=executed > 0)
+    np.clip(wasted_slot, 0.0, 1.0, out=wasted_slot)
+    wasted_slot *= c["share_time"]
     copies = pd.DataFrame({
         "copy": np.arange(n),
         "task": c["task"],
@@ -416,9 +420,9 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
         "outcome": pd.Categorical.from_codes(c["outcome"], categories=list(OUTCOMES)),
         "share": c["share"],
         "executed": executed,
-        "wasted": wasted,
+        "wasted": c["wasted"],
         "slot_seconds": c["share_time"],
-        "wasted_slot_seconds": c["share_time"] * np.clip(frac, 0.0, 1.0),
+        "wasted_slot_seconds": wasted_slot,
     }, copy=False)  # columns share the engine's arrays: no second copy of millions of rows
     clusters = recorder.get_agenttype_vars_dataframe(ClusterAgent)
     if not clusters.empty:

@@ -43,5 +43,5 @@ def test_the_sweep_example_prints_what_the_readme_shows(tmp_path, capsys, monkey
                  "workload.n_jobs=30", "--schedulers", "pingan,late,spark+speculation",
                  "--vary", "workload.arrival_rate=0.02,0.1", "--focus", "pingan", "--reps", "2",
                  "--within", "100,200,800", "--out", "results/sweep-quickstart",
-                 "--no-progress"]) == 0
+                 "--no-progress", "--jobs-parallel", "1"]) == 0   # same tables, no pool
     assert capsys.readouterr().out.rstrip("\n").splitlines() == shown
