@@ -18,7 +18,7 @@ from scipy.sparse.csgraph import maximum_flow
 
 from geosim.params import Field
 from geosim.schedulers.compose import Placement
-from geosim.view import SchedulerView, first_of_runs
+from geosim.view import WAITING, SchedulerView, first_of_runs
 
 #: Compute-time estimates of a task's finish time at a cluster.
 COMPUTES = ("uniform", "observed")
@@ -66,22 +66,73 @@ class Flutter(Placement):
         self.compute = compute
 
     def place(self, view: SchedulerView, tasks: np.ndarray, free: np.ndarray) -> np.ndarray:
-        """Place each job's tasks (a stage) by :func:`lexmin_assign`, job by job."""
+        """Place each job's tasks (a stage) by :func:`lexmin_assign`, job by job.
+
+        The stages are solved in one compiled loop (:func:`_place_stages`) on the inputs
+        of all the tasks, fetched at once. A stage it hands back (one whose costs shut
+        some row out of a column with slots, so that the number placeable needs a
+        maximum flow) is solved here, as are all of them when :meth:`finish_estimates`
+        is overridden, ``free`` is not of integers, or a task is not ready.
+        """
         tasks = np.asarray(tasks, dtype=np.int64)
         out = np.full(tasks.size, -1, dtype=np.int64)
         if tasks.size == 0:
             return out
-        starts = np.flatnonzero(first_of_runs(view.task_job[tasks]))
-        ends = np.append(starts[1:], tasks.size)
-        for lo, hi in zip(starts, ends, strict=True):
-            if not free.any():
-                break
-            cost = self.finish_estimates(view, tasks[lo:hi])
-            cost[:, free <= 0] = np.inf
-            got = lexmin_assign(cost, free)
-            out[lo:hi] = got
-            free -= np.bincount(got[got >= 0], minlength=free.size).astype(free.dtype)
+        jobs = np.asarray(view.task_job[tasks], dtype=np.int64)
+        if (type(self).finish_estimates is not Flutter.finish_estimates
+                or free.dtype != np.int64 or (view.task_state[tasks] == WAITING).any()):
+            starts = np.flatnonzero(first_of_runs(jobs))
+            ends = np.append(starts[1:], tasks.size)
+            for lo, hi in zip(starts, ends, strict=True):
+                if not free.any():
+                    break
+                self._place_stage(view, tasks, lo, hi, free, out)
+            return out
+        pos, src, size = view.inputs_of(tasks)
+        pos, src = np.asarray(pos, dtype=np.int64), np.asarray(src, dtype=np.int64)
+        size = np.asarray(size, dtype=float)
+        bandwidth = np.ascontiguousarray(self.model.bandwidth_mean, dtype=float)
+        speed = self._speeds()
+        work = np.asarray(view.task_work[tasks], dtype=float)
+        types = np.asarray(view.task_type[tasks], dtype=np.int64)
+        at = 0
+        while at < tasks.size:
+            lo, hi, status = _place_stages(jobs, at, pos, src, size, bandwidth, speed, types,
+                                           work, free, out)
+            if status == 2:  # pragma: no cover - an internal invariant broke
+                raise RuntimeError("Flutter's lexicographic assignment failed")
+            if status == 1:
+                self._place_stage(view, tasks, lo, hi, free, out)
+            at = hi
         return out
+
+    def _speeds(self) -> np.ndarray:
+        """The speed each compute estimate divides by, ``(types, clusters)``.
+
+        For ``uniform`` each type's mean over clusters, rounded as
+        :meth:`finish_estimates` rounds it (a row's pairwise sum), repeated over the
+        clusters; kept until the performance model changes.
+        """
+        model = self.model
+        kept = getattr(self, "_speed_key", None)
+        if (kept is None or kept[0] is not model or kept[1] != model.version
+                or kept[2] is not model.speed_mean or kept[3] != self.compute):
+            speed = np.asarray(model.speed_mean, dtype=float)
+            if self.compute == "uniform":
+                mean = speed[:, np.arange(speed.shape[1])].T.mean(axis=1, keepdims=True)
+                speed = np.repeat(mean, speed.shape[0], axis=1)
+            self._speed = np.ascontiguousarray(speed.T if self.compute != "uniform" else speed)
+            self._speed_key = (model, model.version, model.speed_mean, self.compute)
+        return self._speed
+
+    def _place_stage(self, view: SchedulerView, tasks: np.ndarray, lo: int, hi: int,
+                     free: np.ndarray, out: np.ndarray) -> None:
+        """Place the stage ``tasks[lo:hi]`` by :func:`lexmin_assign` (into ``out``, ``free``)."""
+        cost = self.finish_estimates(view, tasks[lo:hi])
+        cost[:, free <= 0] = np.inf
+        got = lexmin_assign(cost, free)
+        out[lo:hi] = got
+        free -= np.bincount(got[got >= 0], minlength=free.size).astype(free.dtype)
 
     def finish_estimates(self, view: SchedulerView, tasks: np.ndarray) -> np.ndarray:
         """Finish estimate (s) of each task at each cluster, shape ``(tasks, clusters)``."""
@@ -234,6 +285,83 @@ def _assign(c, cap, k):  # pragma: no cover - compiled
     lev = np.searchsorted(np.unique(vals), vals).astype(np.int64)
     return _lexmin_kernel(rptr, cols, lev, np.argsort(lev, kind="mergesort"),
                           np.minimum(cap, n), k)
+
+
+@njit(cache=True, error_model="numpy")
+def _place_stages(jobs, at, pos, src, size, bw, speed, types, work, free,
+                  out):  # pragma: no cover - compiled
+    """:meth:`Flutter.place` from task ``at`` on: each stage's costs, then its assignment.
+
+    A stage is a run of tasks of one job (``jobs``); the inputs of the task at position
+    ``p`` are the entries of ``pos == p`` (``pos`` ascends) in ``src`` and ``size``;
+    ``speed[type, cluster]`` is the speed its compute estimate divides the work by. A
+    stage's costs are :meth:`Flutter.finish_estimates`' (:func:`_transfer` plus the
+    compute time), masked as :func:`_mask` masks them, and placed by :func:`_assign` as
+    :func:`lexmin_assign` places them; ``free`` and ``out`` are updated as
+    :meth:`Flutter.place` does.
+
+    Returns:
+        The stage where it stopped (``lo``, ``hi``) and why: 0 when done or out of slots
+        (``hi`` is then the number of tasks), 1 at a stage whose number placeable needs a
+        maximum flow (:func:`_max_placed`), for the caller to place, 2 if the assignment
+        failed.
+    """
+    n_tasks = jobs.size
+    m = free.size
+    i = np.searchsorted(pos, at)
+    lo = at
+    while lo < n_tasks:
+        hi = lo + 1
+        while hi < n_tasks and jobs[hi] == jobs[lo]:
+            hi += 1
+        open_ = False
+        for j in range(m):
+            open_ = open_ or free[j] != 0
+        if not open_:
+            return lo, n_tasks, 0
+        n = hi - lo
+        transfer = np.zeros((n, m))
+        while i < pos.size and pos[i] < hi:
+            p, h = pos[i] - lo, src[i]
+            for c in range(m):
+                if c == h:
+                    v = 0.0
+                elif bw[h, c] > 0:
+                    v = size[i] / bw[h, c]
+                else:
+                    v = np.inf
+                if v > transfer[p, c] or v != v:      # as np.maximum, NaN included
+                    transfer[p, c] = v
+            i += 1
+        cost = np.empty((n, m))
+        complete, placeable = True, False
+        for r in range(n):
+            t, w = types[lo + r], work[lo + r]
+            for j in range(m):
+                sp = speed[t, j]
+                v = transfer[r, j] + (w / sp if sp > 0 else np.inf)
+                if free[j] > 0 and np.isfinite(v):
+                    cost[r, j] = v
+                    placeable = True
+                else:
+                    cost[r, j] = np.inf
+                    complete = complete and free[j] <= 0
+        if placeable:
+            if not complete:
+                return lo, hi, 1
+            k = 0
+            for j in range(m):
+                if free[j] > 0:
+                    k += free[j]
+            got = _assign(cost, free, min(n, k))
+            if got.size != n:
+                return lo, hi, 2
+            for r in range(n):
+                out[lo + r] = got[r]
+                if got[r] >= 0:
+                    free[got[r]] -= 1
+        lo = hi                                       # (every row left out otherwise)
+    return lo, n_tasks, 0
 
 
 def _max_placed(allowed: np.ndarray, cap: np.ndarray) -> int:

@@ -184,6 +184,7 @@ class Mantri(Monitored, Redundancy):
         self.n_restarts = 0
         self._clean_key: tuple[int, int] | None = None   # model version _clean is for
         self._clean = False
+        self._bounds_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ the report
     def speculate(self, view: SchedulerView, actions: Actions, place: PlaceFn,
@@ -217,7 +218,8 @@ class Mantri(Monitored, Redundancy):
         with np.errstate(divide="ignore"):
             lb_room = work / _masked_max(model.speed.max(axis=2), room_any)[types]
             mean_room = work / _masked_max(model.speed_mean, room_any)[types]
-        lb_room = lb_room * self._factor_atoms(view, tasks)[:, 0]
+        if view.copy_variability != "none":     # (otherwise every factor is exactly 1)
+            lb_room = lb_room * self._factor_atoms(view, tasks)[:, 0]
         restartable = waiting & (self._restarts[tasks] < self.max_restarts)
         restartable &= np.isin(jobs, fresh_jobs) | bool(free.any())
         dup = (c + 1.0) / c if self.duplicate_factor is None else self.duplicate_factor
@@ -227,7 +229,7 @@ class Mantri(Monitored, Redundancy):
         if idx.size == 0:
             return
         idx = idx[np.lexsort((tasks[idx], -t_rem[idx]))][:_MAX_EVAL]
-        offset = np.r_[0, np.cumsum(cnt)[:-1]]
+        offset = np.concatenate(([0], np.cumsum(cnt)[:-1]))
         # The pool of fresh copies a restart may take the slot of: rows of info by job,
         # each job's in copy order; taken[] marks the ones used.
         order = fresh[np.argsort(info["copy"][fresh], kind="stable")]
@@ -238,65 +240,123 @@ class Mantri(Monitored, Redundancy):
         pool_lo = np.searchsorted(pool_jobs, jobs, side="left")
         pool_hi = np.where(restartable, np.searchsorted(pool_jobs, jobs, side="right"), pool_lo)
         factor = -1.0 if self.duplicate_factor is None else float(self.duplicate_factor)
-        preempted: list[int] = []
+        # Per chunk, in decision order: expected ends of the new copies, whether each
+        # takes a preempted copy's slot, plain launches (task, cluster), swaps (task,
+        # cluster, slot of the preempted copy), preempted copies and restarted copies.
+        due: list[np.ndarray] = []
+        kind: list[np.ndarray] = []
+        plain_task: list[np.ndarray] = []
+        plain_cluster: list[np.ndarray] = []
+        swaps: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        preempted: list[np.ndarray] = []
         restarted: list[np.ndarray] = []
-        due: list[float] = []                 # expected end of each new copy, in order
-        kind: list[bool] = []                 # whether it takes a preempted copy's slot
-        plain: list[tuple[int, int]] = []     # (task, cluster) on a free slot
-        swaps: list[tuple[int, int, int]] = []  # (task, cluster, slot) of a preempted copy
         for lo in range(0, idx.size, _CHUNK):
             if not free.any() and taken.all():
                 break
             chunk = idx[lo: lo + _CHUNK]
-            # Only clusters with room now (or a fresh copy to take) can be picked.
-            need = free > 0
-            need[pool_cluster[~taken]] = True
-            atoms = self._t_new(view, tasks[chunk], work[chunk], need)   # (m, n, K) ascending
-            means = atoms.mean(axis=2)
-            what, where, took = _decide(means, atoms, t_rem[chunk], c[chunk],
-                                        restartable[chunk], pool_lo[chunk], pool_hi[chunk],
-                                        pool_cluster, taken, free, self._margin, self.delta,
-                                        factor)
-            for j in np.flatnonzero(what):
-                i, best, r = chunk[j], int(where[j]), int(took[j])
-                task = int(tasks[i])
-                due.append(now + float(means[j, best]))
-                kind.append(r >= 0)
-                if r < 0:
-                    plain.append((task, best))
-                else:
-                    r = int(pool_rows[r])
-                    preempted.append(int(info["copy"][r]))
-                    swaps.append((task, best, int(info["slot"][r])))
-                if what[j] == 2:
-                    restarted.append(info["copy"][rows[offset[i]: offset[i] + cnt[i]]])
-                    self._restarts[task] += 1
-                    self.n_restarts += 1
-                else:
-                    self.n_duplicates += 1
+            what, where, took, best_mean = self._decide_chunk(
+                view, tasks[chunk], work[chunk], t_rem[chunk], c[chunk], restartable[chunk],
+                pool_lo[chunk], pool_hi[chunk], pool_cluster, taken, free, factor)
+            acts = np.flatnonzero(what)
+            if acts.size == 0:
+                continue
+            i, best, r = chunk[acts], where[acts], took[acts]
+            task = tasks[i].astype(np.int64)
+            due.append(now + best_mean[acts])
+            swap = r >= 0
+            kind.append(swap)
+            plain_task.append(task[~swap])
+            plain_cluster.append(best[~swap])
+            if swap.any():
+                prow = pool_rows[r[swap]]
+                preempted.append(info["copy"][prow].astype(np.int64))
+                swaps.append((task[swap], best[swap], info["slot"][prow].astype(np.int64)))
+            restart = what[acts] == 2
+            ri = i[restart]
+            if ri.size:
+                restarted.append(info["copy"][rows[concat_ranges(offset[ri],
+                                                                 offset[ri] + cnt[ri])]])
+                self._restarts[task[restart]] += 1      # each task once per report
+            self.n_restarts += int(ri.size)
+            self.n_duplicates += int(acts.size - ri.size)
         # Preempted fresh copies first, their slots to the new copies; the restarted
         # copies last, so no new copy lands on the slot it is meant to leave.
         if preempted:
-            actions.kill(np.asarray(preempted, dtype=np.int64))
+            actions.kill(np.concatenate(preempted))
         ids = []
         if swaps:
-            t, cl, sl = np.asarray(swaps, dtype=np.int64).T
+            t, cl, sl = (np.concatenate(parts) for parts in zip(*swaps, strict=True))
             ids.append(actions.launch_many(t, cl, slots=sl))
-        if plain:
-            t, cl = np.asarray(plain, dtype=np.int64).T
-            ids.append(actions.launch_many(t, cl))
+        if plain_task and sum(t.size for t in plain_task):
+            ids.append(actions.launch_many(np.concatenate(plain_task),
+                                           np.concatenate(plain_cluster)))
         if ids:
             # due[] is in decision order; swaps and plain launches were split from it.
-            is_swap = np.asarray(kind, dtype=bool)
-            ends = np.asarray(due)
+            is_swap = np.concatenate(kind)
+            ends = np.concatenate(due)
             self._remember(view, np.concatenate(ids),
                            np.concatenate([ends[is_swap], ends[~is_swap]]))
         if restarted:
             actions.kill(np.concatenate(restarted))
 
+    def _decide_chunk(self, view: SchedulerView, tasks: np.ndarray, work: np.ndarray,
+                      t_rem: np.ndarray, c: np.ndarray, restartable: np.ndarray,
+                      pool_lo: np.ndarray, pool_hi: np.ndarray, pool_cluster: np.ndarray,
+                      taken: np.ndarray, free: np.ndarray, factor: float
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Mantri's rules for a chunk of candidates (:func:`_decide`), ``free`` and ``taken`` too.
+
+        ``t_new`` is needed only where a rule looks: the mean of every cluster a candidate
+        may pick (for the argmin) and the atoms of the one it picks. When every row is
+        known to be settled by the fast path of :func:`_t_new_rows` with finite atoms,
+        :func:`_decide_lazy` computes a cheap lower bound of each such mean and the exact
+        row only where the bound does not already rule the cluster out; the result is
+        the same, bit for bit. Otherwise (or if a row needs the general path) every row
+        the chunk can use is computed first, as :meth:`_t_new` does.
+
+        Returns:
+            Per candidate: 0, 1 or 2 (nothing, duplicate, restart); the cluster; the pool
+            entry whose slot it takes (-1: an idle slot); and ``E[t_new]`` there.
+        """
+        model, n = self.model, view.n_clusters
+        k = model.k
+        g_ptr, g_src, g_size = view.input_group_ptr(tasks)
+        lazy = (k <= 128 and g_src.size > 0 and self._clean_model()
+                and (view.copy_variability == "none" or not np.any(view.task_cv[tasks] > 0))
+                and bool(np.all(np.isfinite(work) & (work > 0)))
+                and bool(np.all(np.isfinite(g_size) & (g_size > 0))))
+        if lazy:
+            lo, hi = self._bounds(k, tasks.size * n)
+            room, used = free.copy(), taken.copy()
+            what, where, took, best_mean, ok = _decide_lazy(
+                model.speed, model.bandwidth, view.task_type[tasks].astype(np.int64),
+                work.astype(float), g_ptr.astype(np.int64), g_src.astype(np.int64),
+                g_size.astype(float), _survival_steps(1, k), lo, hi, t_rem, c, restartable,
+                pool_lo, pool_hi, pool_cluster, used, room, self._margin, self.delta, factor)
+            if ok:
+                free[:] = room
+                taken[:] = used
+                return what, where, took, best_mean
+        # Only clusters with room now (or a fresh copy to take) can be picked.
+        need = free > 0
+        need[pool_cluster[~taken]] = True
+        atoms = self._t_new(view, tasks, work, need)   # (m, n, K) ascending
+        means = atoms.mean(axis=2)
+        what, where, took = _decide(means, atoms, t_rem, c, restartable, pool_lo, pool_hi,
+                                    pool_cluster, taken, free, self._margin, self.delta, factor)
+        return what, where, took, means[np.arange(tasks.size), where]
+
+    def _bounds(self, k: int, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`~geosim.modeler.quantile_bounds`, kept per ``(k, n_rows)``."""
+        key = (k, n_rows)
+        got = self._bounds_memo.get(key)
+        if got is None:
+            got = self._bounds_memo[key] = quantile_bounds(k, n_rows)
+        return got
+
     def _remember(self, view: SchedulerView, copies: np.ndarray, due: np.ndarray) -> None:
         """Record new copies and their expected ends; forget copies no longer live."""
-        mine, ends = np.r_[self._mine, copies], np.r_[self._due, due]
+        mine, ends = np.concatenate((self._mine, copies)), np.concatenate((self._due, due))
         if mine.size > 2 * max(view.live_copies.size, 64):
             keep = np.isin(mine, view.live_copies)
             mine, ends = mine[keep], ends[keep]
@@ -326,7 +386,7 @@ class Mantri(Monitored, Redundancy):
         pos = np.lexsort((info["start"], task))      # by task, newest copy last
         keys = task[pos]
         first = np.flatnonzero(first_of_runs(keys))
-        cnt = np.diff(np.r_[first, keys.size])
+        cnt = np.diff(np.append(first, keys.size))
         t_rem = np.minimum.reduceat(rem[pos], first)
         newest = pos[first + cnt - 1]
         period = max(self.interval, view.dt) - _EPS
@@ -393,8 +453,7 @@ class Mantri(Monitored, Redundancy):
         key = (id(model), model.version)
         if self._clean_key != key:
             self._clean_key = key
-            self._clean = bool(all(np.isfinite(a).all() and (a[..., 1:] >= a[..., :-1]).all()
-                                   and (a[..., 0] >= 0).all()
+            self._clean = bool(all(_clean_rows(a.reshape(-1, a.shape[-1]))
                                    for a in (model.speed, model.bandwidth)))
         return self._clean
 
@@ -569,3 +628,230 @@ def _decide(means, atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster,
                     took[j] = e
                     break
     return what, where, took
+
+
+@njit(cache=True)
+def _clean_rows(a):  # pragma: no cover - compiled
+    """Whether every entry of ``a`` is finite, each row ascends and starts at ``>= 0``."""
+    n, k = a.shape
+    for i in range(n):
+        if not a[i, 0] >= 0:
+            return False
+        for j in range(k):
+            if not np.isfinite(a[i, j]):
+                return False
+            if j > 0 and not a[i, j] >= a[i, j - 1]:
+                return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _mean_of(x, k):  # pragma: no cover - compiled
+    """``np.mean`` of ``x[:k]`` (``k <= 128``) as NumPy rounds it along a contiguous row.
+
+    NumPy's pairwise sum of fewer than 8 values adds them in order; of 8 to 128 values it
+    keeps eight running sums (values ``i``, ``i + 8``, ...), combines them pairwise and
+    adds the values left over, in order.
+    """
+    if k < 8:
+        res = -0.0
+        for i in range(k):
+            res += x[i]
+        return res / k
+    r0, r1, r2, r3 = x[0], x[1], x[2], x[3]
+    r4, r5, r6, r7 = x[4], x[5], x[6], x[7]
+    stop = k - k % 8
+    for i in range(8, stop, 8):
+        r0 += x[i]
+        r1 += x[i + 1]
+        r2 += x[i + 2]
+        r3 += x[i + 3]
+        r4 += x[i + 4]
+        r5 += x[i + 5]
+        r6 += x[i + 6]
+        r7 += x[i + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(stop, k):
+        res += x[i]
+    return res / k
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _row_vals(speed, bandwidth, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pragma: no cover
+    """The variables of row ``(task, m)`` as :func:`_t_new_rows` lays them out; their count.
+
+    ``t`` and ``w`` are the task's type and work, ``g_lo:g_hi`` its input groups.
+    """
+    k = speed.shape[2]
+    n = speed.shape[0]
+    for a in range(k):
+        vals[0, a] = speed[m, t, a] / w
+    nv = 1
+    for g in range(g_lo, g_hi):
+        if g_src[g] != m:       # a local input is an absent variable: left out
+            row = g_src[g] * n + m
+            size = g_size[g]
+            for a in range(k):
+                vals[nv, a] = bandwidth[row, a] / size
+            nv += 1
+    return nv
+
+
+@njit(cache=True, error_model="numpy")
+def _lazy_argmin(mask, j, speed, bandwidth, types, work, g_ptr, g_src, g_size, step, lo, hi,
+                 vals, q, use, head, cur, low, term, bound, has_bound, mean, has_mean, atoms,
+                 visited):  # pragma: no cover - compiled
+    """``_argmin_in(means[j], mask)`` of :func:`_decide`, computing as few rows as it can.
+
+    Every row's mean has a lower bound: ``t_new`` atom ``a`` is ``1 / q[K-1-a]`` and the
+    minimum's quantile ``q[c]`` is at most atom ``c`` of each of its variables (the
+    merge passes that atom only after the variable alone has cut the survival below
+    the quantile's level), so ``1 / min_x vals[x, K-1-a]`` is at most the atom; the
+    bound's atoms are summed in the mean's order, and rounding is monotone. Rows are
+    taken by increasing bound; once the smallest bound left exceeds the best mean
+    found, no row left can be smaller or tie it. Every mean and bound is in
+    ``[0, inf]`` (no NaN), so the first minimum is the same as over all rows.
+
+    Rows are memoised across calls for the same candidate (``has_bound``, ``has_mean``;
+    ``atoms`` holds the computed rows' ``t_new``).
+
+    Returns:
+        The cluster, -1 if ``mask`` is empty, or -2 if a row needs the general path.
+    """
+    n = mask.size
+    k = speed.shape[2]
+    t, w, g_lo, g_hi = types[j], work[j], g_ptr[j], g_ptr[j + 1]
+    for x in range(n):
+        visited[x] = False
+        if mask[x] and not has_bound[x]:
+            # The least atom of each rank over the row's variables (_row_vals' values).
+            for a in range(k):
+                low[a] = speed[x, t, a] / w
+            for g in range(g_lo, g_hi):
+                h = g_src[g]
+                if h != x:
+                    row = h * n + x
+                    size = g_size[g]
+                    for a in range(k):
+                        v = bandwidth[row, a] / size
+                        if v < low[a]:
+                            low[a] = v
+            for a in range(k):
+                term[a] = 1.0 / low[k - 1 - a]
+            bound[x] = _mean_of(term, k)
+            has_bound[x] = True
+    best = -1
+    best_val = 0.0
+    while True:
+        pick = -1
+        least = 0.0
+        for x in range(n):
+            if mask[x] and not visited[x] and (pick < 0 or bound[x] < least):
+                pick, least = x, bound[x]
+        if pick < 0 or (best >= 0 and least > best_val):
+            return best
+        visited[pick] = True
+        if not has_mean[pick]:
+            nv = _row_vals(speed, bandwidth, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
+            if not _row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
+                return -2
+            for a in range(k):
+                atoms[pick, a] = 1.0 / q[k - 1 - a]
+            mean[pick] = _mean_of(atoms[pick], k)
+            has_mean[pick] = True
+        v = mean[pick]
+        if best < 0 or v < best_val or (v == best_val and pick < best):
+            best, best_val = pick, v
+
+
+@njit(cache=True, error_model="numpy")
+def _decide_lazy(speed, bandwidth, types, work, g_ptr, g_src, g_size, step, lo, hi, t_rem, c,
+                 restartable, pool_lo, pool_hi, pool_cluster, taken, free, margin, delta,
+                 factor):  # pragma: no cover - compiled
+    """:func:`_decide` on ``t_new`` rows computed only where a rule needs them.
+
+    The arguments are :func:`_t_new_rows`' (the chunk's tasks, their work and input
+    groups, with every atom finite and ``>= 0``, each row ascending, every work and size
+    finite and ``> 0``) followed by :func:`_decide`'s; ``free`` and ``taken`` are updated
+    in place. The argmins go through :func:`_lazy_argmin`.
+
+    Returns:
+        :func:`_decide`'s three arrays, ``E[t_new]`` at each chosen cluster, and whether
+        every row needed was settled by the fast path (if not, the rest is meaningless).
+    """
+    m = types.size
+    n = free.size
+    k = speed.shape[2]
+    what = np.zeros(m, dtype=np.int64)
+    where = np.full(m, -1, dtype=np.int64)
+    took = np.full(m, -1, dtype=np.int64)
+    best_mean = np.zeros(m)
+    r = 1
+    for j in range(m):
+        r = max(r, 1 + g_ptr[j + 1] - g_ptr[j])
+    vals = np.empty((r, k))
+    q = np.empty(k)
+    use = np.empty(r, dtype=np.int64)
+    head = np.empty(r, dtype=np.int64)
+    cur = np.empty(r)
+    low = np.empty(k)
+    term = np.empty(k)
+    bound = np.empty(n)
+    has_bound = np.zeros(n, dtype=np.bool_)
+    mean = np.empty(n)
+    has_mean = np.zeros(n, dtype=np.bool_)
+    atoms = np.empty((n, k))
+    visited = np.empty(n, dtype=np.bool_)
+    room = np.empty(n, dtype=np.bool_)
+    wide = np.empty(n, dtype=np.bool_)
+    for j in range(m):
+        has_bound[:] = False
+        has_mean[:] = False
+        any_room = False
+        for x in range(n):
+            room[x] = free[x] > 0
+            any_room = any_room or room[x]
+        mine = False
+        for e in range(pool_lo[j], pool_hi[j]):
+            if not taken[e]:
+                mine = True
+        restart = False
+        best = -1
+        if mine or (restartable[j] and any_room):
+            wide[:] = room
+            for e in range(pool_lo[j], pool_hi[j]):
+                if not taken[e]:
+                    wide[pool_cluster[e]] = True
+            best = _lazy_argmin(wide, j, speed, bandwidth, types, work, g_ptr, g_src, g_size,
+                                step, lo, hi, vals, q, use, head, cur, low, term, bound,
+                                has_bound, mean, has_mean, atoms, visited)
+            if best == -2:
+                return what, where, took, best_mean, False
+            restart = t_rem[j] > mean[best] + margin
+        if not restart:
+            best = _lazy_argmin(room, j, speed, bandwidth, types, work, g_ptr, g_src, g_size,
+                                step, lo, hi, vals, q, use, head, cur, low, term, bound,
+                                has_bound, mean, has_mean, atoms, visited)
+            if best == -2:
+                return what, where, took, best_mean, False
+            if best < 0:
+                continue
+            f = (c[j] + 1.0) / c[j] if factor < 0 else factor
+            hits = 0
+            for a in range(k):
+                if atoms[best, a] * f < t_rem[j]:
+                    hits += 1
+            if not hits / k > delta:
+                continue
+        what[j] = 2 if restart else 1
+        where[j] = best
+        best_mean[j] = mean[best]
+        if free[best] > 0:
+            free[best] -= 1
+        else:
+            for e in range(pool_lo[j], pool_hi[j]):
+                if not taken[e] and pool_cluster[e] == best:
+                    taken[e] = True
+                    took[j] = e
+                    break
+    return what, where, took, best_mean, True
