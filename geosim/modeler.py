@@ -128,7 +128,15 @@ def _exact_min(atoms: np.ndarray, offsets: np.ndarray, quantiles: bool
                                      _survival_steps(r, k), r, k)
     surv = np.exp(log_surv)
     # The CDF rises along each row; quantile i is its first atom at level >= (i + 1/2) / K.
-    return _min_moments(v, surv, ptr, m, levels(k) - 1e-9, quantiles, offsets)
+    return _min_moments(v, surv, ptr, m, thresholds(k), quantiles, offsets)
+
+
+@functools.lru_cache(maxsize=64)
+def thresholds(k: int) -> np.ndarray:
+    """Levels ``(i + 1/2) / k - 1e-9`` the quantiles of a minimum are searched at (read-only)."""
+    out = levels(k) - 1e-9
+    out.flags.writeable = False
+    return out
 
 
 @njit(cache=True, inline="always")
@@ -144,6 +152,37 @@ def _merged_atoms(vals, step, r, k):  # pragma: no cover - compiled
     A row holds ``r`` variables of ``k`` ascending atoms; they are merged, ties taken
     from the earlier variable (what a stable sort of the row gives). Absent atoms
     (``±inf``) count as the row's largest finite atom and do not lower the survival.
+    Each row is merged by :func:`_merge_row`.
+
+    Returns:
+        The stored atoms and log-survivals of all rows, concatenated, and where each
+        row's start (``n + 1`` entries).
+    """
+    n, m = vals.shape
+    v = np.empty(n * m)
+    log_surv = np.empty(n * m)
+    out = np.empty(n + 1, dtype=np.int64)
+    use = np.empty(r, dtype=np.bool_)
+    head = np.empty(r, dtype=np.int64)
+    end = np.empty(r, dtype=np.int64)
+    cur = np.empty(r)
+    heap = np.empty(r, dtype=np.int64)
+    w = 0
+    for i in range(n):
+        out[i] = w
+        w = _merge_row(vals[i], step, r, k, v, log_surv, w, use, head, end, cur, heap)
+    out[n] = w
+    return v[:w], log_surv[:w], out
+
+
+@njit(cache=True, inline="always")
+def _merge_row(vals, step, r, k, v, log_surv, w, use, head, end, cur,
+               heap):  # pragma: no cover - compiled
+    """Merge one row of :func:`_merged_atoms` into ``v`` and ``log_surv`` from ``w`` on.
+
+    ``vals`` holds the row's ``r`` variables of ``k`` atoms each, ``step`` the log-survival
+    step of each of its atoms; ``use``, ``head``, ``end``, ``cur`` and ``heap`` are work
+    space of ``r`` entries.
 
     Two parts of a row need not be stored. A variable with no finite atom (absent) only
     repeats the row's largest atom after every other atom below it, leaving the
@@ -152,108 +191,179 @@ def _merged_atoms(vals, step, r, k):  # pragma: no cover - compiled
     quantile, so the row stops there. Rows where neither holds are merged in full.
 
     Returns:
-        The stored atoms and log-survivals of all rows, concatenated, and where each
-        row's start (``n + 1`` entries).
+        The position after the row's last stored atom.
     """
-    n, m = vals.shape
-    use = np.zeros((n, r), dtype=np.bool_)
-    compact = np.ones(n, dtype=np.bool_)
-    count = np.empty(n, dtype=np.int64)
-    tops = np.empty(n)
-    total = 0
-    for i in range(n):
-        top = -np.inf
-        n_use = 0
-        ascending = True
+    top = -np.inf
+    n_use = 0
+    ascending = True
+    for x in range(r):
+        seen = False        # a finite atom
+        gap = False         # a non-finite atom, after which only the largest may come
+        prev = -np.inf
+        for j in range(x * k, (x + 1) * k):
+            val = vals[j]
+            if np.isfinite(val):
+                if gap or val < prev:
+                    ascending = False
+                seen = True
+                prev = val
+                if val > top:
+                    top = val
+            else:
+                gap = True
+        use[x] = seen
+        if seen:
+            n_use += 1
+    acc = 0.0
+    if n_use == 0 or not ascending:
+        # The general rule: the smallest head, the earliest variable on ties.
         for x in range(r):
-            seen = False        # a finite atom
-            gap = False         # a non-finite atom, after which only the largest may come
-            prev = -np.inf
-            for j in range(x * k, (x + 1) * k):
-                val = vals[i, j]
-                if np.isfinite(val):
-                    if gap or val < prev:
-                        ascending = False
-                    seen = True
-                    prev = val
-                    if val > top:
-                        top = val
-                else:
-                    gap = True
-            use[i, x] = seen
-            if seen:
-                n_use += 1
-        tops[i] = top
-        if n_use == 0 or not ascending:
-            for x in range(r):
-                use[i, x] = True
-            n_use = r
-            compact[i] = False
-        count[i] = n_use * k
-        total += count[i]
-    v = np.empty(total)
-    log_surv = np.empty(total)
-    out = np.empty(n + 1, dtype=np.int64)
-    w = 0
-    head = np.empty(r, dtype=np.int64)
-    end = np.empty(r, dtype=np.int64)
-    cur = np.empty(r)
-    heap = np.empty(r, dtype=np.int64)
-    for i in range(n):
-        out[i] = w
-        top = tops[i]
-        p = 0
-        for x in range(r):
-            if use[i, x]:
-                head[p] = x * k
-                end[p] = (x + 1) * k
-                p += 1
-        acc = 0.0
-        if not compact[i]:
-            # The general rule: the smallest head, the earliest variable on ties.
-            for _ in range(count[i]):
-                best = -1
-                best_key = 0.0
-                for y in range(p):
-                    if head[y] < end[y]:
-                        val = vals[i, head[y]]
-                        key = val if np.isfinite(val) else top
-                        if best < 0 or key < best_key:
-                            best, best_key = y, key
-                o = head[best]
-                head[best] += 1
-                v[w] = best_key
-                acc = _log_step(acc, vals[i, o], step[o])
-                log_surv[w] = acc
-                w += 1
-            continue
-        # Ascending variables: the same order from a heap on (head, variable).
-        for y in range(p):
-            val = vals[i, head[y]]
-            cur[y] = val if np.isfinite(val) else top
-            heap[y] = y
-        for y in range(p // 2 - 1, -1, -1):
-            _sift(heap, cur, y, p)
-        size = p
-        for _ in range(count[i]):
-            y = heap[0]
+            head[x] = x * k
+            end[x] = (x + 1) * k
+        for _ in range(r * k):
+            best = -1
+            best_key = 0.0
+            for y in range(r):
+                if head[y] < end[y]:
+                    val = vals[head[y]]
+                    key = val if np.isfinite(val) else top
+                    if best < 0 or key < best_key:
+                        best, best_key = y, key
+            o = head[best]
+            head[best] += 1
+            v[w] = best_key
+            acc = _log_step(acc, vals[o], step[o])
+            log_surv[w] = acc
+            w += 1
+        return w
+    p = 0
+    for x in range(r):
+        if use[x]:
+            head[p] = x * k
+            end[p] = (x + 1) * k
+            p += 1
+    for y in range(p):
+        val = vals[head[y]]
+        cur[y] = val if np.isfinite(val) else top
+    if p == 2:
+        return _merge_two(vals, step, k, v, log_surv, w, head, end, cur, top)
+    if p == 3:
+        return _merge_three(vals, step, k, v, log_surv, w, head, end, cur, top)
+    if p <= 8:
+        # Ascending variables, few: the least (head, variable) by a scan. Every key is
+        # finite (an absent atom counts as ``top``), so an exhausted variable's +inf is
+        # never taken while another remains.
+        for _ in range(p * k):
+            y = 0
+            key = cur[0]
+            for z in range(1, p):
+                if cur[z] < key:
+                    y, key = z, cur[z]
             o = head[y]
-            v[w] = cur[y]
-            acc = _log_step(acc, vals[i, o], step[o])
+            v[w] = key
+            acc = _log_step(acc, vals[o], step[o])
             log_surv[w] = acc
             w += 1
             if acc == -np.inf:
                 break       # survival 0: no later atom changes the mean or a quantile
-            head[y] += 1
-            if head[y] < end[y]:
-                val = vals[i, head[y]]
+            o += 1
+            head[y] = o
+            if o < end[y]:
+                val = vals[o]
                 cur[y] = val if np.isfinite(val) else top
             else:
-                size -= 1
-                heap[0] = heap[size]
-            _sift(heap, cur, 0, size)
-    out[n] = w
-    return v[:w], log_surv[:w], out
+                cur[y] = np.inf
+        return w
+    # Ascending variables, many: the same order from a heap on (head, variable).
+    for y in range(p):
+        heap[y] = y
+    for y in range(p // 2 - 1, -1, -1):
+        _sift(heap, cur, y, p)
+    size = p
+    for _ in range(p * k):
+        y = heap[0]
+        o = head[y]
+        v[w] = cur[y]
+        acc = _log_step(acc, vals[o], step[o])
+        log_surv[w] = acc
+        w += 1
+        if acc == -np.inf:
+            break
+        head[y] += 1
+        if head[y] < end[y]:
+            val = vals[head[y]]
+            cur[y] = val if np.isfinite(val) else top
+        else:
+            size -= 1
+            heap[0] = heap[size]
+        _sift(heap, cur, 0, size)
+    return w
+
+
+@njit(cache=True, inline="always")
+def _next_key(vals, o, e, top):  # pragma: no cover - compiled
+    """The key of a variable's atom ``o`` (``top`` if absent), +inf past its end ``e``."""
+    if o < e:
+        val = vals[o]
+        return val if np.isfinite(val) else top
+    return np.inf
+
+
+@njit(cache=True, inline="always")
+def _merge_two(vals, step, k, v, log_surv, w, head, end, cur, top):  # pragma: no cover
+    """The scan of :func:`_merge_row` for two ascending variables, held in registers."""
+    h0, h1, e0, e1, c0, c1 = head[0], head[1], end[0], end[1], cur[0], cur[1]
+    acc = 0.0
+    for _ in range(2 * k):
+        if c1 < c0:
+            o, key = h1, c1
+            h1 += 1
+            c1 = _next_key(vals, h1, e1, top)
+        else:
+            o, key = h0, c0
+            h0 += 1
+            c0 = _next_key(vals, h0, e0, top)
+        v[w] = key
+        acc = _log_step(acc, vals[o], step[o])
+        log_surv[w] = acc
+        w += 1
+        if acc == -np.inf:
+            break
+    return w
+
+
+@njit(cache=True, inline="always")
+def _merge_three(vals, step, k, v, log_surv, w, head, end, cur,
+                 top):  # pragma: no cover - compiled
+    """The scan of :func:`_merge_row` for three ascending variables, held in registers."""
+    h0, h1, h2, e0, e1, e2 = head[0], head[1], head[2], end[0], end[1], end[2]
+    c0, c1, c2 = cur[0], cur[1], cur[2]
+    acc = 0.0
+    for _ in range(3 * k):
+        if c1 < c0:
+            if c2 < c1:
+                o, key = h2, c2
+                h2 += 1
+                c2 = _next_key(vals, h2, e2, top)
+            else:
+                o, key = h1, c1
+                h1 += 1
+                c1 = _next_key(vals, h1, e1, top)
+        elif c2 < c0:
+            o, key = h2, c2
+            h2 += 1
+            c2 = _next_key(vals, h2, e2, top)
+        else:
+            o, key = h0, c0
+            h0 += 1
+            c0 = _next_key(vals, h0, e0, top)
+        v[w] = key
+        acc = _log_step(acc, vals[o], step[o])
+        log_surv[w] = acc
+        w += 1
+        if acc == -np.inf:
+            break
+    return w
 
 
 @njit(cache=True)
@@ -272,7 +382,7 @@ def _sift(heap, key, at, size):  # pragma: no cover - compiled
         at = low
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _block_sum(a, lo, n, p):  # pragma: no cover - compiled
     """NumPy's sum of ``a[lo:lo+n]`` (``n <= 128``): eight running sums, then the rest.
 
@@ -358,11 +468,8 @@ def _pairwise_sum(a, n, p):  # pragma: no cover - compiled
 def _min_moments(v, surv, ptr, m, thresholds, quantiles, offsets):  # pragma: no cover
     """Mean and quantile atoms of each row's minimum from :func:`_merged_atoms`.
 
-    The mean is ``v_0 + sum_j (v_j - v_{j-1}) S_{j-1}`` over the ``m`` atoms of the whole
-    row, summed in NumPy's order (atoms a row does not store add nothing). Quantile
-    ``q`` is the first atom whose CDF ``1 - S`` (offset by ``offsets[i] = 2i`` in row
-    ``i``, as one search over all rows sees it) reaches ``thresholds[q]`` (offset alike),
-    else the row's last atom.
+    The mean is :func:`_row_mean`, the quantiles :func:`_row_quantiles` at the row's
+    offset ``offsets[i]`` (``2i`` in row ``i``, as one search over all rows sees it).
     """
     n = ptr.size - 1
     k = thresholds.size
@@ -370,22 +477,45 @@ def _min_moments(v, surv, ptr, m, thresholds, quantiles, offsets):  # pragma: no
     q = np.empty((n if quantiles else 0, k))
     terms = np.zeros(m)
     for i in range(n):
-        lo, hi = ptr[i], ptr[i + 1]
-        p = hi - lo
-        terms[0] = 0.0
-        for j in range(1, p):
-            terms[j] = (v[lo + j] - v[lo + j - 1]) * surv[lo + j - 1]
-        mean[i] = v[lo] + (0.0 + _pairwise_sum(terms, m, p))
-        terms[:p] = 0.0
+        mean[i] = _row_mean(v, surv, ptr[i], ptr[i + 1], m, terms)
         if quantiles:
-            offset = offsets[i]
-            j = 0
-            for c in range(k):
-                level = thresholds[c] + offset
-                while j < p and not (1.0 - surv[lo + j]) + offset >= level:
-                    j += 1
-                q[i, c] = v[lo + j] if j < p else v[hi - 1]
+            _row_quantiles(v, surv, ptr[i], ptr[i + 1], thresholds, offsets[i], q[i])
     return mean, q
+
+
+@njit(cache=True, inline="always")
+def _row_mean(v, surv, lo, hi, m, terms):  # pragma: no cover - compiled
+    """Mean of one row's minimum: ``v_0 + sum_j (v_j - v_{j-1}) S_{j-1}``.
+
+    The row is ``v[lo:hi]`` with survivals ``surv[lo:hi]``, out of ``m`` atoms in all;
+    the sum runs over all ``m`` in NumPy's order (atoms a row does not store add
+    nothing). ``terms`` is work space of ``m`` zeros, left as zeros.
+    """
+    p = hi - lo
+    terms[0] = 0.0
+    for j in range(1, p):
+        terms[j] = (v[lo + j] - v[lo + j - 1]) * surv[lo + j - 1]
+    total = _block_sum(terms, 0, m, p) if m <= 128 else _pairwise_sum(terms, m, p)
+    mean = v[lo] + (0.0 + total)
+    for j in range(p):
+        terms[j] = 0.0
+    return mean
+
+
+@njit(cache=True, inline="always")
+def _row_quantiles(v, surv, lo, hi, thresholds, offset, q):  # pragma: no cover - compiled
+    """Quantile atoms of one row's minimum (``v[lo:hi]``, survivals ``surv[lo:hi]``) in ``q``.
+
+    Quantile ``c`` is the first atom whose CDF ``1 - S`` (offset by ``offset``) reaches
+    ``thresholds[c]`` (offset alike), else the row's last atom.
+    """
+    p = hi - lo
+    j = 0
+    for c in range(thresholds.size):
+        level = thresholds[c] + offset
+        while j < p and not (1.0 - surv[lo + j]) + offset >= level:
+            j += 1
+        q[c] = v[lo + j] if j < p else v[hi - 1]
 
 
 def quantile_bounds(k: int, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -642,11 +772,20 @@ class PerformanceModel:
         self.bandwidth = self._bw_prior.copy()
         self._speed_seen = np.zeros((n, types), dtype=np.int64)
         self._bw_seen = np.zeros(n * n, dtype=np.int64)
+        # What the last bandwidth refresh built on: sample counts of the pooled rows, the
+        # pooled atoms, each destination's fallback (see _refresh_bandwidth), the atoms
+        # and their means.
+        self._into_seen = np.zeros(n + 1, dtype=np.int64)
+        self._pooled = np.zeros((n + 1, atoms))
+        self._fallback = np.zeros(n, dtype=np.int64)
         self._next = -np.inf
         self.version = 0
         self.speed_mean = self.speed.mean(axis=2)
-        self.bandwidth_mean = self.bandwidth.mean(axis=1).reshape(n, n)
-        self._harmonic_means()
+        self._bw_mean = self.bandwidth.mean(axis=1)
+        self._bw_prior_mean = self._bw_mean.copy()
+        self._bw_atoms = self.bandwidth
+        self.bandwidth_mean = self._bw_mean.reshape(n, n)
+        self._hmeans: tuple[np.ndarray, np.ndarray] | None = None
         self.outage_probability = self._outage_probability()
 
     def refresh(self, now: float) -> bool:
@@ -660,17 +799,33 @@ class PerformanceModel:
         self._next = now + self.refresh_interval
         self._refresh_speed()
         self._refresh_bandwidth()
-        self._harmonic_means()
+        self._hmeans = None
         self.outage_probability = self._outage_probability()
         self.version += 1
         return True
 
-    def _harmonic_means(self) -> None:
-        """``1 / E[1 / V]`` of every speed and bandwidth distribution (0 if an atom is 0)."""
-        with np.errstate(divide="ignore"):
-            self.speed_hmean = 1.0 / np.mean(1.0 / self.speed, axis=2)
-            self.bandwidth_hmean = (1.0 / np.mean(1.0 / self.bandwidth, axis=1)).reshape(
-                self.bandwidth_mean.shape)
+    @property
+    def speed_hmean(self) -> np.ndarray:
+        """Harmonic mean ``1 / E[1 / V^P]`` per cluster and type (see :meth:`_harmonic_means`)."""
+        return self._harmonic_means()[0]
+
+    @property
+    def bandwidth_hmean(self) -> np.ndarray:
+        """Harmonic mean ``1 / E[1 / V^T]`` per cluster pair (see :meth:`_harmonic_means`)."""
+        return self._harmonic_means()[1]
+
+    def _harmonic_means(self) -> tuple[np.ndarray, np.ndarray]:
+        """``1 / E[1 / V]`` of every speed and bandwidth distribution (0 if an atom is 0).
+
+        Computed when first asked for after a refresh (only ``mean-time`` planning uses
+        them) and kept until the next one.
+        """
+        if self._hmeans is None:
+            with np.errstate(divide="ignore"):
+                self._hmeans = (1.0 / np.mean(1.0 / self.speed, axis=2),
+                                (1.0 / np.mean(1.0 / self.bandwidth, axis=1)).reshape(
+                                    self.bandwidth_mean.shape))
+        return self._hmeans
 
     def _tables(self, mine: tuple[np.ndarray, np.ndarray], theirs: tuple | None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -714,27 +869,39 @@ class PerformanceModel:
             self.monitor.bandwidth_table(), None if ended is None else ended.bandwidth_table())
         if np.array_equal(counts, self._bw_seen):
             return
+        changed = counts != self._bw_seen
         self._bw_seen = counts.copy()
         n = self.monitor.n_clusters
-        # Fallback of a pair without its own samples: transfers into its destination,
-        # else all transfers, else the nominal prior.
-        into, _, into_used = self._tables(
+        # Fallback of a pair without its own samples: transfers into its destination
+        # (kind 2), else all transfers (1), else the nominal prior (0).
+        into, into_counts, into_used = self._tables(
             self.monitor.bandwidth_into_table(),
             None if ended is None else ended.bandwidth_into_table())
         enough = into_used >= self.min_samples
-        pooled = np.zeros((n + 1, self.k))
-        if enough.any():
-            pooled[enough] = _sample_atoms(into[enough], self.k)
-        base = self._bw_prior.reshape(n, n, self.k).copy()
-        if enough[n]:
-            base[:] = pooled[n]
-        dst = np.flatnonzero(enough[:n])
-        base[:, dst] = pooled[dst]
-        self.bandwidth = base.reshape(n * n, self.k)
-        own = np.flatnonzero(used >= self.min_samples)
-        if own.size:
-            self.bandwidth[own] = _sample_atoms(samples[own], self.k)
-        self.bandwidth_mean = self.bandwidth.mean(axis=1).reshape(n, n)
+        # A row's atoms depend on its own samples only (_sample_atoms works row by row),
+        # and samples change only with their counts: rows are redone where those did,
+        # the others kept from the refresh that made them.
+        redo = enough & (into_counts != self._into_seen)
+        self._into_seen = into_counts.copy()
+        if redo.any():
+            self._pooled[redo] = _sample_atoms(into[redo], self.k)
+        kind = np.where(enough[:n], 2, 1 if enough[n] else 0)
+        moved = (kind != self._fallback) | ((kind == 2) & redo[:n]) | ((kind == 1) & redo[n])
+        self._fallback = kind
+        own = used >= self.min_samples
+        rows = np.flatnonzero(changed | (~own & np.tile(moved, n)))     # pair p: dst p % n
+        if rows.size == 0:
+            return
+        atoms, mean = self._bw_atoms.copy(), self._bw_mean.copy()
+        # Means row by row, as over all rows: a fallback row has its source row's mean.
+        _fill_fallback(atoms, mean, rows[~own[rows]], kind, self._pooled,
+                       self._pooled.mean(axis=1), self._bw_prior, self._bw_prior_mean)
+        mine = rows[own[rows]]
+        if mine.size:
+            atoms[mine] = _sample_atoms(samples[mine], self.k)
+            mean[mine] = atoms[mine].mean(axis=1)
+        self._bw_atoms, self._bw_mean = atoms, mean
+        self.bandwidth, self.bandwidth_mean = atoms, mean.reshape(n, n)
 
     def _outage_probability(self) -> np.ndarray:
         mon, tau = self.monitor, self.prior_seconds
@@ -837,3 +1004,26 @@ def _bottleneck(cluster, task_type, work, g_ptr, g_src, g_size, speed_mean,
                     best = r
                     out[i] = g
     return out
+
+
+@njit(cache=True)
+def _fill_fallback(atoms, mean, rows, kind, pooled, pooled_mean, prior,
+                   prior_mean):  # pragma: no cover - compiled
+    """Give pairs ``rows`` (``src * n + dst``) the atoms and mean of their fallback.
+
+    The fallback of destination ``dst`` is its pooled row (``kind`` 2), the pooled row of
+    all transfers (1, the last), or the pair's prior (0).
+    """
+    n, k = kind.size, atoms.shape[1]
+    for e in range(rows.size):
+        p = rows[e]
+        how = kind[p % n]
+        if how == 0:
+            for q in range(k):
+                atoms[p, q] = prior[p, q]
+            mean[p] = prior_mean[p]
+        else:
+            row = p % n if how == 2 else n
+            for q in range(k):
+                atoms[p, q] = pooled[row, q]
+            mean[p] = pooled_mean[row]
