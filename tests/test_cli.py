@@ -196,3 +196,21 @@ def test_a_damaged_or_incomplete_result_is_refused_in_one_line(tmp_path, capsys)
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, name
         assert not (tmp_path / f"fig-{name}").exists()
+
+
+def test_help_and_a_missing_file_do_not_load_the_numerical_stack():
+    """``geosim --help`` and a one-line input error answer without pandas, SciPy or Numba."""
+    code = (
+        "import sys\n"
+        "from geosim.cli import main\n"
+        "for argv in (['--help'], ['run', 'no-such-file.toml']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print(sorted(m for m in ('pandas', 'numba', 'scipy', 'mesa')"
+        " if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
