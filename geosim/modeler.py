@@ -139,7 +139,7 @@ def thresholds(k: int) -> np.ndarray:
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _log_step(acc, val, step):  # pragma: no cover - compiled
     """Add an atom's log-survival step; an absent (infinite) atom adds 0.0."""
     return acc + (step if np.isfinite(val) else 0.0)
@@ -175,7 +175,7 @@ def _merged_atoms(vals, step, r, k):  # pragma: no cover - compiled
     return v[:w], log_surv[:w], out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _merge_row(vals, step, r, k, v, log_surv, w, use, head, end, cur,
                heap):  # pragma: no cover - compiled
     """Merge one row of :func:`_merged_atoms` into ``v`` and ``log_surv`` from ``w`` on.
@@ -300,7 +300,7 @@ def _merge_row(vals, step, r, k, v, log_surv, w, use, head, end, cur,
     return w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _next_key(vals, o, e, top):  # pragma: no cover - compiled
     """The key of a variable's atom ``o`` (``top`` if absent), +inf past its end ``e``."""
     if o < e:
@@ -309,7 +309,7 @@ def _next_key(vals, o, e, top):  # pragma: no cover - compiled
     return np.inf
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _merge_two(vals, step, k, v, log_surv, w, head, end, cur, top):  # pragma: no cover
     """The scan of :func:`_merge_row` for two ascending variables, held in registers."""
     h0, h1, e0, e1, c0, c1 = head[0], head[1], end[0], end[1], cur[0], cur[1]
@@ -332,7 +332,7 @@ def _merge_two(vals, step, k, v, log_surv, w, head, end, cur, top):  # pragma: n
     return w
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _merge_three(vals, step, k, v, log_surv, w, head, end, cur,
                  top):  # pragma: no cover - compiled
     """The scan of :func:`_merge_row` for three ascending variables, held in registers."""
@@ -382,7 +382,7 @@ def _sift(heap, key, at, size):  # pragma: no cover - compiled
         at = low
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _block_sum(a, lo, n, p):  # pragma: no cover - compiled
     """NumPy's sum of ``a[lo:lo+n]`` (``n <= 128``): eight running sums, then the rest.
 
@@ -483,7 +483,7 @@ def _min_moments(v, surv, ptr, m, thresholds, quantiles, offsets):  # pragma: no
     return mean, q
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _row_mean(v, surv, lo, hi, m, terms):  # pragma: no cover - compiled
     """Mean of one row's minimum: ``v_0 + sum_j (v_j - v_{j-1}) S_{j-1}``.
 
@@ -502,7 +502,7 @@ def _row_mean(v, surv, lo, hi, m, terms):  # pragma: no cover - compiled
     return mean
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _row_quantiles(v, surv, lo, hi, thresholds, offset, q):  # pragma: no cover - compiled
     """Quantile atoms of one row's minimum (``v[lo:hi]``, survivals ``surv[lo:hi]``) in ``q``.
 

@@ -552,7 +552,7 @@ def _t_new_rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, need, step,
     return redo[:n_redo]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _argmin_in(values, mask):  # pragma: no cover - compiled
     """``np.argmin`` of ``values`` over ``mask`` (first minimum, first NaN), -1 if empty."""
     best = -1
@@ -645,7 +645,7 @@ def _clean_rows(a):  # pragma: no cover - compiled
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _mean_of(x, k):  # pragma: no cover - compiled
     """``np.mean`` of ``x[:k]`` (``k <= 128``) as NumPy rounds it along a contiguous row.
 

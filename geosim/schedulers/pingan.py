@@ -759,7 +759,7 @@ def _neg_bounds(speed_mean, bw_mean, rows, tasks, task_type, task_work, g_ptr, g
     return neg
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _bound(speed_mean, bw_mean, c, task_type, work, lo, hi, g_src,
            g_size):  # pragma: no cover - compiled
     """``min(E[V^P] / work, min_s E[V^T_s] / size_s)`` of a task (groups ``lo:hi``) on ``c``."""
@@ -1058,7 +1058,7 @@ def _unhold(live, in_copy, in_dst, in_need, out_copy, out_src, out_amount, n_hel
         res_out[:] = 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _can_take(i, col, cand, din, g_ptr, g_src, dout, free, res_in, res_out,
               gate):  # pragma: no cover - compiled
     """Whether candidate ``col`` of task ``i`` has a free slot and gates to carry the copy.
@@ -1075,7 +1075,7 @@ def _can_take(i, col, cand, din, g_ptr, g_src, dout, free, res_in, res_out,
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _takeable(i, col, tk):  # pragma: no cover - compiled
     """Whether task ``i``'s job is within its promise and :func:`_can_take` holds.
 
@@ -1384,7 +1384,7 @@ def _fill_quantiles(rows, filled, atoms, cand, rate, floor, slots, rank, g_ptr, 
                                2.0 * (rank[x] * m + j), atoms[x, j])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _max_row(atoms, i, cols, h, step, v, log_surv, w, vals, use, head, end, cur,
              heap):  # pragma: no cover - compiled
     """Merge the atoms of ``max`` of copies ``cols[:h]`` of task ``i``.
@@ -1444,7 +1444,7 @@ def _pair_rows(atoms, rows, col, rate, floor, step, take,
     return v[:w], log_surv[:w], ptr[:n_rows + 1], xs[:n_rows], js[:n_rows]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _saving_bound(atoms, i, j, y, before, buf):  # pragma: no cover - compiled
     """The bound of :func:`_saving_candidates` on ``E[r(c)]`` of candidate ``j`` of task ``i``.
 
@@ -1456,7 +1456,7 @@ def _saving_bound(atoms, i, j, y, before, buf):  # pragma: no cover - compiled
     return before + (0.0 + _pairwise_sum(buf, k, k)) / k
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _held_first(atoms, i, have, x):  # pragma: no cover - compiled
     """The largest first atom of task ``i``'s held copies ``have[x]``."""
     y = atoms[i, have[x, 0], 0]
@@ -1605,7 +1605,7 @@ def _serve_into(rows, order, usable, floor, rate, cand, din, g_ptr, g_src, dout,
     return pos, cols
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _slots_of(rate, dt):  # pragma: no cover - compiled
     """Expected slots ``1 / (rate dt)`` of a copy where ``rate > 0``, else 0 (:func:`_slots`)."""
     return 1.0 / (rate * dt) if rate > 0 else 0.0
