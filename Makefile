@@ -17,6 +17,7 @@ $(BIN)/geosim: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/geosim compile
 	touch $@
 
 run: $(BIN)/geosim

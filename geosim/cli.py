@@ -1,4 +1,4 @@
-"""Command line: ``geosim run | compare | sweep | validate | schedulers``, plus plugin commands.
+"""Command line: ``geosim run | compare | sweep | validate | schedulers | compile``, plus plugins.
 
 Other packages add subcommands through the ``geosim.commands`` entry-point group: each
 entry point names a callable ``add_parser(subparsers)`` that adds one subparser and sets
@@ -44,6 +44,10 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("--set", dest="overrides", action="append", default=[],
                      metavar="KEY=VALUE")
     sub.add_parser("schedulers", help="list the registered schedulers")
+    comp = sub.add_parser("compile", help="compile the simulation kernels into Numba's "
+                          "cache now, so that the first run does not wait for them")
+    comp.add_argument("--jobs-parallel", type=int, default=None, metavar="K",
+                      help="worker processes (default: every core)")
     _add_plugins(sub)
     return parser
 
@@ -263,6 +267,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "compare":
             return _compare(args)
+        if args.command == "compile":
+            if args.jobs_parallel is not None and args.jobs_parallel < 1:
+                raise GeosimError(f"--jobs-parallel: must be at least 1 (got "
+                                  f"{args.jobs_parallel})")
+            from geosim.warmup import compile_kernels
+            print(f"kernels compiled in {compile_kernels(args.jobs_parallel):.1f} s")
+            return 0
         scenario = _load(args)
         if args.command == "validate":
             from geosim.footprint import describe_run

@@ -214,3 +214,17 @@ def test_help_and_a_missing_file_do_not_load_the_numerical_stack():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_compile_runs_every_registered_scheduler_and_checks_its_argument(capsys):
+    """``geosim compile`` reaches every scheduler's kernels; a bad worker count exits 2."""
+    from geosim.schedulers import registered
+    from geosim.warmup import _run, _runs
+    runs = _runs()
+    assert {name for world, name in runs if world == "geo"} == set(registered())
+    assert {world for world, _ in runs} == {"geo", "closed-slot", "closed-event", "flows"}
+    assert runs[0] == ("geo", "pingan")        # the longest compile starts first
+    assert _run("closed-event", "srpt+r") > 0
+    assert main(["compile", "--jobs-parallel", "0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "geosim: error: --jobs-parallel: must be at least 1 (got 0)")

@@ -1,0 +1,75 @@
+"""Compile geosim's kernels ahead of the first run.
+
+geosim's hot loops are Numba kernels cached on disk (``cache=True``): the first run of a
+fresh install compiles them, which takes minutes for the whole set (PingAn's rounds alone
+take about a minute and a half on one core), and every later process loads them in
+milliseconds. :func:`compile_kernels` pays that cost once, in parallel, by running every
+registered scheduler briefly on the small worlds of :mod:`geosim.testing`: the geo world
+(every process on), one cluster of queueing slots under slotted and event timing, and
+004's flows of MapReduce stages. ``geosim compile`` and ``make`` call it after
+installing.
+
+A kernel that these runs do not reach still compiles on first use, as before; nothing here
+changes a result.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+#: Schedulers whose kernels take longest to compile go first, so that the parallel
+#: workers finish together.
+_FIRST = ("pingan", "flutter+mantri", "srpt+r", "flowflex", "iridium")
+
+
+def _runs() -> list[tuple[str, str]]:
+    """``(world, scheduler)`` pairs: every registered scheduler on the worlds it runs on."""
+    from geosim.schedulers import registered
+    names = sorted(registered(), key=lambda n: (n not in _FIRST, _FIRST.index(n)
+                                                if n in _FIRST else 0, n))
+    runs = [("geo", name) for name in names]
+    runs += [("closed-slot", "srpt+r"), ("closed-event", "srpt+r"),
+             ("closed-event", "fair+r"), ("closed-event", "laps+r"), ("flows", "flowflex")]
+    return runs
+
+
+def _run(world: str, scheduler: str) -> float:
+    """Run ``scheduler`` briefly on ``world``; the seconds it took."""
+    from geosim.model import GeoModel
+    from geosim.scenario import load_scenario
+    from geosim.testing import closed_world, flows_world, geo_world
+    start = time.perf_counter()
+    if world == "geo":
+        config = geo_world(n_jobs=4, scheduler=scheduler)
+    elif world == "flows":
+        config = flows_world(scheduler=scheduler)
+    else:
+        config = closed_world(slots=3, rate=0.2, n_jobs=20, scheduler=scheduler)
+        config["run"]["timing"] = world.removeprefix("closed-")
+    GeoModel(load_scenario(config)).run()
+    return time.perf_counter() - start
+
+
+def compile_kernels(jobs: int | None = None) -> float:
+    """Compile (or load from Numba's cache) the kernels every scheduler uses.
+
+    Args:
+        jobs: Worker processes (default: every core). Each compiles the kernels of the
+            runs it takes; a kernel two workers both need is compiled by each (Numba's
+            cache writes are atomic).
+
+    Returns:
+        Wall seconds taken.
+    """
+    start = time.perf_counter()
+    runs = _runs()
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(runs)))
+    if jobs == 1:
+        for world, scheduler in runs:
+            _run(world, scheduler)
+    else:
+        with ProcessPoolExecutor(jobs) as pool:
+            list(pool.map(_run, *zip(*runs, strict=True)))
+    return time.perf_counter() - start
