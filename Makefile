@@ -30,7 +30,7 @@ run-full: $(BIN)/geosim
 
 test: $(BIN)/geosim
 	$(BIN)/ruff check geosim tests benchmarks topologies viz
-	$(BIN)/pytest -n auto
+	$(BIN)/pytest -n auto --dist worksteal
 
 bench: $(BIN)/geosim
 	$(BIN)/python benchmarks/bench_core.py
