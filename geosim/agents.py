@@ -7,6 +7,8 @@ loops over tasks. Only the :class:`SchedulerAgent` acts every step.
 
 from __future__ import annotations
 
+import itertools
+import weakref
 from typing import TYPE_CHECKING
 
 import mesa
@@ -20,7 +22,32 @@ if TYPE_CHECKING:
     from geosim.schedulers import Scheduler
 
 
-class ClusterAgent(mesa.Agent):
+class _PerModelIds(weakref.WeakKeyDictionary):
+    """Mesa 3.3's per-model ``unique_id`` counters, holding their models weakly."""
+
+    def __getitem__(self, model: mesa.Model) -> itertools.count:
+        try:
+            return super().__getitem__(model)
+        except KeyError:
+            self[model] = counter = itertools.count(1)
+            return counter
+
+
+class GeoAgent(mesa.Agent):
+    """Base of geosim's agents.
+
+    Mesa 3.3 (the last Mesa for Python 3.11) numbers agents from a class-level dict keyed
+    by model, so every model that ever made an agent stayed in memory: a worker process
+    of ``geosim compare`` kept all its runs' engines, about 150 MiB per 200-job run
+    (mesa#3179, fixed in Mesa 3.4). geosim's agents keep those counters in a dict that
+    does not keep the model alive; Mesa 3.4+ does not use it.
+    """
+
+    if hasattr(mesa.Agent, "_ids"):
+        _ids = _PerModelIds()
+
+
+class ClusterAgent(GeoAgent):
     """One cluster (a node of the topology): its slots, gate and reachability.
 
     Every property reads the engine's state now (through :mod:`geosim.state`), so Mesa's
@@ -91,7 +118,7 @@ class ClusterAgent(mesa.Agent):
         return float(self.model.engine.gate_in[self.index])
 
 
-class LinkAgent(mesa.Agent):
+class LinkAgent(GeoAgent):
     """One WAN link (an edge of the topology) and its current bandwidth."""
 
     def __init__(self, model: GeoModel, index: int):
@@ -111,7 +138,7 @@ class LinkAgent(mesa.Agent):
         return float(mb[2 * self.index]), float(mb[2 * self.index + 1])
 
 
-class JobAgent(mesa.Agent):
+class JobAgent(GeoAgent):
     """An alive job: created at its arrival, removed at its completion."""
 
     def __init__(self, model: GeoModel, job: int):
@@ -147,7 +174,7 @@ class JobAgent(mesa.Agent):
         return state.task_states(self.model.engine, self.tasks)
 
 
-class SchedulerAgent(mesa.Agent):
+class SchedulerAgent(GeoAgent):
     """Runs the scheduling policy at every slot boundary."""
 
     def __init__(self, model: GeoModel, policy: Scheduler):

@@ -210,3 +210,16 @@ def test_run_without_out_writes_beside_comparisons(tmp_path, monkeypatch, capsys
     out = tmp_path / "results" / "run-quickstart-flutter+mantri"
     assert (out / "summary.json").is_file()
     assert "results written to results/run-quickstart-flutter+mantri/" in capsys.readouterr().out
+
+
+def test_a_finished_model_is_freed():
+    """Nothing keeps a model alive once its user drops it (Mesa 3.3 did: mesa#3179)."""
+    import gc
+    import weakref
+    model = GeoModel(load_scenario(geo_world(n_jobs=3)), "fair")
+    model.run()
+    assert len(model.agents) > 0
+    ref = weakref.ref(model)
+    del model
+    gc.collect()
+    assert ref() is None

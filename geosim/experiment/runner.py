@@ -18,6 +18,7 @@ it is killed (:func:`exit_with`), so a killed comparison leaves no simulation ru
 from __future__ import annotations
 
 import contextlib
+import gc
 import math
 import multiprocessing
 import os
@@ -86,6 +87,10 @@ def _digest(run: _Run, result: Result) -> RunOutcome:
 
 def _execute(scenario: Scenario, run: _Run, fmt: str) -> RunOutcome:
     """Worker entry point: simulate one run, save it if it has a directory, digest it."""
+    # A finished model is a reference cycle (model <-> agents); free the last run's
+    # engine now rather than at the collector's next full pass, so a worker's peak
+    # memory is that of one run.
+    gc.collect()
     result = simulate(scenario, run.spec, run.seed)
     if run.dest is not None:
         result.save(run.dest, fmt=fmt)
