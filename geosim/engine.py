@@ -47,6 +47,7 @@ import math
 import numpy as np
 from numba import njit
 
+from geosim.errors import GeosimError
 from geosim.footprint import Budget
 from geosim.variability import FAMILIES, copy_factors, keyed_uniforms
 from geosim.workload import Workload
@@ -105,13 +106,14 @@ def rank_in_runs(keys: np.ndarray) -> np.ndarray:
 
 
 class _Table:
-    """Growable struct-of-arrays with amortised doubling."""
+    """Growable struct-of-arrays with amortised doubling, of at most ``max_rows`` rows."""
 
     def __init__(self, spec: dict[str, tuple[np.dtype, float]], capacity: int = 1024,
-                 name: str = "rows", budget: Budget | None = None):
+                 name: str = "rows", budget: Budget | None = None,
+                 max_rows: int = 2**63 - 1):
         self._spec = spec
         self.n = 0
-        self.name, self.budget = name, budget
+        self.name, self.budget, self.max_rows = name, budget, max_rows
         self.cols = {k: np.full(capacity, fill, dtype=dt) for k, (dt, fill) in spec.items()}
 
     @property
@@ -128,26 +130,32 @@ class _Table:
         self.n = need
         return rows
 
-    def resize(self, capacity: int, lazy: bool = False) -> None:
+    def resize(self, capacity: int) -> None:
         """Hold ``capacity`` rows (at least the ``n`` used), one column at a time.
 
         Each old column is released as soon as its replacement is filled, so the peak is
         the table plus one column, not two tables.
-
-        Args:
-            capacity: Rows to hold.
-            lazy: Leave the new rows beyond ``n`` unfilled (their memory is taken only
-                when written): for a caller that writes every column of each row it
-                appends.
         """
         capacity = max(capacity, self.n)
         self.check(capacity)
         for k, (dt, fill) in self._spec.items():
             arr = np.empty(capacity, dtype=dt)
             arr[: self.n] = self.cols[k][: self.n]
-            if not lazy:
-                arr[self.n:] = fill
+            arr[self.n:] = fill
             self.cols[k] = arr
+
+    def resize_in_place(self, capacity: int) -> None:
+        """Hold ``capacity`` rows (at least the ``n`` used) by reallocating each column.
+
+        The allocator extends or trims a large column where it lies (moving pages, not
+        copying rows), so growing a table of millions of rows costs neither a copy nor a
+        second column. New rows are zero-filled. Only for a caller that holds no view of
+        the columns: a view would be left pointing at released memory.
+        """
+        capacity = max(capacity, self.n)
+        self.check(capacity)
+        for col in self.cols.values():
+            col.resize(capacity, refcheck=False)
 
     def keep(self, names: tuple[str, ...]) -> None:
         """Drop every column but ``names`` (their rows are kept as they are)."""
@@ -158,15 +166,21 @@ class _Table:
         """Ask the run's memory budget (if any) whether ``capacity`` rows may be held.
 
         Raises:
-            GeosimError: The table would exceed ``run.max_memory_gb``.
+            GeosimError: The table would exceed ``run.max_memory_gb`` or ``max_rows``.
         """
+        if capacity > self.max_rows:
+            raise GeosimError(f"the run's {self.name} table would exceed {self.max_rows:,} "
+                              "rows (its ids are 32-bit)")
         if self.budget is not None:
             row = sum(np.dtype(dt).itemsize for dt, _ in self._spec.values())
             self.budget.check(capacity * row, f"{self.name} table ({capacity:,} rows)")
 
 
+#: Largest task, slot, cluster or copy id: the copies table keeps them in 32 bits (a
+#: long run's memory is mostly that table).
+ID_MAX = 2**31 - 1
 _COPY_SPEC = {
-    "task": (np.int64, -1), "slot": (np.int64, -1), "cluster": (np.int64, -1),
+    "task": (np.int32, -1), "slot": (np.int32, -1), "cluster": (np.int32, -1),
     "share": (np.float64, 0.0), "progress": (np.float64, 0.0), "base": (np.float64, 0.0),
     "start": (np.float64, np.nan), "end": (np.float64, np.nan),
     "executed": (np.float64, 0.0), "wasted": (np.float64, 0.0),
@@ -210,6 +224,9 @@ class Engine:
         self.fetch = transfer == "fetch"
         self.time = 0.0
         n_tasks, n_jobs = workload.n_tasks, workload.n_jobs
+        if max(n_tasks, world.n_slots, world.n_clusters) > ID_MAX:
+            raise GeosimError(f"a run holds at most {ID_MAX:,} tasks, slots and clusters "
+                              "(their ids are 32-bit)")
         self.task_job = workload.job_of_task
         self.task_work = workload.task_work
         order = np.argsort(workload.edge_dst, kind="stable")
@@ -261,7 +278,7 @@ class Engine:
         self.slot_used = np.zeros(world.n_slots)
         self.slot_copies = np.zeros(world.n_slots, dtype=np.int64)
         self.reachable = np.ones(world.n_clusters, dtype=bool)
-        self.copies = _Table(_COPY_SPEC, name="copies", budget=budget)
+        self.copies = _Table(_COPY_SPEC, name="copies", budget=budget, max_rows=ID_MAX)
         self.inputs = _Table(_INPUT_SPEC, capacity=4096, name="inputs", budget=budget)
         self.live = np.empty(0, dtype=np.int64)     # ids of live copies, ascending
         self._flows: tuple | None = None

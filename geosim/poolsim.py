@@ -131,7 +131,6 @@ def run(model) -> None:
             continue
         if code == _COPIES:
             e.copies.n = int(iv[5])        # the rows to keep
-            copies = None                  # let each old column go once replaced
             copies = _copy_arrays(e.copies, _grown(e.copies.capacity))
             continue
         if code == _RECORDS:
@@ -139,8 +138,7 @@ def run(model) -> None:
             continue
         break
     _write_back(model, copies, live[:iv[1]], records, int(iv[6]), fs, iv)
-    copies = None
-    e.copies.resize(e.copies.n)         # the run is over: keep no unused rows
+    e.copies.resize_in_place(e.copies.n)    # the run is over: keep no unused rows
     if code == _STALLED:
         raise model.stalled(int(iv[2]))
 
@@ -154,17 +152,22 @@ def _copy_arrays(table, cap: int) -> tuple[np.ndarray, ...]:
     """The engine's copy columns, grown to ``cap`` rows.
 
     The loop writes the engine's table in place (no second copy of what may be millions
-    of rows), every column of each copy it starts, so new rows are left unfilled and take
-    memory only once written.
+    of rows). The table grows where it lies (:meth:`~geosim.engine._Table.resize_in_place`:
+    no row is copied, no column held twice); nothing but the loop's own references holds
+    its columns while it runs.
     """
     if table.capacity < cap:
-        table.resize(cap, lazy=True)
+        table.resize_in_place(cap)
     return tuple(table.cols[name] for name in _COLUMNS)
 
 
 def _grown(capacity: int) -> int:
-    """The copies table's next capacity: half as large again (a third unused at most)."""
-    return capacity + capacity // 2
+    """The copies table's next capacity: an eighth larger.
+
+    Growing costs no copy, and the new rows are zero-filled (their memory is taken at
+    once), so a small step keeps the unused rows' memory small.
+    """
+    return capacity + capacity // 8
 
 
 def _record_arrays(cap: int, n_clusters: int) -> tuple[np.ndarray, ...]:
@@ -199,13 +202,14 @@ def _write_back(model, copies, live, records, n_rec, fs, iv) -> None:
     model._next_record, model._last_record = float(fs[1]), float(fs[3])
     t, avail_slots, busy, count = records
     c = world.n_clusters
-    for k in range(n_rec):
+    rows = n_rec * c
+    if rows:                        # every sample in one block of rows, sample by sample
         model.recorder.add(ClusterAgent, {
-            "time": np.full(c, t[k]), "cluster": np.arange(c), "reachable": np.ones(c, bool),
-            "slots": world.slots.copy(), "available_slots": avail_slots[k].copy(),
-            "busy": busy[k].copy(), "copies": count[k].copy(),
-            "queue": np.zeros(c, dtype=np.int64), "egress_mbps": np.zeros(c),
-            "ingress_mbps": np.zeros(c)})
+            "time": np.repeat(t[:n_rec], c), "cluster": np.tile(np.arange(c), n_rec),
+            "reachable": np.ones(rows, bool), "slots": np.tile(world.slots, n_rec),
+            "available_slots": avail_slots[:n_rec].flatten(), "busy": busy[:n_rec].flatten(),
+            "copies": count[:n_rec].flatten(), "queue": np.zeros(rows, dtype=np.int64),
+            "egress_mbps": np.zeros(rows), "ingress_mbps": np.zeros(rows)})
 
 
 # ---------------------------------------------------------------------- compiled

@@ -76,7 +76,8 @@ class Recorder:
         """Append a sample of ``agent_type`` taken elsewhere (e.g. by a compiled loop).
 
         ``columns`` holds ``time``, the index column and one array per reporter, in
-        the order of :meth:`collect`.
+        the order of :meth:`collect`; it may hold several samples' rows one after
+        another (a block taken at once).
         """
         self._agents.setdefault(agent_type, []).append(dict(columns))
 
@@ -89,7 +90,7 @@ class Recorder:
         return self._model[name][:self._n]
 
     def samples(self, agent_type: type) -> list[dict[str, np.ndarray]]:
-        """The samples of ``agent_type``: one dict of column arrays each."""
+        """The samples of ``agent_type``: one dict of column arrays per sample or block."""
         return self._agents.get(agent_type, [])
 
     def get_model_vars_dataframe(self) -> pd.DataFrame:

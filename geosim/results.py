@@ -410,9 +410,9 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
     np.clip(wasted_slot, 0.0, 1.0, out=wasted_slot)
     wasted_slot *= c["share_time"]
     copies = pd.DataFrame({
-        "copy": np.arange(n),
+        "copy": np.arange(n, dtype=np.int32),          # ids below engine.ID_MAX
         "task": c["task"],
-        "job": task_job[c["task"]],
+        "job": task_job.astype(np.int32)[c["task"]],
         "cluster": c["cluster"],
         "slot": c["slot"],
         "start": c["start"],
@@ -476,7 +476,8 @@ def summarise(result: Result, engine: Engine, world: World, run: RunInfo) -> dic
     flow = done["flowtime"].to_numpy()
     now = {**state.totals(engine), **state.work_balance(engine)}
     elapsed = max(now["time"], 1e-12)
-    outcome = copies["outcome"].value_counts()
+    codes = copies["outcome"].cat.codes.to_numpy()     # counted without a row-sized temporary
+    outcome = {name: np.count_nonzero(codes == k) for k, name in enumerate(OUTCOMES)}
 
     def q(p: float) -> float:
         return float(np.percentile(flow, p)) if flow.size else float("nan")

@@ -7,7 +7,8 @@ import pytest
 from conftest import closed_world
 
 from geosim import GeoModel, load_scenario
-from geosim.engine import SchedulingError
+from geosim.engine import ID_MAX, SchedulingError, _Table
+from geosim.errors import GeosimError
 from geosim.schedulers import Scheduler
 from geosim.workload import Workload
 
@@ -387,3 +388,32 @@ def test_launch_rejects_clusters_and_slots_that_do_not_fit():
     ids = e.launch_many(np.array([0, 1]), np.array([0, 0]))
     assert sorted(e.copies.cols["slot"][ids].tolist()) == [0, 1]
     assert e.live.tolist() == ids.tolist() and e.n_ready == 0
+
+
+def test_a_table_grown_in_place_keeps_its_rows_and_refuses_rows_beyond_its_ids():
+    table = _Table({"task": (np.int32, -1), "end": (np.float64, np.nan)}, capacity=4,
+                   name="copies", max_rows=10)
+    rows = table.append(3)
+    table.cols["task"][rows] = [7, 8, 9]
+    table.cols["end"][rows] = [1.5, 2.5, 3.5]
+    table.resize_in_place(9)
+    assert table.capacity == 9 and table.cols["task"].dtype == np.int32
+    assert table.cols["task"][:3].tolist() == [7, 8, 9]
+    assert table.cols["end"][:3].tolist() == [1.5, 2.5, 3.5]
+    table.resize_in_place(2)                     # never below the rows in use
+    assert table.capacity == 3
+    with pytest.raises(GeosimError, match="copies table would exceed 10 rows"):
+        table.resize_in_place(11)
+    table.append(7)
+    with pytest.raises(GeosimError, match="32-bit"):
+        table.append(1)
+
+
+def test_a_run_keeps_its_copy_ids_in_32_bits():
+    model = GeoModel(load_scenario(closed_world(n_jobs=50)), "fifo")
+    result = model.run()
+    assert model.engine.copies.max_rows == ID_MAX
+    for column in ("copy", "task", "job", "cluster", "slot"):
+        assert result.copies[column].dtype == np.int32
+    assert (result.copies["job"].to_numpy()
+            == result.tasks["job"].to_numpy()[result.copies["task"]]).all()
