@@ -127,6 +127,8 @@ class _Table:
         if need > self.capacity:
             self.resize(max(need, 2 * self.capacity))
         rows = slice(self.n, need)
+        for k, (_, fill) in self._spec.items():
+            self.cols[k][rows] = fill
         self.n = need
         return rows
 
@@ -134,14 +136,15 @@ class _Table:
         """Hold ``capacity`` rows (at least the ``n`` used), one column at a time.
 
         Each old column is released as soon as its replacement is filled, so the peak is
-        the table plus one column, not two tables.
+        the table plus one column, not two tables. Rows beyond ``n`` are left unfilled
+        (:meth:`append` fills the rows it hands out), so the unused half of a doubled
+        table takes no memory until it is used.
         """
         capacity = max(capacity, self.n)
         self.check(capacity)
-        for k, (dt, fill) in self._spec.items():
+        for k, (dt, _) in self._spec.items():
             arr = np.empty(capacity, dtype=dt)
             arr[: self.n] = self.cols[k][: self.n]
-            arr[self.n:] = fill
             self.cols[k] = arr
 
     def resize_in_place(self, capacity: int) -> None:
