@@ -125,7 +125,7 @@ class _Table:
         """Reserve ``count`` new rows (filled with defaults) and return their slice."""
         need = self.n + count
         if need > self.capacity:
-            self.resize(max(need, 2 * self.capacity))
+            self.resize(max(need, min(2 * self.capacity, self.max_rows)))
         rows = slice(self.n, need)
         for k, (_, fill) in self._spec.items():
             self.cols[k][rows] = fill

@@ -417,3 +417,12 @@ def test_a_run_keeps_its_copy_ids_in_32_bits():
         assert result.copies[column].dtype == np.int32
     assert (result.copies["job"].to_numpy()
             == result.tasks["job"].to_numpy()[result.copies["task"]]).all()
+
+
+def test_a_table_near_its_row_limit_grows_to_the_limit_and_no_further():
+    table = _Table({"task": (np.int32, -1)}, capacity=8, name="copies", max_rows=12)
+    table.append(9)                          # doubling would ask for 16 rows
+    assert table.capacity == 12 and table.cols["task"][:9].tolist() == [-1] * 9
+    table.append(3)
+    with pytest.raises(GeosimError, match="would exceed 12 rows"):
+        table.append(1)
