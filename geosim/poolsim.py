@@ -131,7 +131,7 @@ def run(model) -> None:
             continue
         if code == _COPIES:
             e.copies.n = int(iv[5])        # the rows to keep
-            copies = _copy_arrays(e.copies, _grown(e.copies.capacity, e.copies.max_rows))
+            copies = _copy_arrays(e.copies, _grown(e.copies))
             continue
         if code == _RECORDS:
             records = _grow(records, _record_arrays(2 * records[0].size, n_clusters))
@@ -161,14 +161,15 @@ def _copy_arrays(table, cap: int) -> tuple[np.ndarray, ...]:
     return tuple(table.cols[name] for name in _COLUMNS)
 
 
-def _grown(capacity: int, limit: int) -> int:
-    """The copies table's next capacity: an eighth larger, at most ``limit`` rows.
+def _grown(table) -> int:
+    """The copies table's next capacity: an eighth larger, at most its ``max_rows``.
 
     Growing costs no copy, and the new rows are zero-filled (their memory is taken at
-    once), so a small step keeps the unused rows' memory small. A full table of
-    ``limit`` rows asks for one more, which the table refuses.
+    once), so a small step keeps the unused rows' memory small. A full table asks for one
+    row more, which it refuses.
     """
-    return min(capacity + capacity // 8, max(limit, capacity + 1))
+    cap = table.capacity
+    return min(cap + cap // 8, max(table.max_rows, cap + 1))
 
 
 def _record_arrays(cap: int, n_clusters: int) -> tuple[np.ndarray, ...]:
