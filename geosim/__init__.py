@@ -9,10 +9,10 @@ Quick use::
     result.jobs["flowtime"].mean(); result.save("results/")
 """
 
-__version__ = "0.1.0"
-
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
+
+from geosim.version import __version__
 
 # The public names load on first use (PEP 562), so that ``geosim --help``, a bad
 # scenario's one-line error and ``import geosim.errors`` do not pay for NumPy, SciPy,

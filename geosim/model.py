@@ -37,8 +37,8 @@ from geosim.monitor import Monitor
 from geosim.recorder import Recorder
 from geosim.results import Result, RunInfo, build_result
 from geosim.scenario import Scenario
-from geosim.schedulers import Scheduler, make_scheduler
-from geosim.schedulers.spec import parse_spec
+from geosim.schedulers import Scheduler
+from geosim.schedulers.build import build_scheduler
 from geosim.view import Actions, Boundary, SchedulerView
 from geosim.workload import (
     WorkDistribution,
@@ -162,12 +162,7 @@ class GeoModel(mesa.Model):
         self.dt = float(scenario["run"]["dt"])
         self.horizon = float(scenario["run"]["horizon"])
         self.record_interval = float(scenario["run"]["record_interval"])
-        if scheduler is None or isinstance(scheduler, str):
-            spec = parse_spec(scheduler or scenario["scheduler"]["name"])
-            params = spec.params or (scenario["scheduler"]["params"] if scheduler is None or
-                                     spec.name == scenario["scheduler"]["name"] else {})
-            params = {**scenario["scheduler"]["defaults"].get(spec.name, {}), **params}
-            scheduler = make_scheduler(spec.name, params, source=scenario.source)
+        scheduler = build_scheduler(scenario, scheduler)
         self.policy = scheduler
         streams = spawn_streams(seed)
         graph = build_graph(scenario, streams["topology"])

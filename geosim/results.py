@@ -369,8 +369,8 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
             the geosim version and code fingerprint are added.
         run: How the run went (steps, wall times) and its scenario.
     """
-    from geosim import __version__
     from geosim.agents import ClusterAgent, LinkAgent
+    from geosim.version import __version__
 
     wl = workload
     job_cols, task_cols, c = (state.job_columns(engine), state.task_columns(engine),

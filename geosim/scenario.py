@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import re
 import reprlib
 import tomllib
 from collections.abc import Callable, Mapping
@@ -26,6 +25,7 @@ from geosim.flowflex.generator import GeneratorConfig
 from geosim.params import MAX_FLOAT, Field
 from geosim.params import check_value as _check
 from geosim.params import is_number as _is_number
+from geosim.tomlio import toml_value
 from geosim.topology import MAX_CLUSTERS
 
 _FLOWS = GeneratorConfig()  # defaults of the flows workload
@@ -312,7 +312,7 @@ class Scenario:
         for section, values in self.data.items():
             lines.append(f"[{section}]")
             for key, value in values.items():
-                lines.append(f"{key} = {_toml_value(value)}")
+                lines.append(f"{key} = {toml_value(value)}")
             lines.append("")
         return "\n".join(lines)
 
@@ -540,12 +540,7 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
     defaults = data["scheduler"]["defaults"]
     if not isinstance(defaults, Mapping):
         raise GeosimError("must be a table", source=source, key="scheduler.defaults")
-    from geosim.schedulers import registered
-    known = registered()
-    for name, params in defaults.items():
-        if name not in known:
-            raise GeosimError(f"unknown scheduler {name!r} (known: {', '.join(known)})",
-                              source=source, key=f"scheduler.defaults.{name}")
+    for name, params in defaults.items():       # names are resolved where runs are built
         if not isinstance(params, Mapping):
             raise GeosimError(f"must be a table of parameters (got {_short(params)})",
                               source=source, key=f"scheduler.defaults.{name}")
@@ -572,20 +567,3 @@ def _is_file(base: Path, name: str) -> bool:
         return (base / name).is_file()            # an absolute name replaces base
     except (OSError, ValueError):                 # too long, or holding a NUL byte
         return False
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_value(str(key))
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}"
-                                for k, v in value.items()) + " }"
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return repr(value)

@@ -143,8 +143,10 @@ def test_work_scheduler_defaults_and_parameters_are_checked_whatever_the_run():
     with pytest.raises(GeosimError, match="workload.work: pareto parameter 'shape' must be"):
         load_scenario(MEDIUM, {"workload.work": {"distribution": "pareto", "scale": 1.0,
                                                  "shape": float("nan")}})
+    # Scenario validation checks shapes; the names are resolved where schedulers are built.
+    unknown = load_scenario(MEDIUM, {"scheduler.defaults": {"nosuch": {}}})
     with pytest.raises(GeosimError, match="scheduler.defaults.nosuch: unknown scheduler"):
-        load_scenario(MEDIUM, {"scheduler.defaults": {"nosuch": {}}})
+        GeoModel(unknown.with_overrides({"workload.n_jobs": 1}))
     for spec in ("spark+speculation[interval=inf]", "dolly[straggler_ratio=nan]"):
         with pytest.raises(GeosimError, match="must be finite"):
             GeoModel(load_scenario(QUICK, {"workload.n_jobs": 1}), spec)

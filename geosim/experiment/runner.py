@@ -46,6 +46,7 @@ from geosim.experiment.store import JOB_COLUMNS, CompareDir, RunOutcome
 from geosim.experiment.tables import WITHIN, Comparison, build_comparison, flow_table
 from geosim.results import Result, code_fingerprint, use_code_fingerprint
 from geosim.scenario import Scenario, load_scenario
+from geosim.schedulers.build import check_scheduler_names
 from geosim.schedulers.spec import Spec
 
 #: Seconds between checks that the main process runs, where it cannot be waited for.
@@ -308,6 +309,7 @@ def compare(scenario: Scenario | str | os.PathLike | Mapping[str, Any],
     elif overrides:
         scenario = scenario.with_overrides(overrides)
     specs = coerce_specs(schedulers)
+    check_scheduler_names(scenario)
     seed_list = resolve_seeds(scenario, seeds, reps)
     base = _baseline_label(baseline, specs)
     thresholds = check_within(within)

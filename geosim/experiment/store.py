@@ -140,7 +140,7 @@ class CompareDir:
                 :func:`~geosim.results.code_fingerprint`, or none recorded) or of a
                 different scenario, and ``restart`` is false.
         """
-        from geosim import __version__
+        from geosim.version import __version__
         path = Path(path)
         toml = scenario.to_toml()
         code = code_fingerprint()

@@ -288,7 +288,7 @@ def check_focus(focus: str | None, versus: str | Sequence[str] | None,
 def _manifest(scenario: Scenario, values: Mapping[str, list[Any]], labels: Sequence[str],
               seeds: Sequence[int], focus: str | None, versus: Sequence[str],
               within: Sequence[float]) -> dict[str, Any]:
-    from geosim import __version__
+    from geosim.version import __version__
     cells = [{"dir": f"cell-{i}", "values": dict(zip(values, combo, strict=True))}
              for i, combo in enumerate(itertools.product(*values.values()))]
     manifest = {"geosim": __version__, "code": code_fingerprint(),

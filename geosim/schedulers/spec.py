@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from geosim.errors import GeosimError
-from geosim.scenario import _toml_value, parse_override
+from geosim.scenario import parse_override
+from geosim.tomlio import toml_value
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_.+-]*")
 
@@ -42,7 +43,7 @@ def _spec_value(value: Any) -> str:
     if isinstance(value, str) and _BARE.fullmatch(value) and \
             parse_override(f"v={value}")[1] == value:
         return value
-    return _toml_value(value)
+    return toml_value(value)
 
 
 def split_top(text: str, source: str = "schedulers") -> list[str]:
