@@ -48,7 +48,7 @@ import numpy as np
 from numba import njit
 
 from geosim.errors import GeosimError
-from geosim.footprint import Budget
+from geosim.guards import Budget
 from geosim.variability import FAMILIES, copy_factors, keyed_uniforms
 from geosim.workload import Workload
 from geosim.world import World

@@ -7,11 +7,9 @@ Three guards, each naming the scenario key that causes the problem:
   run whose estimate exceeds ``run.max_memory_gb`` is refused, naming the key behind the
   largest term. The per-item sizes are measured peaks of this implementation (see
   ``docs/model.md``), rounded up, so the estimate errs on the large side.
-* :class:`Budget`: the same limit while the run goes on, for what cannot be known in
-  advance (the copies a redundant scheduler launches); the engine's growable tables ask it
-  before they grow.
+* :class:`geosim.guards.Budget` keeps the same limit while the run goes on.
 * :func:`check_pace`: once the world and workload exist, a mean task alone on the slowest
-  slot, gate and link must finish within the stall limits of :mod:`geosim.model`
+  slot, gate and link must finish within the stall limits of :mod:`geosim.guards`
   (simulated seconds and steps); otherwise the run could never complete and is refused
   before it starts.
 """
@@ -25,10 +23,10 @@ import networkx as nx
 import numpy as np
 
 from geosim.errors import GeosimError
+from geosim.guards import GIB
 from geosim.scenario import Scenario
 from geosim.topology import TIERS, assign_tiers
 
-GIB = 2.0**30
 #: Bytes of the interpreter, the libraries and the compiled kernels of one run.
 BASE_BYTES = 320 * 2**20
 #: Bytes per slot: the blocks of its availability periods (two sequences of two draws,
@@ -133,34 +131,6 @@ def check_memory(footprint: Footprint, scenario: Scenario) -> None:
         f"the run would need {footprint.describe()}, more than run.max_memory_gb = "
         f"{limit:g}; most of it comes from {key}{value}: make the run smaller or raise "
         "run.max_memory_gb", source=scenario.source, key=key)
-
-
-class Budget:
-    """The memory limit while a run goes on, asked by tables before they grow.
-
-    Args:
-        limit_bytes: Most bytes a growable table may hold.
-        source: The scenario file, for the error message.
-    """
-
-    def __init__(self, limit_bytes: float = math.inf, source: str | None = None):
-        self.limit_bytes, self.source = limit_bytes, source
-
-    def check(self, nbytes: float, what: str) -> None:
-        """Raise if a table of ``nbytes`` bytes would exceed the limit.
-
-        Args:
-            nbytes: The size the table is about to take.
-            what: What grows, e.g. ``"12,000,000 copies"``.
-
-        Raises:
-            GeosimError: Naming ``run.max_memory_gb``.
-        """
-        if nbytes > self.limit_bytes:
-            raise GeosimError(
-                f"the run's {what} would take {nbytes / GIB:.2f} GiB, more than "
-                f"run.max_memory_gb = {self.limit_bytes / GIB:g}: make the run smaller or "
-                "raise run.max_memory_gb", source=self.source, key="run.max_memory_gb")
 
 
 def task_seconds(scenario: Scenario, world, workload,

@@ -29,10 +29,11 @@ from typing import Any
 import mesa
 import numpy as np
 
-from geosim import footprint, invariants, poolsim, state
+from geosim import footprint, guards, invariants, poolsim, state
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
 from geosim.engine import Engine, concat_ranges
 from geosim.errors import GeosimError
+from geosim.guards import GIB, Budget, RunGuards
 from geosim.monitor import Monitor
 from geosim.recorder import Recorder
 from geosim.results import Result, RunInfo, build_result
@@ -49,13 +50,6 @@ from geosim.workload import (
     wfformat_jobs,
 )
 from geosim.world import World, build_graph, build_world, nominal_priors, spawn_streams
-
-#: Simulated seconds with alive jobs and no task completing after which a run is declared
-#: stuck (a scheduler that never launches, or a world in which a task cannot finish).
-STALL_SECONDS = 1e6
-#: Steps with alive jobs and no task completing after which a run is declared stuck (so a
-#: tiny ``run.dt`` cannot make the guard above unreachable).
-STALL_STEPS = 1_000_000
 
 
 def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -> Workload:
@@ -172,15 +166,15 @@ class GeoModel(mesa.Model):
         self.workload = workload if workload is not None else build_workload(
             scenario, self.world, streams["workload"])
         self.workload.validate(self.world.n_clusters, source=scenario.source)
-        footprint.check_pace(scenario, self.world, self.workload, STALL_SECONDS, STALL_STEPS)
+        footprint.check_pace(scenario, self.world, self.workload, guards.STALL_SECONDS,
+                              guards.STALL_STEPS)
         footprint.check_records(scenario, self.world, self.workload)
         self.engine = Engine(self.world, self.workload, self.dt, streams["placement"],
                              transfer=scenario["links"]["transfer"],
                              data_lag=scenario["workload"]["data_lag"],
                              variability=scenario["workload"]["copy_variability"],
                              copy_key=int(streams["copies"].integers(2 ** 63)),
-                             budget=footprint.Budget(
-                                 scenario["run"]["max_memory_gb"] * footprint.GIB,
+                             budget=Budget(scenario["run"]["max_memory_gb"] * GIB,
                                  scenario.source))
         self.monitor = Monitor(self.world.n_clusters, len(self.workload.type_names),
                                priors=nominal_priors(scenario, self.world))
@@ -202,7 +196,8 @@ class GeoModel(mesa.Model):
         self.recorder = self._recorder()
         self._last_progress = 0.0
         self._progress_step = 0
-        self._run_start = _time.perf_counter()
+        self.guards = RunGuards(scenario["run"]["max_steps"], scenario["run"]["max_wall_seconds"],
+                                scenario.source, scheduler.name, self.dt)
         self.steps_run = 0
         self.jobs_done = 0
         self.wall_seconds = 0.0
@@ -275,8 +270,8 @@ class GeoModel(mesa.Model):
             self._observe(np.concatenate(e.completed))
         if now.completions or not self.jobs:
             self._last_progress, self._progress_step = e.time, self.steps_run
-        elif e.time - self._last_progress > STALL_SECONDS \
-                or self.steps_run - self._progress_step > STALL_STEPS:
+        elif e.time - self._last_progress > guards.STALL_SECONDS \
+                or self.steps_run - self._progress_step > guards.STALL_STEPS:
             raise self.stalled(len(self.jobs))
         for job in e.finished_jobs:
             self.jobs.pop(job).remove()
@@ -296,7 +291,8 @@ class GeoModel(mesa.Model):
             from tqdm import tqdm
             bar = tqdm(total=self.workload.n_jobs, unit="job", desc=self.policy.name,
                        leave=False, dynamic_ncols=True)
-        start = self._run_start = _time.perf_counter()
+        start = _time.perf_counter()
+        self.guards.restart_clock()
         if self.compiled and self._invariants is None and not self.steps_run \
                 and not poolsim.unsupported(self):
             poolsim.run(self)
@@ -320,35 +316,12 @@ class GeoModel(mesa.Model):
         return build_result(self.engine, self.workload, self.world, self.recorder, meta, run)
 
     def stalled(self, alive: int) -> GeosimError:
-        """The error of a run without a completion for :data:`STALL_SECONDS` or steps."""
-        return GeosimError(
-            f"no task completed in {STALL_SECONDS:g} simulated seconds or {STALL_STEPS:g} "
-            f"steps with {alive} jobs alive (scheduler {self.policy.name!r}, run.dt = "
-            f"{self.dt:g}); set run.horizon to stop a run that cannot finish",
-            source=self.config.source)
+        """The error of a run without a completion for the stall limits."""
+        return self.guards.stalled(alive)
 
     def check_budget(self, steps: int) -> None:
-        """Stop the run when it exceeds ``run.max_wall_seconds`` or ``run.max_steps``.
-
-        Args:
-            steps: Steps run so far.
-
-        Raises:
-            GeosimError: Naming the limit, the simulated time reached and the jobs done.
-        """
-        limits = self.config["run"]
-        key = ""
-        if limits["max_steps"] and steps > limits["max_steps"]:
-            key, what = "run.max_steps", f"{steps} steps"
-        elif limits["max_wall_seconds"] and \
-                _time.perf_counter() - self._run_start > limits["max_wall_seconds"]:
-            key, what = "run.max_wall_seconds", \
-                f"{_time.perf_counter() - self._run_start:.1f} s of wall-clock time"
-        if key:
-            raise GeosimError(
-                f"stopped after {what} (limit {self.config.get(key):g}) at simulated time "
-                f"{self.engine.time:.6g} s with {self.jobs_done} of {self.workload.n_jobs} "
-                "jobs done; nothing is written", source=self.config.source, key=key)
+        """Stop the run when it exceeds ``run.max_wall_seconds`` or ``run.max_steps``."""
+        self.guards.check(steps, self.engine.time, self.jobs_done, self.workload.n_jobs)
 
     # ------------------------------------------------------------------ internals
     @property

@@ -112,7 +112,7 @@ def run(model) -> None:
     beta = float(getattr(policy, "beta", 0.0))
     params = np.array([kind, policy.max_copies or 0, policy.reassign == "random"],
                       dtype=np.int64)
-    from geosim.model import STALL_SECONDS
+    from geosim.guards import STALL_SECONDS
     fparams = np.array([beta, model.horizon, model.record_interval, 0.0, STALL_SECONDS])
     while True:
         if avail is not None and not chunk_end > fs[0]:

@@ -255,7 +255,7 @@ def test_outage_kills_copies_and_the_task_restarts():
 
 
 def test_a_run_that_cannot_finish_stops_with_a_clear_error(monkeypatch):
-    import geosim.model
+    import geosim.guards
     from geosim import GeosimError
 
     class Idle(Scheduler):
@@ -264,7 +264,7 @@ def test_a_run_that_cannot_finish_stops_with_a_clear_error(monkeypatch):
         def decide(self, view, actions):
             pass
 
-    monkeypatch.setattr(geosim.model, "STALL_SECONDS", 500.0)
+    monkeypatch.setattr(geosim.guards, "STALL_SECONDS", 500.0)
     scenario = load_scenario(closed_world(slots=1))
     with pytest.raises(GeosimError, match="no task completed in 500 simulated seconds"):
         GeoModel(scenario, Idle(), workload=make_workload([0.0], [5.0])).run()

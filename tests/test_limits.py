@@ -7,10 +7,11 @@ import re
 import networkx as nx
 import pytest
 
-import geosim.model
+import geosim.guards
 from geosim import GeosimError, footprint
 from geosim.cli import main
 from geosim.engine import _COPY_SPEC, _Table
+from geosim.guards import Budget
 from geosim.model import GeoModel
 from geosim.scenario import load_scenario
 from geosim.schedulers import Scheduler
@@ -89,7 +90,7 @@ def test_a_run_that_could_never_finish_is_refused_before_it_starts(overrides, ke
 
 def test_growth_beyond_the_budget_stops_with_the_limit_named():
     table = _Table(_COPY_SPEC, capacity=16, name="copies",
-                   budget=footprint.Budget(64 * 121, "my.toml"))
+                   budget=Budget(64 * 121, "my.toml"))
     table.append(64)
     with pytest.raises(GeosimError, match=r"my.toml: run.max_memory_gb: the run's copies "
                        r"table \(128 rows\) would take"):
@@ -106,7 +107,7 @@ class Idle(Scheduler):
 def test_stall_is_counted_in_steps_too(monkeypatch):
     scenario = load_scenario(QUICK, {"workload.n_jobs": 2, "run.dt": 0.001})
     model = GeoModel(scenario, Idle())
-    monkeypatch.setattr(geosim.model, "STALL_STEPS", 40)
+    monkeypatch.setattr(geosim.guards, "STALL_STEPS", 40)
     with pytest.raises(GeosimError, match="no task completed in 1e.06 simulated seconds or "
                        "40 steps .* run.dt = 0.001"):
         model.run()
