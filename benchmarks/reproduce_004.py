@@ -95,7 +95,7 @@ from geosim.flowflex import (
     plan,
 )
 from geosim.flowflex.bounds import cost_values, smallest_passing
-from geosim.flowflex.costs import STRETCH_SIZES
+from geosim.flowflex.metrics import STRETCH_SIZES
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEDULERS = ("flowflex", "fair", "fifo")

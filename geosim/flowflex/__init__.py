@@ -29,17 +29,10 @@ from geosim.flowflex.bounds import (
     solve_relaxation,
     squashed_area_bound,
 )
-from geosim.flowflex.costs import (
-    KINDS,
-    MINIMAX_METRICS,
-    MINISUM_METRICS,
-    CostFunction,
-    LinearCost,
-    Metric,
-    StepCost,
-)
+from geosim.flowflex.costs import CostFunction, LinearCost, StepCost
 from geosim.flowflex.generator import GeneratorConfig, generate_dag, generate_instance
 from geosim.flowflex.mcnaughton import integerize, shape_shift, slot_usage, wrap_around
+from geosim.flowflex.metrics import KINDS, MINIMAX_METRICS, MINISUM_METRICS, Metric
 from geosim.flowflex.model import Flow, Instance, Job, JobKey, PseudoJob, ScheduleResult
 from geosim.flowflex.planner import (
     Comparison,

@@ -61,7 +61,8 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from geosim.flowflex.costs import CostFunction, Metric
+from geosim.flowflex.costs import CostFunction
+from geosim.flowflex.metrics import Metric
 from geosim.flowflex.model import Instance
 
 #: Relative slack when testing necessary conditions on floating-point times.

@@ -75,8 +75,9 @@ from geosim.flowflex.bounds import (
     smallest_passing,
     solve_relaxation,
 )
-from geosim.flowflex.costs import CostFunction, Metric, StepCost
+from geosim.flowflex.costs import CostFunction, StepCost
 from geosim.flowflex.mcnaughton import shape_shift, slot_usage
+from geosim.flowflex.metrics import Metric
 from geosim.flowflex.model import Instance, JobKey, Piece, PseudoJob, ScheduleResult, merge_pieces
 
 #: Relative tolerance of the feasibility tests on completion times.

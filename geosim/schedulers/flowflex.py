@@ -7,7 +7,8 @@ import time
 import numpy as np
 
 from geosim.flowflex import KINDS, Flow, Instance, Job, LinearCost, Metric, Plan, StepCost, plan
-from geosim.flowflex.costs import OBJECTIVES, CostFunction
+from geosim.flowflex.costs import CostFunction
+from geosim.flowflex.metrics import OBJECTIVES
 from geosim.params import Field
 from geosim.schedulers.base import Scheduler, register
 from geosim.schedulers.placement import launch_from_stages
