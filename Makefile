@@ -30,6 +30,7 @@ run-full: $(BIN)/geosim
 
 test: $(BIN)/geosim
 	$(BIN)/ruff check geosim tests benchmarks topologies viz
+	$(BIN)/lint-imports
 	$(BIN)/pytest -n auto --dist worksteal
 
 bench: $(BIN)/geosim

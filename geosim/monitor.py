@@ -1,4 +1,4 @@
-"""Observed statistics: what a scheduler may learn about the world (DESIGN.md).
+"""Observed statistics: what a scheduler may learn about the world.
 
 Like PingAn's performance modeler (003 §3.2, Fig. 1b), the monitor learns only from
 copies that completed: the processing speed each one saw (per cluster and task type)
