@@ -57,7 +57,6 @@ import copy
 import datetime as dt
 import functools
 import json
-import math
 import os
 import random
 import re
@@ -75,6 +74,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from geosim.tomlio import dump_toml as _dump_toml
+from geosim.tomlio import toml_string
+from geosim.tomlio import toml_value as _toml_value
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO_DIR = ROOT / "scenarios"
@@ -167,71 +170,35 @@ class Raw:
     text: str
 
 
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+def _placeholders(value: Any, raws: dict[str, str]) -> Any:
+    """``value`` with every :class:`Raw` replaced by a unique string recorded in ``raws``."""
+    if isinstance(value, Raw):
+        key = f"@@raw-{len(raws)}@@"
+        raws[toml_string(key)] = value.text
+        return key
+    if isinstance(value, list | tuple):
+        return [_placeholders(v, raws) for v in value]
+    if isinstance(value, dict):
+        return {k: _placeholders(v, raws) for k, v in value.items()}
+    return value
 
 
-def _toml_str(s: str) -> str:
-    out = []
-    for ch in s:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
-def _toml_key(key: str) -> str:
-    return key if _BARE_KEY.fullmatch(key) else _toml_str(key)
+def _write(writer: Callable[[Any], str], value: Any) -> str:
+    raws: dict[str, str] = {}
+    text = writer(_placeholders(value, raws))
+    for quoted, raw in raws.items():
+        text = text.replace(quoted, raw)
+    return text
 
 
 def toml_value(value: Any) -> str:
-    """One TOML value (floats keep NaN, infinities and full precision)."""
-    if isinstance(value, Raw):
-        return value.text
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        text = repr(value)
-        return text if any(c in text for c in ".en") else text + ".0"
-    if isinstance(value, str):
-        return _toml_str(value)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_toml_key(str(k))} = {toml_value(v)}"
-                                for k, v in value.items()) + " }"
-    raise TypeError(f"no TOML form for {value!r}")
+    """One TOML value (geosim's writer; :class:`Raw` values verbatim)."""
+    return _write(_toml_value, value)
 
 
 def dump_toml(doc: dict[str, Any]) -> str:
-    """Serialise a parsed scenario back to TOML (tables as headers, the rest inline)."""
-    lines: list[str] = []
-
-    def table(prefix: list[str], body: dict[str, Any]) -> None:
-        subs = []
-        for key, value in body.items():
-            if isinstance(value, dict) and value and prefix is not None:
-                subs.append((key, value))
-            else:
-                lines.append(f"{_toml_key(str(key))} = {toml_value(value)}")
-        for key, value in subs:
-            path = [*prefix, _toml_key(str(key))]
-            lines.append("")
-            lines.append(f"[{'.'.join(path)}]")
-            table(path, value)
-
-    table([], doc)
-    return "\n".join(lines) + "\n"
+    """Serialise a parsed scenario back to TOML (geosim's writer; :class:`Raw` verbatim)."""
+    return _write(_dump_toml, doc)
 
 
 # --- cases ---------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from hypothesis import strategies as st
 
 from geosim.cli import main
 from geosim.scenario import SCHEMA
+from geosim.tomlio import dump_toml, toml_value
 
 ROOT = Path(__file__).resolve().parents[1]
 BRITE = ROOT / "topologies" / "small.brite"
@@ -103,48 +104,6 @@ BASES: dict[str, dict[str, Any]] = {
     "cloning-google": _base("cloning-google"),
 }
 RUN_BASES = ("redundancy-gamma", "cloning-google")  # one small cluster: a run takes < 1 s
-
-# --- TOML text (tomllib only reads) ---------------------------------------------------------
-
-
-def _key(key: Any) -> str:
-    return json.dumps(str(key), ensure_ascii=False)
-
-
-def toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, list):
-        return "[" + ", ".join(toml_value(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_key(k)} = {toml_value(v)}"
-                               for k, v in value.items()) + "}"
-    raise TypeError(value)
-
-
-def dump_toml(doc: dict[str, Any]) -> str:
-    lines: list[str] = []
-
-    def table(prefix: list[str], body: dict[str, Any]) -> None:
-        subs = [(k, v) for k, v in body.items() if isinstance(v, dict) and v]
-        lines.extend(f"{_key(k)} = {toml_value(v)}" for k, v in body.items()
-                     if not (isinstance(v, dict) and v))
-        for key, value in subs:
-            path = [*prefix, _key(key)]
-            lines.append(f"\n[{'.'.join(path)}]")
-            table(path, value)
-
-    table([], doc)
-    return "\n".join(lines) + "\n"
-
 
 # --- a hostile case -------------------------------------------------------------------------
 
