@@ -17,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from geosim.errors import GeosimError
+from geosim.errors import GeosimError, os_error
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -141,6 +141,8 @@ def _compare(args: argparse.Namespace) -> int:
             within=args.within, fmt=args.format, dask=args.dask,
             progress=not args.no_progress and ("bar" if sys.stderr.isatty() else "lines"),
             restart=args.restart)
+        for line in comparison.redone:
+            print(f"geosim: damaged saved run made again: {line}", file=sys.stderr)
         print(comparison.format())
         print(f"results written to {comparison.out}/")
     return 0
@@ -296,6 +298,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except GeosimError as exc:
         print(f"geosim: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"geosim: error: {os_error(exc)}", file=sys.stderr)
         return 2
     except MemoryError:
         print("geosim: error: out of memory: the machine cannot hold this run (its estimate "

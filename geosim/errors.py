@@ -24,3 +24,13 @@ class GeosimError(Exception):
         parts = [p for p in (source, key) if p]
         prefix = ": ".join(parts)
         super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+def os_error(exc: OSError) -> str:
+    """One line for an error of the machine: the path and the cause.
+
+    For example ``results/x/jobs.parquet: No space left on device``.
+    """
+    path = exc.filename if exc.filename is not None else ""
+    cause = exc.strerror or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return f"{path}: {cause}" if path else cause

@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from geosim.errors import GeosimError
+from geosim.errors import GeosimError, os_error
+from geosim.experiment import lock
 from geosim.experiment.options import (
     _baseline_label,
     _check_workers,
@@ -42,7 +43,7 @@ from geosim.experiment.options import (
     coerce_specs,
     resolve_seeds,
 )
-from geosim.experiment.store import JOB_COLUMNS, CompareDir, RunOutcome
+from geosim.experiment.store import JOB_COLUMNS, MANIFEST, CompareDir, RunOutcome
 from geosim.experiment.tables import WITHIN, Comparison, build_comparison, flow_table
 from geosim.results import Result, code_fingerprint, use_code_fingerprint
 from geosim.scenario import Scenario, load_scenario
@@ -103,6 +104,8 @@ def _failed(run: _Run, exc: BaseException) -> BaseException:
     where = f"{run.spec.label}, seed {run.seed}"
     if isinstance(exc, GeosimError):
         return GeosimError(f"{where}: {exc}")
+    if isinstance(exc, OSError):
+        return GeosimError(f"{where}: {os_error(exc)}; finished runs are kept")
     if isinstance(exc, BrokenProcessPool):
         return GeosimError(f"{where}: a worker process died ({exc}); finished runs are "
                            "kept, run the comparison again to resume")
@@ -316,19 +319,24 @@ def compare(scenario: Scenario | str | os.PathLike | Mapping[str, Any],
     workers = _check_workers(jobs_parallel)
     if fmt not in ("parquet", "csv"):
         raise GeosimError(f"unknown table format {fmt!r} (parquet or csv)", source="format")
-    store = CompareDir.open(out, scenario, specs, seed_list, restart) \
-        if out is not None else None
-    with dask_client(dask) if dask is not None else contextlib.nullcontext() as client:
+    with contextlib.ExitStack() as stack:
+        if out is not None:
+            stack.enter_context(lock.hold(out, "compare"))
+        store = CompareDir.open(out, scenario, specs, seed_list, restart) \
+            if out is not None else None
+        client = stack.enter_context(dask_client(dask)) if dask is not None else None
         if store is not None:
             store.write_manifest()
         outcomes = _run_all(scenario, specs, seed_list, store, fmt, workers, client, progress)
-    comparison = build_comparison(outcomes, [s.label for s in specs], seed_list, base,
-                                  thresholds)
-    if scenario["workload"]["kind"] == "flows":
-        comparison.flows = flow_table(scenario, outcomes, [s.label for s in specs], seed_list)
-    if store is not None:
-        store.write_tables(comparison, fmt)
-        comparison.out = store.path
+        comparison = build_comparison(outcomes, [s.label for s in specs], seed_list, base,
+                                      thresholds)
+        if scenario["workload"]["kind"] == "flows":
+            comparison.flows = flow_table(scenario, outcomes, [s.label for s in specs],
+                                          seed_list)
+        if store is not None:
+            store.write_tables(comparison, fmt)
+            comparison.out = store.path
+            comparison.redone = tuple(store.damaged)
     return comparison
 
 
@@ -354,6 +362,10 @@ def _run_all(scenario: Scenario, specs: Sequence[Spec], seeds: Sequence[int],
               file=sys.stderr, disable=progress in (False, "lines"), leave=False,
               dynamic_ncols=True) as bar:
         def done(outcome: RunOutcome) -> None:
+            if store is not None and not (store.path / MANIFEST).is_file():
+                raise GeosimError(f"{MANIFEST} vanished while the comparison ran (the "
+                                  "directory was removed or replaced); stopped",
+                                  source=str(store.path))
             outcomes.append(outcome)
             bar.update(1)
             if progress == "lines":

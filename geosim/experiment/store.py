@@ -63,6 +63,67 @@ class RunOutcome:
     jobs: pd.DataFrame
 
 
+#: The tables every saved run holds (as ``<name>.parquet`` or ``<name>.csv``).
+RUN_TABLES = ("jobs", "tasks", "copies", "clusters", "links")
+
+
+def saved_run_problem(directory: str | os.PathLike, spec: Spec, seed: int,
+                      code: str) -> str:
+    """What keeps a saved run from being reused, or ``""`` when it can be.
+
+    A run can be reused when its ``summary.json`` and ``meta.json`` read back as JSON
+    objects, the meta names this scheduler (its name and every parameter of ``spec``),
+    seed and code, and every table of :data:`RUN_TABLES` is there and readable (Parquet:
+    its footer; CSV: its header), the jobs table with one row per job of the summary.
+
+    Args:
+        directory: The run's directory.
+        spec: The scheduler it should hold.
+        seed: The seed it should hold.
+        code: The code fingerprint of the comparison.
+    """
+    src = Path(directory)
+    records = {}
+    for name in ("summary.json", "meta.json"):
+        try:
+            records[name] = json.loads((src / name).read_text())
+        except FileNotFoundError:
+            return f"{name} is missing"
+        except (OSError, ValueError):
+            return f"{name} cannot be read"
+        if not isinstance(records[name], dict):
+            return f"{name} cannot be read"
+    meta, summary = records["meta.json"], records["summary.json"]
+    params = meta.get("params") if isinstance(meta.get("params"), dict) else {}
+    if meta.get("scheduler") != spec.name or meta.get("seed") != seed \
+            or any(params.get(k) != v for k, v in json.loads(json.dumps(spec.params)).items()):
+        return "meta.json describes another run"
+    if meta.get("code") != code:
+        return "meta.json names other code"
+    for name in RUN_TABLES:
+        rows = _table_rows(src, name)
+        if rows is None:
+            return f"{name}.parquet or {name}.csv is missing or cannot be read"
+        if name == "jobs" and rows != summary.get("jobs", rows) and rows >= 0:
+            return f"jobs table has {rows} rows, summary.json {summary.get('jobs')} jobs"
+    return ""
+
+
+def _table_rows(directory: Path, name: str) -> int | None:
+    """Rows of a saved table (-1: a CSV, not counted), or None if unreadable or missing."""
+    import pyarrow.parquet as pq
+    parquet, csv = directory / f"{name}.parquet", directory / f"{name}.csv"
+    try:
+        if parquet.is_file():
+            return int(pq.read_metadata(parquet).num_rows)
+        if csv.is_file():
+            with csv.open() as fh:
+                return -1 if fh.readline().strip() else None
+    except (OSError, ValueError):      # pyarrow's ArrowInvalid is a ValueError
+        return None
+    return None
+
+
 def load_outcome(directory: str | os.PathLike, label: str, seed: int) -> RunOutcome:
     """Read what the comparison needs from a saved run (its summary and jobs table)."""
     src = Path(directory)
@@ -119,6 +180,8 @@ class CompareDir:
 
     def __init__(self, path: Path, manifest: dict[str, Any], stale: bool = False):
         self.path, self.manifest, self.stale = path, manifest, stale
+        #: Saved runs found damaged by :meth:`load` (one line each), made again.
+        self.damaged: list[str] = []
 
     @classmethod
     def open(cls, path: str | os.PathLike, scenario: Scenario, specs: Sequence[Spec],
@@ -216,11 +279,24 @@ class CompareDir:
         return path
 
     def load(self, spec: Spec, seed: int) -> RunOutcome | None:
-        """The saved outcome of a run, or None if its directory is not complete."""
+        """The saved outcome of a run, or None if it has to run (again).
+
+        A run directory that exists but fails :func:`saved_run_problem` (or whose jobs
+        table then cannot be read) is removed and recorded in :attr:`damaged`, so the run
+        is made again. (A save is atomic: an interrupted one leaves no run directory.)
+        """
         src = self.run_dir(spec, seed)
-        if not (src / "summary.json").is_file():
+        if not src.exists():
             return None
-        return load_outcome(src, spec.label, seed)
+        problem = saved_run_problem(src, spec, seed, self.manifest["code"])
+        if not problem:
+            try:
+                return load_outcome(src, spec.label, seed)
+            except (OSError, ValueError, KeyError):
+                problem = "the jobs table cannot be read"
+        self.damaged.append(f"{spec.label}, seed {seed}: {problem}")
+        shutil.rmtree(src, ignore_errors=True)
+        return None
 
     def write_tables(self, comparison: Comparison, fmt: str) -> None:
         """Write ``summary.csv``, ``runs.csv`` and ``per_job.<fmt>``; record the baseline.

@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from geosim.errors import GeosimError
+from geosim.experiment import lock
 from geosim.experiment.options import (
     _check_workers,
     check_within,
@@ -477,6 +478,7 @@ def sweep(scenario: Scenario | str | os.PathLike | Mapping[str, Any],
             path, stale = Path(stack.enter_context(tempfile.TemporaryDirectory())), False
         else:
             path = Path(out)
+            stack.enter_context(lock.hold(path, "sweep"))
             stale = _open_dir(path, manifest, restart)
             if path.exists() and not stale:
                 for cell, sc in zip(manifest["cells"], scenarios, strict=True):

@@ -165,6 +165,8 @@ class Comparison:
     #: Flows of MapReduce jobs (004): one row per label, seed and metric of 004 Tables 1-2
     #: with the cost, the lower bound and their ratio (:mod:`geosim.flowcost`).
     flows: pd.DataFrame | None = None
+    #: Saved runs of the directory that were found damaged and made again (one line each).
+    redone: tuple[str, ...] = ()
 
     def format(self) -> str:
         """The summary as an aligned text table."""

@@ -1,0 +1,152 @@
+"""What a disk, a crash or a second user does to stored results: nothing lost or corrupted."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+
+import pandas as pd
+import pytest
+from conftest import closed_world
+
+import geosim
+from geosim import GeosimError
+from geosim.cli import main
+from geosim.experiment import lock
+from geosim.scenario import load_scenario
+
+SCHEDULERS = ["fifo", "srpt"]
+
+
+def tiny(**kw):
+    return closed_world(**{"slots": 2, "rate": 0.3, "n_jobs": 12, **kw})
+
+
+def compare(out, **kw):
+    return geosim.compare(tiny(), SCHEDULERS, reps=2, jobs_parallel=1, out=out, **kw)
+
+
+@pytest.fixture
+def finished(tmp_path):
+    """A finished comparison and its summary table."""
+    out = tmp_path / "cmp"
+    return out, compare(out).summary
+
+
+def run_dir(out, label="fifo", seed=1):
+    return out / "runs" / label / f"seed-{seed}"
+
+
+DAMAGES = {
+    "truncated jobs table": lambda d: (d / "jobs.parquet").write_bytes(
+        (d / "jobs.parquet").read_bytes()[:100]),
+    "malformed summary": lambda d: (d / "summary.json").write_text("{not json"),
+    "summary of another shape": lambda d: (d / "summary.json").write_text("[1, 2]"),
+    "meta of another seed": lambda d: (d / "meta.json").write_text(json.dumps(
+        {**json.loads((d / "meta.json").read_text()), "seed": 7})),
+    "a table missing": lambda d: (d / "copies.parquet").unlink(),
+    "rows lost": lambda d: pd.read_parquet(d / "jobs.parquet").iloc[:-1].to_parquet(
+        d / "jobs.parquet", index=False),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_run_is_made_again_and_said(finished, damage):
+    out, summary = finished
+    DAMAGES[damage](run_dir(out))
+    again = compare(out)
+    assert len(again.redone) == 1 and again.redone[0].startswith("fifo, seed 1: ")
+    pd.testing.assert_frame_equal(again.summary, summary)
+    assert compare(out).redone == ()          # made again, it is reused afterwards
+
+
+def test_the_command_line_says_which_run_was_made_again(finished, capsys, tmp_path):
+    out, _ = finished
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(geosim.load_scenario(tiny()).to_toml())
+    DAMAGES["truncated jobs table"](run_dir(out, "srpt", 2))
+    assert main(["compare", str(scenario), "--schedulers", "fifo,srpt", "--reps", "2",
+                 "--jobs-parallel", "1", "--out", str(out), "--no-progress"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["geosim: damaged saved run made again: srpt, seed 2: jobs.parquet or "
+                   "jobs.csv is missing or cannot be read"]
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing_partial(tmp_path, capsys, monkeypatch):
+    def full(self, path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", full)
+    scenario = tmp_path / "tiny.toml"
+    scenario.write_text(geosim.load_scenario(tiny()).to_toml())
+    out = tmp_path / "run"
+    assert main(["run", str(scenario), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("geosim: error: ")
+    assert err[0].endswith("jobs.parquet: No space left on device")
+    assert not out.exists() and list(tmp_path.iterdir()) == [scenario]
+    cmp = tmp_path / "cmp"
+    assert main(["compare", str(scenario), "--schedulers", "fifo,srpt", "--jobs-parallel",
+                 "1", "--out", str(cmp), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "fifo, seed 1: " in err[0] and "No space left" in err[0]
+    assert not (cmp / "runs").exists() or not any((cmp / "runs").rglob("summary.json"))
+
+
+def test_a_removed_comparison_directory_stops_the_comparison(tmp_path, monkeypatch):
+    import shutil
+
+    from geosim.experiment import runner
+    out = tmp_path / "cmp"
+    real = runner._execute
+
+    def execute_then_remove(scenario, run, fmt):
+        outcome = real(scenario, run, fmt)
+        shutil.rmtree(out)
+        return outcome
+
+    monkeypatch.setattr(runner, "_execute", execute_then_remove)
+    with pytest.raises(GeosimError, match="compare.json vanished while the comparison ran"):
+        compare(out)
+
+
+@pytest.mark.parametrize("name", ["a\nb", 'quote " and \\ back', "tab\there\x7f", "日本"])
+def test_a_saved_scenario_reads_back_equal(name):
+    scenario = load_scenario(tiny(), {"run.name": name})
+    again = load_scenario(tomllib.loads(scenario.to_toml()))
+    assert again.data == scenario.data
+
+
+def test_a_second_writer_of_a_directory_is_refused_in_one_line(tmp_path):
+    out = tmp_path / "cmp"
+    with lock.hold(out, "compare"):
+        with pytest.raises(GeosimError) as err:
+            compare(out)
+    message = str(err.value)
+    assert message.startswith(f"{out}: is being written by another geosim compare (pid "
+                              f"{os.getpid()} on ")
+    assert "\n" not in message and not out.exists()
+    compare(out)                               # free again once released
+
+
+def test_the_lock_of_a_killed_process_is_free(tmp_path):
+    out = tmp_path / "cmp"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom geosim.experiment import lock\n"
+         f"with lock.hold({str(out)!r}, 'sweep'):\n    print('held', flush=True)\n"
+         "    time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(GeosimError, match=f"another geosim sweep \\(pid {holder.pid} "):
+            compare(out)
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+    start = time.perf_counter()
+    assert compare(out).out == out and time.perf_counter() - start < 60
