@@ -14,12 +14,14 @@ import tomllib
 import pandas as pd
 import pytest
 from conftest import closed_world
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import geosim
 from geosim import GeosimError
 from geosim.cli import main
 from geosim.experiment import lock
-from geosim.scenario import load_scenario
+from geosim.scenario import SCHEMA, load_scenario
 
 SCHEDULERS = ["fifo", "srpt"]
 
@@ -150,3 +152,69 @@ def test_the_lock_of_a_killed_process_is_free(tmp_path):
         holder.wait(10)
     start = time.perf_counter()
     assert compare(out).out == out and time.perf_counter() - start < 60
+
+
+# --- round trip over the whole schema ---------------------------------------------------------
+
+def valid_value(field) -> st.SearchStrategy:
+    """Values a field's declaration allows (strings with control and non-ASCII characters)."""
+    lo = -1e6 if field.lo is None else field.lo
+    hi = 1e6 if field.hi is None else min(field.hi, max(lo, 0) + 1e6)
+    if field.kind in ("float", "range"):
+        number = st.floats(lo, hi, exclude_min=field.lo_open, exclude_max=field.hi_open,
+                           allow_nan=False)
+        if field.kind == "float":
+            return number
+        return st.one_of(number, st.tuples(number, number).map(lambda p: sorted(p)))
+    if field.kind in ("int", "irange"):
+        number = st.integers(int(lo) + field.lo_open, int(hi) - field.hi_open)
+        if field.kind == "int":
+            return number
+        return st.one_of(number, st.tuples(number, number).map(lambda p: sorted(p)))
+    if field.kind == "bool":
+        return st.booleans()
+    if field.kind == "str":
+        return st.sampled_from(field.choices) if field.choices else st.text(max_size=12)
+    if field.kind == "table":
+        return st.dictionaries(st.text(min_size=1, max_size=6),
+                               st.one_of(st.text(max_size=6), st.integers(-5, 5)), max_size=3)
+    return st.lists(st.text(max_size=6), max_size=3)
+
+
+FIELDS = sorted((f"{section}.{key}", field) for section, fields in SCHEMA.items()
+                for key, field in fields.items())
+
+
+@st.composite
+def accepted_scenario(draw):
+    """A scenario the validator accepts: the tiny world with up to eight keys changed."""
+    chosen = draw(st.lists(st.sampled_from(FIELDS), max_size=8, unique_by=lambda f: f[0]))
+    overrides = {key: draw(valid_value(field)) for key, field in chosen}
+    try:
+        return load_scenario(tiny(), overrides)
+    except GeosimError:
+        assume(False)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.filter_too_much,
+                                                                  HealthCheck.too_slow])
+@given(accepted_scenario())
+def test_every_accepted_scenario_reads_back_equal(scenario):
+    text = scenario.to_toml()
+    again = load_scenario(tomllib.loads(text))
+    assert again.data == scenario.data
+    assert again.to_toml() == text
+
+
+def test_a_saved_result_loads_back_equal(tmp_path):
+    result = geosim.run(load_scenario(tiny(), {"run.name": "tab\there, ünï \"q\""}),
+                        scheduler="srpt", seed=3)
+    for fmt in ("parquet", "csv"):
+        again = geosim.load_result(result.save(tmp_path / fmt, fmt=fmt))
+        for name in ("jobs", "tasks", "copies", "clusters", "links"):
+            ours, theirs = getattr(result, name), getattr(again, name)
+            if fmt == "csv":        # CSV keeps values, not dtypes (categories read as text)
+                ours, theirs = ours.astype(object), theirs.astype(object)
+            pd.testing.assert_frame_equal(theirs, ours, check_dtype=fmt == "parquet")
+        assert again.summary == json.loads(json.dumps(result.summary))
+        assert again.scenario_toml == result.scenario_toml
