@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import tomllib
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -23,6 +24,7 @@ from geosim.cli import main
 from geosim.experiment import lock
 from geosim.scenario import SCHEMA, load_scenario
 
+ROOT = Path(__file__).resolve().parents[1]
 SCHEDULERS = ["fifo", "srpt"]
 
 
@@ -218,3 +220,40 @@ def test_a_saved_result_loads_back_equal(tmp_path):
             pd.testing.assert_frame_equal(theirs, ours, check_dtype=fmt == "parquet")
         assert again.summary == json.loads(json.dumps(result.summary))
         assert again.scenario_toml == result.scenario_toml
+
+
+# --- a worker killed ---------------------------------------------------------------------------
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_worker_is_replaced_and_its_runs_made_again(tmp_path):
+    from test_lifecycle import _stat, descendants, wait_for
+    out = tmp_path / "cmp"
+    argv = [sys.executable, "-m", "geosim.cli", "compare", "scenarios/quickstart.toml",
+            "--schedulers", "fifo,srpt", "--reps", "2", "--jobs-parallel", "2", "--out",
+            str(out), "--no-progress"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        def workers():
+            deeper = [p for p in descendants(proc.pid)
+                      if (st := _stat(p)) is not None and st[0] != proc.pid]
+            return deeper if len(deeper) >= 2 else proc.poll() is not None
+
+        victims = wait_for(workers, 120.0, "two worker processes")
+        assert proc.poll() is None
+        time.sleep(1.0)                             # simulating by now
+        os.kill(victims[0], signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, stderr
+    assert "geosim: a worker process died" in stderr and "unfinished runs again" in stderr
+    saved = sorted(p.parent.name + "/" + p.name for p in out.glob("runs/*/seed-*"))
+    assert saved == ["fifo/seed-1", "fifo/seed-2", "srpt/seed-1", "srpt/seed-2"]
+    assert all((out / "runs" / s / "summary.json").is_file() for s in saved)
+    assert not list(out.glob("runs/*/.seed-*"))     # no half-written run left behind
+    again = subprocess.run(argv[:-1], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "runs done" not in again.stderr   # nothing ran again
+    assert again.stdout.split("results written")[0] == stdout.split("results written")[0]

@@ -177,7 +177,11 @@ def run_local(scenario: Scenario, runs: Sequence[_Run], fmt: str, workers: int,
               done: Done) -> None:
     """Run ``runs`` in up to ``workers`` processes (in this process if one suffices).
 
-    Workers end when this process ends, even if it is killed (:func:`exit_with`).
+    Workers end when this process ends, even if it is killed (:func:`exit_with`). A worker
+    that dies (killed, out of memory) breaks the pool: the runs not finished then are run
+    once more in a new pool, with a line on standard error; a second death stops the
+    command with one line. Finished runs are saved either way, so nothing is run twice
+    after a resume.
     """
     if workers <= 1 or len(runs) <= 1:
         for run in runs:
@@ -187,6 +191,40 @@ def run_local(scenario: Scenario, runs: Sequence[_Run], fmt: str, workers: int,
                 raise _failed(run, exc) from None
             done(outcome)
         return
+    finished: set[tuple[str, int]] = set()
+
+    def record(outcome: RunOutcome) -> None:
+        finished.add((outcome.label, outcome.seed))
+        done(outcome)
+
+    left = list(runs)
+    for attempt in (1, 2):
+        try:
+            _run_pool(scenario, left, fmt, workers, record)
+            return
+        except _PoolBroken as broken:
+            left = [r for r in left if (r.spec.label, r.seed) not in finished]
+            if attempt == 2:
+                raise _failed(broken.run, broken.exc) from None
+            print(f"geosim: a worker process died ({broken.exc}); running the "
+                  f"{len(left)} unfinished runs again", file=sys.stderr, flush=True)
+
+
+class _PoolBroken(Exception):
+    """A worker of the pool died while ``run`` was pending."""
+
+    def __init__(self, run: _Run, exc: BaseException):
+        super().__init__(str(exc))
+        self.run, self.exc = run, exc
+
+
+def _run_pool(scenario: Scenario, runs: Sequence[_Run], fmt: str, workers: int,
+              done: Done) -> None:
+    """Run ``runs`` in one pool of worker processes.
+
+    Raises:
+        _PoolBroken: A worker died.
+    """
     with ProcessPoolExecutor(min(workers, len(runs)), mp_context=_mp_context(),
                              initializer=_init_worker,
                              initargs=(os.getpid(), code_fingerprint())) as pool:
@@ -195,6 +233,8 @@ def run_local(scenario: Scenario, runs: Sequence[_Run], fmt: str, workers: int,
             for future in as_completed(futures):
                 try:
                     outcome = future.result()
+                except BrokenProcessPool as exc:
+                    raise _PoolBroken(futures[future], exc) from None
                 except Exception as exc:
                     raise _failed(futures[future], exc) from None
                 done(outcome)
