@@ -257,3 +257,32 @@ def test_a_killed_worker_is_replaced_and_its_runs_made_again(tmp_path):
     again = subprocess.run(argv[:-1], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "runs done" not in again.stderr   # nothing ran again
     assert again.stdout.split("results written")[0] == stdout.split("results written")[0]
+
+
+def test_a_killed_dask_worker_loses_nothing(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    import threading
+    scenario = load_scenario(ROOT / "scenarios" / "quickstart.toml", {"workload.n_jobs": 60})
+    reference = geosim.compare(scenario, SCHEDULERS, reps=2, jobs_parallel=1)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        victim, killed = min(client.run(os.getpid).values()), []
+
+        def kill_when_busy() -> None:
+            deadline = time.monotonic() + 60
+            while not client.processing() or not any(client.processing().values()):
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.05)
+            time.sleep(0.5)
+            os.kill(victim, signal.SIGKILL)
+            killed.append(victim)
+
+        killer = threading.Thread(target=kill_when_busy, daemon=True)
+        killer.start()
+        remote = geosim.compare(scenario, SCHEDULERS, reps=2, dask=client, out=tmp_path / "d")
+        killer.join(5)
+    assert killed == [victim]
+    assert len(list((tmp_path / "d").glob("runs/*/seed-*/summary.json"))) == 4
+    pd.testing.assert_frame_equal(remote.per_job, reference.per_job)
