@@ -276,6 +276,10 @@ def load_result(directory: str | os.PathLike) -> Result:
     except json.JSONDecodeError as exc:
         raise GeosimError(f"damaged result: malformed JSON ({exc.msg})",
                           source=str(src)) from None
+    for name, value in (("summary.json", summary), ("meta.json", meta)):
+        if not isinstance(value, dict):
+            raise GeosimError(f"damaged result: {name} holds no JSON object",
+                              source=str(src))
     return Result(**tables, summary=summary, meta=meta, scenario_toml=texts["scenario.toml"])
 
 

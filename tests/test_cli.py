@@ -184,6 +184,8 @@ def test_a_damaged_or_incomplete_result_is_refused_in_one_line(tmp_path, capsys)
         "no-table": (lambda d: (d / "copies.parquet").unlink(), "no copies table"),
         "no-meta": (lambda d: (d / "meta.json").unlink(), "no meta.json"),
         "bad-json": (lambda d: (d / "summary.json").write_text("{"), "malformed JSON"),
+        "json-list": (lambda d: (d / "meta.json").write_text("[]"),
+                      "meta.json holds no JSON object"),
     }
     for name, (spoil, message) in damage.items():
         target = tmp_path / name
