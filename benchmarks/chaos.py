@@ -172,7 +172,7 @@ def tmpfs(size: str) -> Iterator[Path | None]:
 def disk_cases(geosim: Geosim, work: Path) -> Iterator[tuple[str, bool]]:
     scenario = work / "s.toml"
     scenario.write_text(SCENARIO.format(name="chaos").replace("n_jobs = 30", "n_jobs = 3000"))
-    with tmpfs("600k") as full:
+    with tmpfs("120k") as full:
         if full is None:
             print("disk: cannot mount a tmpfs here; disk cases skipped", file=sys.stderr)
             return

@@ -8,6 +8,9 @@ prints that line and exits with status 2, without a traceback.
 
 from __future__ import annotations
 
+import os
+import re
+
 
 class GeosimError(Exception):
     """A user-facing error with a one-line message.
@@ -29,8 +32,14 @@ class GeosimError(Exception):
 def os_error(exc: OSError) -> str:
     """One line for an error of the machine: the path and the cause.
 
-    For example ``results/x/jobs.parquet: No space left on device``.
+    For example ``results/x/jobs.parquet: No space left on device``. An error without
+    an ``errno`` of its own is read for the ``[errno N]`` it names; the cause is the
+    system's text for the error number (pyarrow's own text wraps it in its details).
     """
     path = exc.filename if exc.filename is not None else ""
-    cause = exc.strerror or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    text = str(exc).strip()
+    code = exc.errno or next((int(m) for m in re.findall(r"\[errno (\d+)\]", text,
+                                                         flags=re.IGNORECASE)), None)
+    cause = (os.strerror(code) if code else "") or exc.strerror \
+        or (text.splitlines() or [type(exc).__name__])[0]
     return f"{path}: {cause}" if path else cause

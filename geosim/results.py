@@ -128,10 +128,12 @@ class Result:
                 old.rmdir()
                 dest.rename(old)
             tmp.rename(dest)
-        except BaseException:
+        except BaseException as exc:
             shutil.rmtree(tmp, ignore_errors=True)
             if old is not None and old.exists() and not dest.exists():
                 old.rename(dest)   # put the previous result back
+            if isinstance(exc, OSError) and exc.filename is None:
+                exc.filename = str(dest)       # name the result that could not be written
             raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)

@@ -286,3 +286,20 @@ def test_a_killed_dask_worker_loses_nothing(tmp_path):
     assert killed == [victim]
     assert len(list((tmp_path / "d").glob("runs/*/seed-*/summary.json"))) == 4
     pd.testing.assert_frame_equal(remote.per_job, reference.per_job)
+
+
+def test_a_real_full_file_system(tmp_path, capsys):
+    full = tmp_path / "full"
+    full.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=120k", "tmpfs", str(full)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        scenario = tmp_path / "big.toml"
+        scenario.write_text(geosim.load_scenario(tiny(n_jobs=3000)).to_toml())
+        assert main(["run", str(scenario), "--out", str(full / "run"), "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"geosim: error: {full / 'run'}: No space left on device"]
+        assert list(full.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(full)], capture_output=True)
