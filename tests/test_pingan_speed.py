@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from geosim.modeler import _pairwise_sum
+from geosim.distributions import pairwise_sum
 from geosim.schedulers.pingan import (
     _flows,
     _gain_order,
@@ -25,7 +25,7 @@ def test_pairwise_sum_is_numpys(n):
     rng = np.random.default_rng(n)
     for _ in range(20):
         x = rng.random(n) * 10.0 ** rng.uniform(-8, 8, n)
-        assert 0.0 + _pairwise_sum(x, n, n) == np.sum(x)
+        assert 0.0 + pairwise_sum(x, n, n) == np.sum(x)
 
 
 @pytest.mark.parametrize("k", [2, 10, 16, 33])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from geosim.modeler import _exact_min, _row_min_quantiles, _survival_steps, quantile_bounds
+from geosim.distributions import exact_min, quantile_bounds, row_min_quantiles, survival_steps
 from geosim.params import Field
 from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
@@ -331,7 +331,7 @@ class Mantri(Monitored, Redundancy):
             what, where, took, best_mean, ok = _decide_lazy(
                 model.speed, model.bandwidth, view.task_type[tasks].astype(np.int64),
                 work.astype(float), g_ptr.astype(np.int64), g_src.astype(np.int64),
-                g_size.astype(float), _survival_steps(1, k), lo, hi, t_rem, c, restartable,
+                g_size.astype(float), survival_steps(1, k), lo, hi, t_rem, c, restartable,
                 pool_lo, pool_hi, pool_cluster, used, room, self._margin, self.delta, factor)
             if ok:
                 free[:] = room
@@ -436,7 +436,7 @@ class Mantri(Monitored, Redundancy):
             redo = _t_new_rows(model.speed, model.bandwidth, types.astype(np.int64),
                                work.astype(float), np.r_[0, np.cumsum(per_task)],
                                g_src.astype(np.int64), g_size.astype(float),
-                               need.astype(np.bool_), _survival_steps(1, k), lo, hi, t_new,
+                               need.astype(np.bool_), survival_steps(1, k), lo, hi, t_new,
                                self._clean_model())
             if redo.size:
                 self._t_new_exact(view, tasks, work, redo, r, t_new)
@@ -478,7 +478,7 @@ class Mantri(Monitored, Redundancy):
                 if g_src[g] != dst[row]:
                     slot = 1 + g - first[pos[row]]
                     atoms[row, slot, :] = model.bandwidth[g_src[g] * n + dst[row]] / g_size[g]
-        _, q = _exact_min(atoms, 2.0 * redo.astype(float), True)
+        _, q = exact_min(atoms, 2.0 * redo.astype(float), True)
         with np.errstate(divide="ignore"):
             t_new[pos, dst] = 1.0 / q[:, ::-1]
 
@@ -505,7 +505,7 @@ def _t_new_rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, need, step,
     Row ``(j, m)`` holds the processing-rate atoms ``speed[m, types[j]] / work[j]`` and,
     per input group ``g`` of task ``j``, the transfer-rate atoms
     ``bandwidth[src_g · n + m] / size_g`` (absent when the input is local). Its quantiles
-    are settled by :func:`~geosim.modeler._row_min_quantiles`. ``clean`` promises that
+    are settled by :func:`~geosim.distributions.row_min_quantiles`. ``clean`` promises that
     every atom of ``speed`` and ``bandwidth`` is finite and ``>= 0`` and each row ascends:
     when its task's work and input sizes are positive and finite, a row's atoms then
     ascend too (a division by such a number keeps the order and makes no NaN or ``-inf``;
@@ -543,7 +543,7 @@ def _t_new_rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, need, step,
                     for a in range(k):
                         vals[nv, a] = bandwidth[row, a] / g_size[g]
                     nv += 1
-            if _row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, sorted_):
+            if row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, sorted_):
                 for a in range(k):
                     t_new[j, m, a] = 1.0 / q[k - 1 - a]
             else:
@@ -753,7 +753,7 @@ def _lazy_argmin(mask, j, speed, bandwidth, types, work, g_ptr, g_src, g_size, s
         visited[pick] = True
         if not has_mean[pick]:
             nv = _row_vals(speed, bandwidth, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
-            if not _row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
+            if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
                 return -2
             for a in range(k):
                 atoms[pick, a] = 1.0 / q[k - 1 - a]

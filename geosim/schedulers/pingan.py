@@ -8,18 +8,16 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, objmode
 
-from geosim.modeler import (
-    ESTIMATES,
-    LEARN_FROM,
-    PerformanceModel,
-    _merge_row,
-    _pairwise_sum,
-    _row_mean,
-    _row_quantiles,
-    _survival_steps,
+from geosim.distributions import (
     expected_min,
+    merge_row,
+    pairwise_sum,
+    row_mean,
+    row_quantiles,
+    survival_steps,
     thresholds,
 )
+from geosim.modeler import ESTIMATES, LEARN_FROM, PerformanceModel
 from geosim.params import Field
 from geosim.schedulers.base import Scheduler, register
 from geosim.view import READY, RUNNING, Actions, SchedulerView
@@ -425,7 +423,7 @@ class PingAn(Scheduler):
                           ev.floor, ev.cand, ev.din, ev.g_ptr, ev.g_src, ev.dout, job_pos,
                           st.budget, st.free, st.res_in, st.res_out, st.gate, plan.rows,
                           plan.cols, plan.n, self.copies_by_round, ev.atoms, ev.filled,
-                          *ev.source, log1, log2, self.model.dt, _survival_steps(1, k))
+                          *ev.source, log1, log2, self.model.dt, survival_steps(1, k))
             return
         rows1, col1 = self._first_round(ev, rows, job_pos, st, plan)
         if rows1.size == 0:
@@ -433,7 +431,7 @@ class PingAn(Scheduler):
         # pro1's exponents, and their exp.
         ex, v, ptr, xs, js = _second_prep(
             rows1, col1, ev.cand, ev.rate, ev.floor, ev.atoms, ev.filled, *ev.source, log1,
-            self.model.dt, _survival_steps(2, k), False, job_pos, st.budget, ev.din,
+            self.model.dt, survival_steps(2, k), False, job_pos, st.budget, ev.din,
             ev.g_src, ev.dout, st.free, st.res_in, st.res_out, st.gate)
         np.exp(ex, out=ex)
         r2 = self.model.task_rate(_pairs(ev.atoms, rows1, col1)).reshape(rows1.size, m)
@@ -669,7 +667,7 @@ class _RowCache:
         self.reserve(0, 0, cand.size * k * (1 + top))
         rate, rank, opt, din, dout, floor, self.n_atoms = _cache_rates(
             slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, model.speed,
-            model.bandwidth, _survival_steps(1 + top, k), self.start, self.length, self.mean,
+            model.bandwidth, survival_steps(1 + top, k), self.start, self.length, self.mean,
             self.g_lo, self.g_hi, self.v, self.surv, self.n_atoms, k, top, reach, gate, denom)
         return rate, opt, din, dout, floor, (slots, rank, g_ptr, self.start, self.length,
                                              self.v, self.surv, thresholds(k))
@@ -686,7 +684,7 @@ def _grown(a: np.ndarray, size: int) -> np.ndarray:
 # Each kernel does in one pass what a chain of small NumPy calls did, with the same
 # floating-point operations in the same order (results are bit-identical): elementwise
 # arithmetic, exact minima and maxima, and sums in NumPy's own order
-# (``geosim.modeler._pairwise_sum``).
+# (``geosim.distributions.pairwise_sum``).
 
 
 @njit(cache=True)
@@ -867,7 +865,7 @@ def _flows(rate, cand, reach, g_ptr, g_src, g_size, gate):  # pragma: no cover -
                 buf[g - lo] = f
                 dout[g, j] = _min(f, gate[g_src[g]])
             if hi > lo:
-                din[i, j] = buf[0] + _pairwise_sum(buf[1:], hi - lo - 1, hi - lo - 1)
+                din[i, j] = buf[0] + pairwise_sum(buf[1:], hi - lo - 1, hi - lo - 1)
             din[i, j] = _min(din[i, j], gate[c])
     return opt, din, dout
 
@@ -1261,7 +1259,7 @@ def _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, 
                 n_atoms):  # pragma: no cover - compiled
     """Merge the atoms of each (task, candidate) of :meth:`_RowCache.rates` not yet stored.
 
-    A row is merged (:func:`~geosim.modeler._merge_row`) from the atoms of
+    A row is merged (:func:`~geosim.distributions.merge_row`) from the atoms of
     :func:`_rate_atoms`; a task without input groups stores its ``K`` atoms as they are.
 
     Returns:
@@ -1302,7 +1300,7 @@ def _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, 
                     log_surv[n_atoms + q] = 0.0
                 n_atoms += k
             else:
-                n_atoms = _merge_row(vals, step, r, k, v, log_surv, n_atoms, use, head, end,
+                n_atoms = merge_row(vals, step, r, k, v, log_surv, n_atoms, use, head, end,
                                      cur, heap)
             length[s, c] = n_atoms - start[s, c]
             fresh[n_fresh, 0], fresh[n_fresh, 1] = s, c
@@ -1315,7 +1313,7 @@ def _cache_means(slots, cand, g_ptr, g_src, g_size, fresh, start, length, mean, 
                  v, surv, k, top, reach, gate, denom):  # pragma: no cover - compiled
     """The rates of :meth:`_RowCache.rates` from the stored rows, their flows and floors.
 
-    The newly stored rows get their mean first (:func:`~geosim.modeler._row_mean`; a task
+    The newly stored rows get their mean first (:func:`~geosim.distributions.row_mean`; a task
     without input groups: the mean of its ``k`` atoms, as ``numpy.mean``).
 
     Returns:
@@ -1332,9 +1330,9 @@ def _cache_means(slots, cand, g_ptr, g_src, g_size, fresh, start, length, mean, 
         hi = lo + length[s, c]
         r = 1 + g_hi[s] - g_lo[s]
         if r == 1:
-            mean[s, c] = (0.0 + _pairwise_sum(v[lo:hi], k, k)) / k
+            mean[s, c] = (0.0 + pairwise_sum(v[lo:hi], k, k)) / k
         else:
-            mean[s, c] = _row_mean(v, surv, lo, hi, r * k, terms)
+            mean[s, c] = row_mean(v, surv, lo, hi, r * k, terms)
     rate = np.empty((n_tasks, m))
     rank = np.empty(n_tasks, dtype=np.int64)
     seen = np.zeros(top + 1, dtype=np.int64)
@@ -1358,7 +1356,7 @@ def _fill_quantiles(rows, filled, atoms, cand, rate, floor, slots, rank, g_ptr, 
     (with ``take``) those that cannot be taken now (:func:`_takeable` with ``tk``); no
     round takes them, and none reads their atoms. The rows are those of
     :meth:`_RowCache.rates`;
-    each row's quantiles are searched (:func:`~geosim.modeler._row_quantiles`) at its
+    each row's quantiles are searched (:func:`~geosim.distributions.row_quantiles`) at its
     offset ``2 (rank * M + j)`` in its :func:`~geosim.modeler.expected_min` call; a task
     without input groups has the atoms of its processing rate.
     """
@@ -1380,7 +1378,7 @@ def _fill_quantiles(rows, filled, atoms, cand, rate, floor, slots, rank, g_ptr, 
                 for q in range(k):
                     atoms[x, j, q] = v[lo + q]
             else:
-                _row_quantiles(v, surv, lo, lo + length[s, c], thresholds,
+                row_quantiles(v, surv, lo, lo + length[s, c], thresholds,
                                2.0 * (rank[x] * m + j), atoms[x, j])
 
 
@@ -1397,7 +1395,7 @@ def _max_row(atoms, i, cols, h, step, v, log_surv, w, vals, use, head, end, cur,
     for z in range(h):
         for q in range(k):
             vals[z * k + q] = -atoms[i, cols[z], k - 1 - q]
-    return _merge_row(vals, step, h, k, v, log_surv, w, use, head, end, cur, heap)
+    return merge_row(vals, step, h, k, v, log_surv, w, use, head, end, cur, heap)
 
 
 @njit(cache=True)
@@ -1411,7 +1409,7 @@ def _pair_rows(atoms, rows, col, rate, floor, step, take,
     taken now (:func:`_takeable`; ``take`` is whether to check, ``tk`` what to check).
 
     Returns:
-        Atoms, log-survivals and row starts as :func:`~geosim.modeler._merged_atoms`,
+        Atoms, log-survivals and row starts as :func:`~geosim.distributions.merged_atoms`,
         and the ``x`` and ``j`` of each row.
     """
     n1, m, k = rows.size, atoms.shape[1], atoms.shape[2]
@@ -1453,7 +1451,7 @@ def _saving_bound(atoms, i, j, y, before, buf):  # pragma: no cover - compiled
     k = atoms.shape[2]
     for q in range(k):
         buf[q] = _max(atoms[i, j, q] - y, 0.0)
-    return before + (0.0 + _pairwise_sum(buf, k, k)) / k
+    return before + (0.0 + pairwise_sum(buf, k, k)) / k
 
 
 @njit(cache=True)
@@ -1476,7 +1474,7 @@ def _saving_rows(atoms, rows, have, before, need, rate, floor, step, take,
 
     Returns:
         ``ti`` and ``ci``, then atoms, log-survivals and row starts as
-        :func:`~geosim.modeler._merged_atoms`.
+        :func:`~geosim.distributions.merged_atoms`.
     """
     n, m, k = rows.size, atoms.shape[1], atoms.shape[2]
     h = have.shape[1]
@@ -1519,7 +1517,7 @@ def _neg_means(v, surv, ptr, m, xs, js, out):  # pragma: no cover - compiled
     """Write ``-mean`` of each merged row to ``out[xs, js]`` (its expected maximum)."""
     terms = np.zeros(m)
     for e in range(xs.size):
-        out[xs[e], js[e]] = -_row_mean(v, surv, ptr[e], ptr[e + 1], m, terms)
+        out[xs[e], js[e]] = -row_mean(v, surv, ptr[e], ptr[e + 1], m, terms)
     return out
 
 
@@ -1877,7 +1875,7 @@ def _insure_rates(rows, first_reli, second_reli, rate, floor, cand, din, g_ptr, 
 
     Each ``exp`` is NumPy's (:func:`_exp`). ``slots`` to ``thresholds`` are the
     candidates' quantile source (:meth:`_RowCache.rates`), ``step_k`` the log-survival
-    steps of one variable (:func:`~geosim.modeler._survival_steps` of ``(1, K)``).
+    steps of one variable (:func:`~geosim.distributions.survival_steps` of ``(1, K)``).
     """
     k = step_k.size
     m = cand.shape[1]
@@ -1919,7 +1917,7 @@ def _insure_rates(rows, first_reli, second_reli, rate, floor, cand, din, g_ptr, 
 
 @njit(cache=True)
 def _tiled(step_k, r):  # pragma: no cover - compiled
-    """``step_k`` repeated ``r`` times (:func:`~geosim.modeler._survival_steps` of ``r``)."""
+    """``step_k`` repeated ``r`` times (:func:`~geosim.distributions.survival_steps` of ``r``)."""
     k = step_k.size
     out = np.empty(r * k)
     for o in range(r * k):
