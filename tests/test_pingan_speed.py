@@ -1,8 +1,8 @@
 """PingAn's compiled kernels against the NumPy expressions they replace, bit for bit.
 
-The kernels of :mod:`geosim.schedulers.pingan` repeat NumPy's floating-point operations
-in NumPy's order (pairwise sums, ``reduceat``, stable sorts), so a run's results do not
-depend on which of the two computes them. These tests pin that on random inputs.
+The kernels of the :mod:`geosim.schedulers.pingan` package repeat NumPy's floating-point
+operations in NumPy's order (pairwise sums, ``reduceat``, stable sorts), so a run's results
+do not depend on which of the two computes them. These tests pin that on random inputs.
 """
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ import numpy as np
 import pytest
 
 from geosim.distributions import pairwise_sum
-from geosim.schedulers.pingan import (
-    _flows,
-    _gain_order,
-    _order,
-    _saving_candidates,
-)
+from geosim.schedulers.pingan.candidates import _flows
+from geosim.schedulers.pingan.kernels import _gain_order, _order
+from geosim.schedulers.pingan.rounds import _saving_candidates
 from geosim.view import _group_inputs
 
 
