@@ -26,6 +26,10 @@ from geosim.schedulers.pingan.candidates import (
 )
 from geosim.schedulers.pingan.reservations import _held_arrays, _hold, _not_live, _targets, _unhold
 from geosim.schedulers.pingan.rounds import (
+    CandidateArrays,
+    PlanArrays,
+    QuantileSource,
+    Resources,
     _insure_rates,
     _keep_exponents,
     _pairs,
@@ -443,11 +447,13 @@ class PingAn(Scheduler):
         log1, log2 = self._logs()
         k, m = ev.atoms.shape[2], ev.cand.shape[1]
         if not self._mean_time:     # the same steps, in one compiled call
-            _insure_rates(rows, self._first != "eff", self._second != "eff", ev.rate,
-                          ev.floor, ev.cand, ev.din, ev.g_ptr, ev.g_src, ev.dout, job_pos,
-                          st.budget, st.free, st.res_in, st.res_out, st.gate, plan.rows,
-                          plan.cols, plan.n, self.copies_by_round, ev.atoms, ev.filled,
-                          *ev.source, log1, log2, self.model.dt, survival_steps(1, k))
+            offer = CandidateArrays(ev.rate, ev.floor, ev.cand, ev.din, ev.g_ptr, ev.g_src,
+                                    ev.dout, ev.atoms, ev.filled)
+            use = Resources(job_pos, st.budget, st.free, st.res_in, st.res_out, st.gate)
+            planned = PlanArrays(plan.rows, plan.cols, plan.n, self.copies_by_round)
+            _insure_rates(rows, self._first != "eff", self._second != "eff", offer, use,
+                          planned, QuantileSource(*ev.source), log1, log2, self.model.dt,
+                          survival_steps(1, k))
             return
         rows1, col1 = self._first_round(ev, rows, job_pos, st, plan)
         if rows1.size == 0:

@@ -7,6 +7,8 @@ slots). With mean rates, :func:`_insure_rates` runs them all in one compiled cal
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -463,17 +465,78 @@ def _saving_serve(rows, have, need, ti, ci, v, surv, ptr, given, merged, m_atoms
     return rows[pos], out, speed
 
 
+class CandidateArrays(NamedTuple):
+    """A step's tasks and their candidates as the rounds read them (see ``_Candidates``)."""
+
+    rate: np.ndarray      # (T, M) E[r(1)] of one copy on each candidate (-inf: unreachable)
+    floor: np.ndarray     # (T,) rate floor of each task
+    cand: np.ndarray      # (T, M) candidate clusters
+    din: np.ndarray       # (T, M) ingress throughput a copy there reserves
+    g_ptr: np.ndarray     # input groups of task i: g_ptr[i]:g_ptr[i + 1]
+    g_src: np.ndarray     # source cluster of each group
+    dout: np.ndarray      # (G, M) egress throughput reserved at each group's source
+    atoms: np.ndarray     # (T, M, K) quantile atoms of one copy's rate, where ``filled``
+    filled: np.ndarray    # (T,) whether each task's atoms are filled in
+
+
+class Resources(NamedTuple):
+    """What a step's rounds consume (updated in place), and each task's job."""
+
+    job_pos: np.ndarray   # position of each task's job among the admitted
+    budget: np.ndarray    # slots each admitted job may still take
+    free: np.ndarray      # free slots per cluster
+    res_in: np.ndarray    # ingress gate bandwidth reserved per cluster
+    res_out: np.ndarray   # egress gate bandwidth reserved per cluster
+    gate: np.ndarray      # gate bandwidth per cluster (slightly widened)
+
+
+class PlanArrays(NamedTuple):
+    """The copies a step plans (appended in place) and the count per round."""
+
+    rows: np.ndarray      # task index of each copy
+    cols: np.ndarray      # candidate index of each copy
+    n: np.ndarray         # copies so far (one entry)
+    by_round: np.ndarray  # copies made by round 1, round 2 and rounds >= 3
+
+
+class QuantileSource(NamedTuple):
+    """Where :func:`_fill_quantiles` reads a task's quantile atoms (the row cache)."""
+
+    slots: np.ndarray
+    rank: np.ndarray
+    g_ptr: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    v: np.ndarray
+    surv: np.ndarray
+    thresholds: np.ndarray
+
+
 @njit(cache=True)
-def _insure_rates(rows, first_reli, second_reli, rate, floor, cand, din, g_ptr, g_src, dout,
-                  job_pos, budget, free, res_in, res_out, gate, plan_rows, plan_cols, plan_n,
-                  by_round, atoms, filled, slots, rank, g_ptr_s, start, length, v_c, surv_c,
-                  thresholds, log1, log2, dt, step_k):  # pragma: no cover - compiled
+def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1, log2, dt,
+                  step_k):  # pragma: no cover - compiled
     """:meth:`PingAn._insure` with mean rates: the rounds' kernels in one call.
 
-    Each ``exp`` is NumPy's (:func:`_exp`). ``slots`` to ``thresholds`` are the
-    candidates' quantile source (:meth:`_RowCache.rates`), ``step_k`` the log-survival
-    steps of one variable (:func:`~geosim.distributions.survival_steps` of ``(1, K)``).
+    Args:
+        rows: The tasks (indices into ``offer``) the rounds consider, in order.
+        first_reli: Whether round 1 scores by reliability (else by efficiency).
+        second_reli: Whether round 2 does.
+        offer: The candidates (:class:`CandidateArrays`).
+        use: What the rounds consume (:class:`Resources`), updated in place.
+        plan: Where the copies go (:class:`PlanArrays`), appended in place.
+        source: The candidates' quantile source (:class:`QuantileSource`).
+        log1: ``log1p(-p)`` per cluster.
+        log2: ``log1p(-p_a p_b)`` per pair of clusters.
+        dt: Time slot (s).
+        step_k: Log-survival steps of one variable
+            (:func:`~geosim.distributions.survival_steps` of ``(1, K)``).
+
+    Each ``exp`` is NumPy's (:func:`_exp`).
     """
+    rate, floor, cand, din, g_ptr, g_src, dout, atoms, filled = offer
+    job_pos, budget, free, res_in, res_out, gate = use
+    plan_rows, plan_cols, plan_n, by_round = plan
+    slots, rank, g_ptr_s, start, length, v_c, surv_c, thresholds = source
     k = step_k.size
     m = cand.shape[1]
     pro = np.empty((0, 0))
