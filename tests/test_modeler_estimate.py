@@ -16,7 +16,7 @@ from geosim import GeoModel, load_scenario, make_scheduler
 from geosim.errors import GeosimError
 from geosim.modeler import PerformanceModel, expected_time_max, expected_time_min
 from geosim.monitor import Monitor, Priors
-from geosim.schedulers.pingan import _saving_candidates_time
+from geosim.schedulers.pingan.rounds import _saving_candidates_time
 from geosim.workload import Workload
 
 WORK = 1000.0       # MI of the task

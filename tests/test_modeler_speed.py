@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from geosim.modeler import _exact_min, _survival_steps, expected_min, quantile_bounds
+from geosim.distributions import exact_min, expected_min, quantile_bounds, survival_steps
 from geosim.schedulers.mantri import _decide, _t_new_rows
 
 
@@ -51,7 +51,7 @@ def _fast(speed, bandwidth, types, work, g_task, g_src, g_size, need=None, bound
     need = np.ones(n, dtype=bool) if need is None else need
     redo = _t_new_rows(speed, bandwidth, types.astype(np.int64), work,
                        np.r_[0, np.cumsum(per_task)], g_src.astype(np.int64), g_size, need,
-                       _survival_steps(1, k), lo, hi, out, clean)
+                       survival_steps(1, k), lo, hi, out, clean)
     return out, redo
 
 
@@ -116,7 +116,7 @@ def test_unsettled_rows_are_reported_and_solved_exactly_with_their_offsets():
             trans = bandwidth.reshape(n, n, k)[g_src] / g_size[:, None, None]
             trans[np.arange(g_task.size), g_src, :] = np.inf
             full[g_task, :, slot, :] = trans
-            _, q = _exact_min(full.reshape(-1, r, k)[redo], 2.0 * redo, True)
+            _, q = exact_min(full.reshape(-1, r, k)[redo], 2.0 * redo, True)
             flat = got.reshape(-1, k)
             flat[redo] = 1.0 / q[:, ::-1]
         assert np.array_equal(got, want, equal_nan=True)
@@ -128,7 +128,7 @@ def test_exact_min_on_a_subset_of_rows_matches_the_whole_call():
     atoms[::4, 1] = np.inf
     mean, q = expected_min(atoms, quantiles=True)
     rows = np.array([0, 7, 199, 399])
-    m2, q2 = _exact_min(atoms[rows], 2.0 * rows, True)
+    m2, q2 = exact_min(atoms[rows], 2.0 * rows, True)
     assert np.array_equal(m2, mean[rows]) and np.array_equal(q2, q[rows])
 
 

@@ -1,8 +1,8 @@
 """PingAn's compiled kernels against the NumPy expressions they replace, bit for bit.
 
-The kernels of :mod:`geosim.schedulers.pingan` repeat NumPy's floating-point operations
-in NumPy's order (pairwise sums, ``reduceat``, stable sorts), so a run's results do not
-depend on which of the two computes them. These tests pin that on random inputs.
+The kernels of the :mod:`geosim.schedulers.pingan` package repeat NumPy's floating-point
+operations in NumPy's order (pairwise sums, ``reduceat``, stable sorts), so a run's results
+do not depend on which of the two computes them. These tests pin that on random inputs.
 """
 
 from __future__ import annotations
@@ -10,13 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from geosim.modeler import _pairwise_sum
-from geosim.schedulers.pingan import (
-    _flows,
-    _gain_order,
-    _order,
-    _saving_candidates,
-)
+from geosim.distributions import pairwise_sum
+from geosim.schedulers.pingan.candidates import _flows
+from geosim.schedulers.pingan.kernels import _gain_order, _order
+from geosim.schedulers.pingan.rounds import _saving_candidates
 from geosim.view import _group_inputs
 
 
@@ -25,7 +22,7 @@ def test_pairwise_sum_is_numpys(n):
     rng = np.random.default_rng(n)
     for _ in range(20):
         x = rng.random(n) * 10.0 ** rng.uniform(-8, 8, n)
-        assert 0.0 + _pairwise_sum(x, n, n) == np.sum(x)
+        assert 0.0 + pairwise_sum(x, n, n) == np.sum(x)
 
 
 @pytest.mark.parametrize("k", [2, 10, 16, 33])

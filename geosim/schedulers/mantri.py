@@ -9,10 +9,12 @@ only when that is likely to finish it sooner without costing more slot time.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-from geosim.modeler import _exact_min, _row_min_quantiles, _survival_steps, quantile_bounds
+from geosim.distributions import exact_min, quantile_bounds, row_min_quantiles, survival_steps
 from geosim.params import Field
 from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
@@ -331,7 +333,7 @@ class Mantri(Monitored, Redundancy):
             what, where, took, best_mean, ok = _decide_lazy(
                 model.speed, model.bandwidth, view.task_type[tasks].astype(np.int64),
                 work.astype(float), g_ptr.astype(np.int64), g_src.astype(np.int64),
-                g_size.astype(float), _survival_steps(1, k), lo, hi, t_rem, c, restartable,
+                g_size.astype(float), survival_steps(1, k), lo, hi, t_rem, c, restartable,
                 pool_lo, pool_hi, pool_cluster, used, room, self._margin, self.delta, factor)
             if ok:
                 free[:] = room
@@ -436,7 +438,7 @@ class Mantri(Monitored, Redundancy):
             redo = _t_new_rows(model.speed, model.bandwidth, types.astype(np.int64),
                                work.astype(float), np.r_[0, np.cumsum(per_task)],
                                g_src.astype(np.int64), g_size.astype(float),
-                               need.astype(np.bool_), _survival_steps(1, k), lo, hi, t_new,
+                               need.astype(np.bool_), survival_steps(1, k), lo, hi, t_new,
                                self._clean_model())
             if redo.size:
                 self._t_new_exact(view, tasks, work, redo, r, t_new)
@@ -478,7 +480,7 @@ class Mantri(Monitored, Redundancy):
                 if g_src[g] != dst[row]:
                     slot = 1 + g - first[pos[row]]
                     atoms[row, slot, :] = model.bandwidth[g_src[g] * n + dst[row]] / g_size[g]
-        _, q = _exact_min(atoms, 2.0 * redo.astype(float), True)
+        _, q = exact_min(atoms, 2.0 * redo.astype(float), True)
         with np.errstate(divide="ignore"):
             t_new[pos, dst] = 1.0 / q[:, ::-1]
 
@@ -505,7 +507,7 @@ def _t_new_rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, need, step,
     Row ``(j, m)`` holds the processing-rate atoms ``speed[m, types[j]] / work[j]`` and,
     per input group ``g`` of task ``j``, the transfer-rate atoms
     ``bandwidth[src_g · n + m] / size_g`` (absent when the input is local). Its quantiles
-    are settled by :func:`~geosim.modeler._row_min_quantiles`. ``clean`` promises that
+    are settled by :func:`~geosim.distributions.row_min_quantiles`. ``clean`` promises that
     every atom of ``speed`` and ``bandwidth`` is finite and ``>= 0`` and each row ascends:
     when its task's work and input sizes are positive and finite, a row's atoms then
     ascend too (a division by such a number keeps the order and makes no NaN or ``-inf``;
@@ -543,7 +545,7 @@ def _t_new_rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, need, step,
                     for a in range(k):
                         vals[nv, a] = bandwidth[row, a] / g_size[g]
                     nv += 1
-            if _row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, sorted_):
+            if row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, sorted_):
                 for a in range(k):
                     t_new[j, m, a] = 1.0 / q[k - 1 - a]
             else:
@@ -575,20 +577,121 @@ def _decide(means, atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster,
     ``free`` and ``taken`` (the fresh copies of the pool used) are updated in place.
     Candidate ``j`` may restart on a cluster with room or on one of its job's untaken
     fresh copies ``pool_lo[j]:pool_hi[j]`` (an empty range unless restartable), else
-    duplicate on a cluster with room; ``factor < 0`` is ``(c+1)/c``.
+    duplicate on a cluster with room; ``factor < 0`` is ``(c+1)/c``. The rules are
+    :func:`_apply_rules`', on ``t_new`` rows given in full (``means``, ``atoms``).
 
     Returns:
         Per candidate: 0 (nothing), 1 (duplicate) or 2 (restart); the cluster; the pool
         entry whose slot it takes, or -1 for an idle slot.
     """
-    m, n = means.shape
-    k = atoms.shape[2]
+    what, where, took, _, _ = _apply_rules(False, means, atoms, _no_rows(), _no_memo(), t_rem,
+                                           c, restartable, pool_lo, pool_hi, pool_cluster,
+                                           taken, free, margin, delta, factor)
+    return what, where, took
+
+
+class _Rows(NamedTuple):
+    """What :func:`_lazy_argmin` computes ``t_new`` rows from (:func:`_t_new_rows`' inputs)."""
+
+    speed: np.ndarray       # speed atoms per cluster and type
+    bandwidth: np.ndarray   # bandwidth atoms per cluster pair
+    types: np.ndarray       # type of each candidate's task
+    work: np.ndarray        # work of each candidate's task
+    g_ptr: np.ndarray       # input groups of candidate j: g_ptr[j]:g_ptr[j + 1]
+    g_src: np.ndarray       # source cluster of each group
+    g_size: np.ndarray      # size of each group
+    step: np.ndarray        # log-survival steps of the merge
+    lo: np.ndarray          # quantile search bounds (quantile_bounds)
+    hi: np.ndarray
+
+
+class _Memo(NamedTuple):
+    """Work arrays of :func:`_lazy_argmin` and the rows it memoises for one candidate."""
+
+    vals: np.ndarray        # a row's variables
+    q: np.ndarray           # the quantiles of their minimum
+    use: np.ndarray         # merge state (row_min_quantiles)
+    head: np.ndarray
+    cur: np.ndarray
+    low: np.ndarray         # least atom of each rank over a row's variables
+    term: np.ndarray        # the lower bound's atoms
+    bound: np.ndarray       # lower bound of each row's mean, if has_bound
+    has_bound: np.ndarray
+    mean: np.ndarray        # each row's mean and t_new atoms, if has_mean
+    has_mean: np.ndarray
+    atoms: np.ndarray
+    visited: np.ndarray     # rows taken by the current search
+
+
+@njit(cache=True)
+def _no_rows():  # pragma: no cover - compiled
+    """An empty :class:`_Rows` (the rules on rows given in full)."""
+    f1, i1 = np.empty(0), np.empty(0, dtype=np.int64)
+    return _Rows(np.empty((0, 0, 0)), np.empty((0, 0)), i1, f1, i1, i1, f1, f1, i1, i1)
+
+
+@njit(cache=True)
+def _memo(n, k, r):  # pragma: no cover - compiled
+    """A :class:`_Memo` for ``n`` clusters, ``k`` atoms and rows of at most ``r`` variables."""
+    return _Memo(np.empty((r, k)), np.empty(k), np.empty(r, dtype=np.int64),
+                 np.empty(r, dtype=np.int64), np.empty(r), np.empty(k), np.empty(k),
+                 np.empty(n), np.zeros(n, dtype=np.bool_), np.empty(n),
+                 np.zeros(n, dtype=np.bool_), np.empty((n, k)), np.empty(n, dtype=np.bool_))
+
+
+@njit(cache=True)
+def _no_memo():  # pragma: no cover - compiled
+    """An empty :class:`_Memo` (the rules on rows given in full)."""
+    return _memo(0, 0, 0)
+
+
+@njit(cache=True, error_model="numpy")
+def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
+    """The cluster of least ``E[t_new]`` over ``mask`` for candidate ``j`` (first minimum).
+
+    From the full rows (``means``), or computing rows as needed (``lazy``,
+    :func:`_lazy_argmin`). Returns -1 if ``mask`` is empty, -2 if a row needs the general
+    path.
+    """
+    if not lazy:
+        return _argmin_in(means[j], mask)
+    return _lazy_argmin(mask, j, rows.speed, rows.bandwidth, rows.types, rows.work, rows.g_ptr,
+                        rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, memo.vals, memo.q,
+                        memo.use, memo.head, memo.cur, memo.low, memo.term, memo.bound,
+                        memo.has_bound, memo.mean, memo.has_mean, memo.atoms, memo.visited)
+
+
+@njit(cache=True, error_model="numpy")
+def _apply_rules(lazy, means, atoms, rows, memo, t_rem, c, restartable, pool_lo, pool_hi,
+                 pool_cluster, taken, free, margin, delta, factor):  # pragma: no cover
+    """Mantri's restart and duplicate rules for a chunk of candidates, in order.
+
+    The loop of :func:`_decide` (``means`` and ``atoms``: every ``t_new`` row) and of
+    :func:`_decide_lazy` (``lazy``: rows computed from ``rows`` where a rule needs them,
+    memoised per candidate in ``memo``). Candidate ``j`` restarts on the best cluster with
+    room or holding one of its job's untaken fresh copies if that beats ``t_rem`` by
+    ``margin``; else it is duplicated on the best cluster with room if a new copy (times
+    ``(c+1)/c``, or ``factor``) beats ``t_rem`` with probability above ``delta``. The
+    slot taken is an idle one if the cluster has one, else the fresh copy's.
+
+    Returns:
+        Per candidate: 0 (nothing), 1 (duplicate) or 2 (restart); the cluster; the pool
+        entry whose slot it takes, or -1; ``E[t_new]`` at the chosen cluster; and whether
+        every row needed was settled (if not, the rest is meaningless).
+    """
+    m = t_rem.size
+    n = free.size
+    k = memo.atoms.shape[1] if lazy else atoms.shape[2]
     what = np.zeros(m, dtype=np.int64)
     where = np.full(m, -1, dtype=np.int64)
     took = np.full(m, -1, dtype=np.int64)
+    best_mean = np.zeros(m)
     room = np.empty(n, dtype=np.bool_)
     wide = np.empty(n, dtype=np.bool_)
     for j in range(m):
+        if lazy:
+            memo.has_bound[:] = False
+            memo.has_mean[:] = False
         any_room = False
         for x in range(n):
             room[x] = free[x] > 0
@@ -604,21 +707,26 @@ def _decide(means, atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster,
             for e in range(pool_lo[j], pool_hi[j]):
                 if not taken[e]:
                     wide[pool_cluster[e]] = True
-            best = _argmin_in(means[j], wide)
-            restart = t_rem[j] > means[j, best] + margin
+            best = _best_in(lazy, j, wide, means, rows, memo)
+            if best == -2:
+                return what, where, took, best_mean, False
+            restart = t_rem[j] > (memo.mean[best] if lazy else means[j, best]) + margin
         if not restart:
-            best = _argmin_in(means[j], room)
+            best = _best_in(lazy, j, room, means, rows, memo)
+            if best == -2:
+                return what, where, took, best_mean, False
             if best < 0:
                 continue
             f = (c[j] + 1.0) / c[j] if factor < 0 else factor
             hits = 0
             for a in range(k):
-                if atoms[j, best, a] * f < t_rem[j]:
+                if (memo.atoms[best, a] if lazy else atoms[j, best, a]) * f < t_rem[j]:
                     hits += 1
             if not hits / k > delta:
                 continue
         what[j] = 2 if restart else 1
         where[j] = best
+        best_mean[j] = memo.mean[best] if lazy else means[j, best]
         if free[best] > 0:
             free[best] -= 1
         else:
@@ -627,7 +735,7 @@ def _decide(means, atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster,
                     taken[e] = True
                     took[j] = e
                     break
-    return what, where, took
+    return what, where, took, best_mean, True
 
 
 @njit(cache=True)
@@ -753,7 +861,7 @@ def _lazy_argmin(mask, j, speed, bandwidth, types, work, g_ptr, g_src, g_size, s
         visited[pick] = True
         if not has_mean[pick]:
             nv = _row_vals(speed, bandwidth, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
-            if not _row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
+            if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
                 return -2
             for a in range(k):
                 atoms[pick, a] = 1.0 / q[k - 1 - a]
@@ -779,79 +887,10 @@ def _decide_lazy(speed, bandwidth, types, work, g_ptr, g_src, g_size, step, lo, 
         :func:`_decide`'s three arrays, ``E[t_new]`` at each chosen cluster, and whether
         every row needed was settled by the fast path (if not, the rest is meaningless).
     """
-    m = types.size
-    n = free.size
-    k = speed.shape[2]
-    what = np.zeros(m, dtype=np.int64)
-    where = np.full(m, -1, dtype=np.int64)
-    took = np.full(m, -1, dtype=np.int64)
-    best_mean = np.zeros(m)
     r = 1
-    for j in range(m):
+    for j in range(types.size):
         r = max(r, 1 + g_ptr[j + 1] - g_ptr[j])
-    vals = np.empty((r, k))
-    q = np.empty(k)
-    use = np.empty(r, dtype=np.int64)
-    head = np.empty(r, dtype=np.int64)
-    cur = np.empty(r)
-    low = np.empty(k)
-    term = np.empty(k)
-    bound = np.empty(n)
-    has_bound = np.zeros(n, dtype=np.bool_)
-    mean = np.empty(n)
-    has_mean = np.zeros(n, dtype=np.bool_)
-    atoms = np.empty((n, k))
-    visited = np.empty(n, dtype=np.bool_)
-    room = np.empty(n, dtype=np.bool_)
-    wide = np.empty(n, dtype=np.bool_)
-    for j in range(m):
-        has_bound[:] = False
-        has_mean[:] = False
-        any_room = False
-        for x in range(n):
-            room[x] = free[x] > 0
-            any_room = any_room or room[x]
-        mine = False
-        for e in range(pool_lo[j], pool_hi[j]):
-            if not taken[e]:
-                mine = True
-        restart = False
-        best = -1
-        if mine or (restartable[j] and any_room):
-            wide[:] = room
-            for e in range(pool_lo[j], pool_hi[j]):
-                if not taken[e]:
-                    wide[pool_cluster[e]] = True
-            best = _lazy_argmin(wide, j, speed, bandwidth, types, work, g_ptr, g_src, g_size,
-                                step, lo, hi, vals, q, use, head, cur, low, term, bound,
-                                has_bound, mean, has_mean, atoms, visited)
-            if best == -2:
-                return what, where, took, best_mean, False
-            restart = t_rem[j] > mean[best] + margin
-        if not restart:
-            best = _lazy_argmin(room, j, speed, bandwidth, types, work, g_ptr, g_src, g_size,
-                                step, lo, hi, vals, q, use, head, cur, low, term, bound,
-                                has_bound, mean, has_mean, atoms, visited)
-            if best == -2:
-                return what, where, took, best_mean, False
-            if best < 0:
-                continue
-            f = (c[j] + 1.0) / c[j] if factor < 0 else factor
-            hits = 0
-            for a in range(k):
-                if atoms[best, a] * f < t_rem[j]:
-                    hits += 1
-            if not hits / k > delta:
-                continue
-        what[j] = 2 if restart else 1
-        where[j] = best
-        best_mean[j] = mean[best]
-        if free[best] > 0:
-            free[best] -= 1
-        else:
-            for e in range(pool_lo[j], pool_hi[j]):
-                if not taken[e] and pool_cluster[e] == best:
-                    taken[e] = True
-                    took[j] = e
-                    break
-    return what, where, took, best_mean, True
+    rows = _Rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, step, lo, hi)
+    return _apply_rules(True, np.empty((0, 0)), np.empty((0, 0, 0)), rows,
+                        _memo(free.size, speed.shape[2], r), t_rem, c, restartable, pool_lo,
+                        pool_hi, pool_cluster, taken, free, margin, delta, factor)

@@ -1,0 +1,595 @@
+"""PingAn's candidate clusters and the expected rate of one copy on each.
+
+The row cache (:class:`RowCache`) keeps, between refreshes of the performance model, the
+merged atoms of each (task, cluster) copy rate, its candidates and upper bounds; the
+compiled kernels here fill it and read rates, flows and quantile atoms from it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, objmode
+
+from geosim.distributions import (
+    merge_row,
+    pairwise_sum,
+    row_mean,
+    row_quantiles,
+    survival_steps,
+    thresholds,
+)
+from geosim.modeler import PerformanceModel
+from geosim.schedulers.pingan.kernels import _exp, _max, _min, _most_groups
+from geosim.schedulers.pingan.reservations import _takeable
+
+
+def _top(score: np.ndarray, m: int) -> np.ndarray:
+    """Columns of the ``m`` lowest values of each row (any order)."""
+    return np.argpartition(score, m - 1, axis=1)[:, :m]
+
+
+class _RowCache:
+    """The merged atoms of one copy's rate per (task, cluster), for one version of the model.
+
+    Between two refreshes of the performance model, a ready task evaluated again on a
+    cluster has the same rate atoms, so the same merged atoms, survivals and expected
+    rate (:func:`~geosim.modeler.expected_min`); only its quantile atoms depend on its
+    row in the step's search (the row's offset), and they are searched again from the
+    stored atoms. The same holds of the upper bounds of its rate on every cluster, and of
+    its candidates among the reachable clusters (the ``m`` best bounds, :func:`_top`),
+    these kept while reachability does not change.
+    A task's entry holds its input groups too and serves only while they are the same.
+    Everything is dropped when the model's version changes.
+
+    Args:
+        n_tasks: Tasks of the workload.
+        n_clusters: Clusters of the world.
+        m: Candidates per task among the reachable clusters.
+    """
+
+    def __init__(self, n_tasks: int, n_clusters: int, m: int):
+        self.version = -1
+        self.reach_epoch = -1
+        self.task_slot = np.full(n_tasks, -1, dtype=np.int64)
+        self.n_slots = self.n_groups = self.n_atoms = 0
+        self.slot_task = np.empty(0, dtype=np.int64)              # per slot: its task
+        self.start = np.empty((0, n_clusters), dtype=np.int64)   # per slot and cluster
+        self.length = np.empty((0, n_clusters), dtype=np.int64)
+        self.mean = np.empty((0, n_clusters))
+        self.cand = np.empty((0, m), dtype=np.int64)              # per slot: candidates
+        self.cand_ok = np.empty(0, dtype=np.bool_)
+        self.bound = np.empty((0, n_clusters))                    # per slot: upper bounds
+        self.bound_ok = np.empty(0, dtype=np.bool_)
+        self.g_lo = np.empty(0, dtype=np.int64)                   # per slot: its groups
+        self.g_hi = np.empty(0, dtype=np.int64)
+        self.g_src = np.empty(0, dtype=np.int64)
+        self.g_size = np.empty(0)
+        self.v = np.empty(0)                                      # merged atoms
+        self.surv = np.empty(0)                                   # their survivals
+
+    def reset(self, version: int) -> None:
+        """Drop every entry; the model is now at ``version``."""
+        self.version = version
+        self.task_slot[self.slot_task[: self.n_slots]] = -1
+        self.n_slots = self.n_groups = self.n_atoms = 0
+
+    def reserve(self, slots: int, groups: int, atoms: int) -> None:
+        """Make room for ``slots`` more tasks, ``groups`` input groups and ``atoms`` atoms."""
+        need = self.n_slots + slots
+        if need > self.start.shape[0]:
+            size = max(need, 2 * self.start.shape[0], 64)
+            self.start = _grown(self.start, size)
+            self.length = _grown(self.length, size)
+            self.mean = _grown(self.mean, size)
+            self.g_lo = _grown(self.g_lo, size)
+            self.g_hi = _grown(self.g_hi, size)
+            self.cand = _grown(self.cand, size)
+            self.cand_ok = _grown(self.cand_ok, size)
+            self.bound = _grown(self.bound, size)
+            self.bound_ok = _grown(self.bound_ok, size)
+            self.slot_task = _grown(self.slot_task, size)
+        need = self.n_groups + groups
+        if need > self.g_src.size:
+            size = max(need, 2 * self.g_src.size, 1024)
+            self.g_src = _grown(self.g_src, size)
+            self.g_size = _grown(self.g_size, size)
+        need = self.n_atoms + atoms
+        if need > self.v.size:
+            size = max(need, 2 * self.v.size, 1 << 16)
+            self.v = _grown(self.v, size)
+            self.surv = _grown(self.surv, size)
+
+    def lookup(self, version: int, reach_epoch: int, tasks: np.ndarray, g_ptr: np.ndarray,
+               g_src: np.ndarray, g_size: np.ndarray, task_type: np.ndarray,
+               task_work: np.ndarray, speed_b: np.ndarray, bw_b: np.ndarray,
+               reach: np.ndarray, free: np.ndarray, find: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """Each task's entry (a new one where it has none), and its candidates.
+
+        With ``find``, the candidates of :meth:`PingAn._evaluate` (mean rates): the ``m``
+        best upper bounds (``speed_b``, ``bw_b``: mean speeds and bandwidths) among the
+        reachable clusters, kept in the entry, followed where some such candidate has no
+        free slot by the ``m`` best among the clusters with one (:func:`_find_candidates`).
+
+        Args:
+            version: The model's version.
+            reach_epoch: Changes whenever reachability does.
+            tasks: The step's tasks.
+            g_ptr: Input groups of each task (as
+                :meth:`~geosim.view.SchedulerView.input_group_ptr`).
+            g_src: Source cluster of each group.
+            g_size: Size of each group.
+            task_type: Type of every task.
+            task_work: Mean work of every task.
+            speed_b: Mean speed per cluster and type.
+            bw_b: Mean bandwidth per cluster pair.
+            reach: Whether each cluster is reachable.
+            free: Free slots per cluster.
+            find: Whether to find the candidates.
+
+        Returns:
+            The entries and the candidates (not meaningful without ``find``).
+        """
+        if self.version != version:
+            self.reset(version)
+        if self.reach_epoch != reach_epoch:
+            self.reach_epoch = reach_epoch
+            self.cand_ok[: self.n_slots] = False
+        self.reserve(tasks.size, g_ptr[-1], 0)
+        slots, self.n_slots, self.n_groups, cand = _find_candidates(
+            tasks, g_ptr, g_src, g_size, self.task_slot, self.slot_task, self.n_slots,
+            self.start, self.g_lo, self.g_hi, self.g_src, self.g_size, self.n_groups,
+            self.cand, self.cand_ok, self.bound, self.bound_ok, task_type, task_work, speed_b,
+            bw_b, reach, free, find)
+        return slots, cand
+
+    def rates(self, model: PerformanceModel, slots: np.ndarray, tasks: np.ndarray,
+              cand: np.ndarray, task_type: np.ndarray, task_work: np.ndarray,
+              g_ptr: np.ndarray, g_src: np.ndarray, g_size: np.ndarray, reach: np.ndarray,
+              gate: np.ndarray, denom: float) -> tuple[np.ndarray, ...]:
+        """``E[r(1)]`` of one copy of each task on each candidate, its flows and floors.
+
+        The rates are :func:`~geosim.modeler.expected_min` (with quantiles) of the atoms
+        of ``V^P / work`` and of each ``V^T_s / size_s``, one call per number of input
+        groups with the tasks in order, as :meth:`PingAn._evaluate` with mean rates
+        defines them; the flows are :func:`_flows`'; the floors ``opt / denom``.
+        ``slots`` are the tasks' entries (:meth:`lookup`, this step).
+
+        Returns:
+            The rates ``(T, M)`` (``-inf`` where unreachable), ``opt``, ``din``, ``dout``,
+            the floors, and the arguments ``slots`` to ``thresholds`` of
+            :func:`_fill_quantiles`, which finds the quantile atoms of given tasks.
+        """
+        k = model.k
+        top = _most_groups(g_ptr)
+        self.reserve(0, 0, cand.size * k * (1 + top))
+        rate, rank, opt, din, dout, floor, self.n_atoms = _cache_rates(
+            slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, model.speed,
+            model.bandwidth, survival_steps(1 + top, k), self.start, self.length, self.mean,
+            self.g_lo, self.g_hi, self.v, self.surv, self.n_atoms, k, top, reach, gate, denom)
+        return rate, opt, din, dout, floor, (slots, rank, g_ptr, self.start, self.length,
+                                             self.v, self.surv, thresholds(k))
+
+
+def _grown(a: np.ndarray, size: int) -> np.ndarray:
+    """``a`` with its first axis grown to ``size`` (the new part uninitialised)."""
+    out = np.empty((size,) + a.shape[1:], dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _neg_bounds(speed_mean, bw_mean, rows, tasks, task_type, task_work, g_ptr, g_src, g_size,
+                mask):  # pragma: no cover - compiled
+    """Negated upper bound ``min(E[V^P] / work, min_s E[V^T_s] / size_s)`` per cluster.
+
+    Returns:
+        Per task of ``rows`` (positions in ``tasks``) and cluster, the bound negated where
+        ``mask`` holds (the cluster is reachable, or has a free slot), ``+inf`` elsewhere.
+    """
+    n = speed_mean.shape[0]
+    neg = np.empty((rows.size, n))
+    for x in range(rows.size):
+        i = rows[x]
+        t = tasks[i]
+        for c in range(n):
+            b = _bound(speed_mean, bw_mean, c, task_type[t], task_work[t], g_ptr[i],
+                       g_ptr[i + 1], g_src, g_size)
+            neg[x, c] = -b if mask[c] else np.inf
+    return neg
+
+
+@njit(cache=True)
+def _bound(speed_mean, bw_mean, c, task_type, work, lo, hi, g_src,
+           g_size):  # pragma: no cover - compiled
+    """``min(E[V^P] / work, min_s E[V^T_s] / size_s)`` of a task (groups ``lo:hi``) on ``c``."""
+    b = speed_mean[c, task_type] / work
+    for g in range(lo, hi):
+        tr = np.inf if g_src[g] == c else bw_mean[g_src[g], c] / g_size[g]
+        b = _min(b, tr)
+    return b
+
+
+@njit(cache=True)
+def _any_unfit(cand, free, reach):  # pragma: no cover - compiled
+    """Whether some reachable candidate has no free slot."""
+    for i in range(cand.shape[0]):
+        for j in range(cand.shape[1]):
+            if reach[cand[i, j]] and not free[cand[i, j]] > 0:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _by_groups(g_ptr):  # pragma: no cover - compiled
+    """Tasks by number of input groups: the counts ascending, and each count's tasks.
+
+    Returns:
+        Distinct counts, where each count's tasks start, and the tasks (ascending within).
+    """
+    n = g_ptr.size - 1
+    top = 0
+    for i in range(n):
+        top = max(top, g_ptr[i + 1] - g_ptr[i])
+    per = np.zeros(top + 1, dtype=np.int64)
+    for i in range(n):
+        per[g_ptr[i + 1] - g_ptr[i]] += 1
+    counts = np.flatnonzero(per)
+    ptr = np.zeros(counts.size + 1, dtype=np.int64)
+    at = np.zeros(top + 1, dtype=np.int64)
+    for b in range(counts.size):
+        at[counts[b]] = ptr[b]
+        ptr[b + 1] = ptr[b] + per[counts[b]]
+    rows = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        r = g_ptr[i + 1] - g_ptr[i]
+        rows[at[r]] = i
+        at[r] += 1
+    return counts, ptr, rows
+
+
+@njit(cache=True, error_model="numpy")
+def _rate_atoms(rows, cand, types, work, g_ptr, g_src, g_size, speed, bandwidth, n,
+                r):  # pragma: no cover - compiled
+    """Atoms of ``V^P / work`` and of each ``V^T_s / size_s`` for every (task, candidate).
+
+    ``rows`` are tasks with ``r`` input groups each; a group on the candidate itself is
+    absent (``+inf``). Shape ``(rows.size * M, 1 + r, K)``.
+    """
+    m, k = cand.shape[1], speed.shape[2]
+    a = np.empty((rows.size * m, 1 + r, k))
+    for x in range(rows.size):
+        i = rows[x]
+        for j in range(m):
+            c = cand[i, j]
+            row = x * m + j
+            for q in range(k):
+                a[row, 0, q] = speed[c, types[i], q] / work[i]
+            for h in range(r):
+                g = g_ptr[i] + h
+                s = g_src[g]
+                for q in range(k):
+                    a[row, 1 + h, q] = (np.inf if s == c
+                                        else bandwidth[s * n + c, q] / g_size[g])
+    return a
+
+
+@njit(cache=True)
+def _flows(rate, cand, reach, g_ptr, g_src, g_size, gate):  # pragma: no cover - compiled
+    """Mask unreachable candidates' rates (in place); the optimum and gate demands.
+
+    A copy pulls each remote input group at its rate times the group's size, capped at
+    the source's gate (``dout``); ``din`` is the sum over the task's groups as
+    ``numpy.add.reduceat`` adds them (the first, plus the rest in pairwise order), capped
+    at the candidate's gate.
+
+    Returns:
+        ``opt`` (best rate per task), ``din`` (T, M) and ``dout`` (G, M).
+    """
+    n_tasks, m = cand.shape
+    opt = np.empty(n_tasks)
+    din = np.zeros((n_tasks, m))
+    dout = np.empty((g_src.size, m))
+    buf = np.empty(max(g_ptr[n_tasks] - g_ptr[0], 1))
+    for i in range(n_tasks):
+        best = -np.inf
+        for j in range(m):
+            if not reach[cand[i, j]]:
+                rate[i, j] = -np.inf
+            best = rate[i, j] if j == 0 else _max(best, rate[i, j])
+        opt[i] = best
+        lo, hi = g_ptr[i], g_ptr[i + 1]
+        for j in range(m):
+            c = cand[i, j]
+            pull = _max(rate[i, j], 0.0)
+            for g in range(lo, hi):
+                f = 0.0 if g_src[g] == c else pull * g_size[g]
+                buf[g - lo] = f
+                dout[g, j] = _min(f, gate[g_src[g]])
+            if hi > lo:
+                din[i, j] = buf[0] + pairwise_sum(buf[1:], hi - lo - 1, hi - lo - 1)
+            din[i, j] = _min(din[i, j], gate[c])
+    return opt, din, dout
+
+
+@njit(cache=True)
+def _cache_slots(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, start, g_lo, g_hi,
+                 c_src, c_size, n_groups, c_cand, cand_ok,
+                 bound_ok):  # pragma: no cover - compiled
+    """The entries of :meth:`_RowCache.lookup`.
+
+    A task without an entry, or whose entry holds other input groups, gets a new one
+    (nothing stored, its groups copied).
+
+    Returns:
+        Each task's entry, the entries and groups now in use, the stored candidates
+        (``-1`` where none), and the tasks without.
+    """
+    n_tasks, m = tasks.size, c_cand.shape[1]
+    slots = np.empty(n_tasks, dtype=np.int64)
+    cand = np.full((n_tasks, m), -1, dtype=np.int64)
+    miss = np.empty(n_tasks, dtype=np.int64)
+    n_miss = 0
+    for x in range(n_tasks):
+        t = tasks[x]
+        lo, hi = g_ptr[x], g_ptr[x + 1]
+        s = task_slot[t]
+        if s >= 0:
+            same = g_hi[s] - g_lo[s] == hi - lo
+            for h in range(hi - lo):
+                if not same:
+                    break
+                same = (c_src[g_lo[s] + h] == g_src[lo + h]
+                        and c_size[g_lo[s] + h] == g_size[lo + h])
+            if not same:
+                s = -1
+        if s < 0:
+            s = n_slots
+            n_slots += 1
+            task_slot[t], slot_task[s] = s, t
+            start[s, :] = -1
+            cand_ok[s] = bound_ok[s] = False
+            g_lo[s] = n_groups
+            for g in range(lo, hi):
+                c_src[n_groups], c_size[n_groups] = g_src[g], g_size[g]
+                n_groups += 1
+            g_hi[s] = n_groups
+        slots[x] = s
+        if cand_ok[s]:
+            for j in range(m):
+                cand[x, j] = c_cand[s, j]
+        else:
+            miss[n_miss] = x
+            n_miss += 1
+    return slots, n_slots, n_groups, cand, miss[:n_miss]
+
+
+@njit(cache=True)
+def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, start, g_lo,
+                     g_hi, c_src, c_size, n_groups, c_cand, cand_ok, c_bound, bound_ok,
+                     task_type, task_work, speed_b, bw_b, reach, free,
+                     find):  # pragma: no cover - compiled
+    """The entries and candidates of :meth:`_RowCache.lookup`.
+
+    Candidates are the columns of :func:`_top` (:func:`_argtop`) of :func:`_neg_bounds`
+    over the reachable clusters, for tasks without them stored, then, where some
+    reachable candidate has no free slot (:func:`_any_unfit`), those over the clusters
+    with a free slot, for all tasks. The bounds are kept in the entries (``c_bound``,
+    where ``bound_ok``).
+
+    Returns:
+        The entries, the entries and groups now in use, and the candidates.
+    """
+    slots, n_slots, n_groups, cand, miss = _cache_slots(tasks, g_ptr, g_src, g_size,
+                                                        task_slot, slot_task, n_slots, start,
+                                                        g_lo, g_hi, c_src, c_size, n_groups,
+                                                        c_cand, cand_ok, bound_ok)
+    if not find:
+        return slots, n_slots, n_groups, cand
+    m = c_cand.shape[1]
+    if miss.size:
+        top = _argtop(_kept_bounds(miss, slots, tasks, task_type, task_work, g_ptr, g_src,
+                                   g_size, speed_b, bw_b, c_bound, bound_ok, reach), m)
+        _store_candidates(top, miss, slots, cand, c_cand, cand_ok)
+    if not _any_unfit(cand, free, reach):
+        return slots, n_slots, n_groups, cand
+    fits = np.empty(free.size, dtype=np.bool_)
+    for c in range(free.size):
+        fits[c] = free[c] > 0
+    more = _argtop(_kept_bounds(np.arange(tasks.size), slots, tasks, task_type, task_work,
+                                g_ptr, g_src, g_size, speed_b, bw_b, c_bound, bound_ok,
+                                fits), m)
+    both = np.empty((tasks.size, 2 * m), dtype=np.int64)
+    both[:, :m] = cand
+    both[:, m:] = more
+    return slots, n_slots, n_groups, both
+
+
+@njit(cache=True)
+def _kept_bounds(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size, speed_b, bw_b,
+                 c_bound, bound_ok, mask):  # pragma: no cover - compiled
+    """:func:`_neg_bounds` of tasks ``rows``, each bound computed once per entry and kept."""
+    n = speed_b.shape[0]
+    neg = np.empty((rows.size, n))
+    for x in range(rows.size):
+        i = rows[x]
+        s = slots[i]
+        if not bound_ok[s]:
+            t = tasks[i]
+            for c in range(n):
+                c_bound[s, c] = _bound(speed_b, bw_b, c, task_type[t], task_work[t], g_ptr[i],
+                                       g_ptr[i + 1], g_src, g_size)
+            bound_ok[s] = True
+        for c in range(n):
+            neg[x, c] = -c_bound[s, c] if mask[c] else np.inf
+    return neg
+
+
+@njit(cache=True)
+def _argtop(score, m):  # pragma: no cover - compiled
+    """:func:`_top` of ``score`` (NumPy's ``argpartition``, in object mode), contiguous."""
+    with objmode(out="int64[:, ::1]"):
+        out = np.ascontiguousarray(_top(score, m), dtype=np.int64)
+    return out
+
+
+@njit(cache=True)
+def _store_candidates(top, miss, slots, cand, c_cand, cand_ok):  # pragma: no cover - compiled
+    """Put the candidates ``top`` of tasks ``miss`` in ``cand`` and in their entries."""
+    for e in range(miss.size):
+        x = miss[e]
+        s = slots[x]
+        for j in range(top.shape[1]):
+            cand[x, j] = c_cand[s, j] = top[e, j]
+        cand_ok[s] = True
+
+
+@njit(cache=True, error_model="numpy")
+def _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, speed,
+                bandwidth, step, start, length, v, log_surv,
+                n_atoms):  # pragma: no cover - compiled
+    """Merge the atoms of each (task, candidate) of :meth:`_RowCache.rates` not yet stored.
+
+    A row is merged (:func:`~geosim.distributions.merge_row`) from the atoms of
+    :func:`_rate_atoms`; a task without input groups stores its ``K`` atoms as they are.
+
+    Returns:
+        The atoms now in use, and the (entry, cluster) of each newly stored row, whose
+        survivals and mean are still to be computed.
+    """
+    n_tasks, m = cand.shape
+    n, k = speed.shape[0], speed.shape[2]
+    r_max = step.size // k
+    vals = np.empty(r_max * k)
+    use = np.empty(r_max, dtype=np.bool_)
+    head = np.empty(r_max, dtype=np.int64)
+    end = np.empty(r_max, dtype=np.int64)
+    cur = np.empty(r_max)
+    heap = np.empty(r_max, dtype=np.int64)
+    fresh = np.empty((n_tasks * m, 2), dtype=np.int64)
+    n_fresh = 0
+    for x in range(n_tasks):
+        t = tasks[x]
+        s = slots[x]
+        lo, hi = g_ptr[x], g_ptr[x + 1]
+        r = 1 + hi - lo
+        for j in range(m):
+            c = cand[x, j]
+            if start[s, c] >= 0:
+                continue
+            for q in range(k):
+                vals[q] = speed[c, task_type[t], q] / task_work[t]
+            for h in range(r - 1):
+                src = g_src[lo + h]
+                for q in range(k):
+                    vals[(1 + h) * k + q] = (np.inf if src == c
+                                             else bandwidth[src * n + c, q] / g_size[lo + h])
+            start[s, c] = n_atoms
+            if r == 1:
+                for q in range(k):
+                    v[n_atoms + q] = vals[q]
+                    log_surv[n_atoms + q] = 0.0
+                n_atoms += k
+            else:
+                n_atoms = merge_row(vals, step, r, k, v, log_surv, n_atoms, use, head, end,
+                                     cur, heap)
+            length[s, c] = n_atoms - start[s, c]
+            fresh[n_fresh, 0], fresh[n_fresh, 1] = s, c
+            n_fresh += 1
+    return n_atoms, fresh[:n_fresh]
+
+
+@njit(cache=True)
+def _cache_means(slots, cand, g_ptr, g_src, g_size, fresh, start, length, mean, g_lo, g_hi,
+                 v, surv, k, top, reach, gate, denom):  # pragma: no cover - compiled
+    """The rates of :meth:`_RowCache.rates` from the stored rows, their flows and floors.
+
+    The newly stored rows get their mean first (:func:`~geosim.distributions.row_mean`; a task
+    without input groups: the mean of its ``k`` atoms, as ``numpy.mean``).
+
+    Returns:
+        The rates, each task's rank among the step's tasks with as many input groups
+        (its row for candidate ``j`` in their :func:`~geosim.modeler.expected_min` call
+        is ``rank * M + j``), and :func:`_flows`' ``opt``, ``din`` and ``dout``, and
+        the floors ``opt / denom``.
+    """
+    n_tasks, m = cand.shape
+    terms = np.zeros((1 + top) * k)
+    for f in range(fresh.shape[0]):
+        s, c = fresh[f, 0], fresh[f, 1]
+        lo = start[s, c]
+        hi = lo + length[s, c]
+        r = 1 + g_hi[s] - g_lo[s]
+        if r == 1:
+            mean[s, c] = (0.0 + pairwise_sum(v[lo:hi], k, k)) / k
+        else:
+            mean[s, c] = row_mean(v, surv, lo, hi, r * k, terms)
+    rate = np.empty((n_tasks, m))
+    rank = np.empty(n_tasks, dtype=np.int64)
+    seen = np.zeros(top + 1, dtype=np.int64)
+    for x in range(n_tasks):
+        groups = g_ptr[x + 1] - g_ptr[x]
+        rank[x] = seen[groups]
+        seen[groups] += 1
+        for j in range(m):
+            rate[x, j] = mean[slots[x], cand[x, j]]
+    opt, din, dout = _flows(rate, cand, reach, g_ptr, g_src, g_size, gate)
+    return rate, rank, opt, din, dout, opt / denom
+
+
+@njit(cache=True)
+def _fill_quantiles(rows, filled, atoms, cand, rate, floor, slots, rank, g_ptr, start, length,
+                    v, surv, thresholds, held, take, tk):  # pragma: no cover - compiled
+    """Fill in the quantile atoms of tasks ``rows`` not yet ``filled``.
+
+    Only candidates a round may take are filled in, and each task's copy held so far
+    (``held``, per task of ``rows``): not those whose rate is below the task's floor, nor
+    (with ``take``) those that cannot be taken now (:func:`_takeable` with ``tk``); no
+    round takes them, and none reads their atoms. The rows are those of
+    :meth:`_RowCache.rates`;
+    each row's quantiles are searched (:func:`~geosim.distributions.row_quantiles`) at its
+    offset ``2 (rank * M + j)`` in its :func:`~geosim.modeler.expected_min` call; a task
+    without input groups has the atoms of its processing rate.
+    """
+    m, k = cand.shape[1], thresholds.size
+    for e in range(rows.size):
+        x = rows[e]
+        if filled[x]:
+            continue
+        filled[x] = True
+        s = slots[x]
+        plain = g_ptr[x + 1] == g_ptr[x]
+        for j in range(m):
+            if j != held[e] and (not rate[x, j] >= floor[x]
+                                 or (take and not _takeable(x, j, tk))):
+                continue
+            c = cand[x, j]
+            lo = start[s, c]
+            if plain:
+                for q in range(k):
+                    atoms[x, j, q] = v[lo + q]
+            else:
+                row_quantiles(v, surv, lo, lo + length[s, c], thresholds,
+                               2.0 * (rank[x] * m + j), atoms[x, j])
+
+
+@njit(cache=True)
+def _cache_rates(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, speed,
+                 bandwidth, step, start, length, mean, g_lo, g_hi, v, surv, n_atoms, k, top,
+                 reach, gate, denom):  # pragma: no cover - compiled
+    """:meth:`_RowCache.rates` in one call: :func:`_cache_rows`, ``exp``, :func:`_cache_means`.
+
+    The new rows' log-survivals are written to ``surv`` and replaced by their ``exp``
+    (NumPy's, :func:`_exp`).
+
+    Returns:
+        :func:`_cache_means`' results, then the atoms now in use.
+    """
+    new_atoms, fresh = _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src,
+                                   g_size, speed, bandwidth, step, start, length, v, surv,
+                                   n_atoms)
+    _exp(surv[n_atoms:new_atoms])
+    rate, rank, opt, din, dout, floor = _cache_means(slots, cand, g_ptr, g_src, g_size, fresh,
+                                                     start, length, mean, g_lo, g_hi, v, surv,
+                                                     k, top, reach, gate, denom)
+    return rate, rank, opt, din, dout, floor, new_atoms
