@@ -7,7 +7,7 @@ import pytest
 from conftest import closed_world
 
 from geosim import GeoModel, load_scenario
-from geosim.engine import ID_MAX, SchedulingError, _Table
+from geosim.engine import ID_MAX, SchedulingError, Table
 from geosim.errors import GeosimError
 from geosim.schedulers import Scheduler
 from geosim.workload import Workload
@@ -335,7 +335,7 @@ def test_engine_rejects_impossible_moves():
 def test_free_slots_are_drawn_as_generator_choice_draws_them(pop, k):
     # The whole-slot placement reproduces Generator.choice(free, k, replace=False) from one
     # vectorised draw of its bounded integers: the same picks, the stream left the same.
-    from geosim.engine import _whole_slot_assign, _whole_slot_plan
+    from geosim.engine.draw import whole_slot_assign, whole_slot_plan
     for seed in range(3):
         ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
         used = np.zeros(pop + 3)
@@ -344,10 +344,10 @@ def test_free_slots_are_drawn_as_generator_choice_draws_them(pop, k):
         free = np.flatnonzero(used[:pop + 2] <= 1e-9)
         want = free[theirs.choice(free.size, k, replace=False)]
         clusters = np.zeros(k, dtype=np.int64)
-        plan = _whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
+        plan = whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
         bad, _, _, highs = plan[-4:]
         assert bad == -1
-        got = _whole_slot_assign(*plan[:-4], ptr, ours.integers(0, highs + 1))
+        got = whole_slot_assign(*plan[:-4], ptr, ours.integers(0, highs + 1))
         np.testing.assert_array_equal(got, want)
         assert ours.bit_generator.state == theirs.bit_generator.state
 
@@ -355,21 +355,21 @@ def test_free_slots_are_drawn_as_generator_choice_draws_them(pop, k):
 def test_launches_spread_over_clusters_keep_each_clusters_order():
     # Copies asking for different clusters, interleaved: each cluster's copies take its
     # free slots in their order, clusters in ascending order (the draws' order).
-    from geosim.engine import _whole_slot_assign, _whole_slot_plan
+    from geosim.engine.draw import whole_slot_assign, whole_slot_plan
     ptr = np.array([0, 4, 9, 12])
     used = np.zeros(12)
     used[[1, 5, 6]] = 1.0
     clusters = np.array([2, 0, 2, 1, 0], dtype=np.int64)
-    plan = _whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
+    plan = whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
     assert plan[5] == -1
     ours, theirs = np.random.default_rng(7), np.random.default_rng(7)
-    got = _whole_slot_assign(*plan[:-4], ptr, ours.integers(0, plan[-1] + 1))
+    got = whole_slot_assign(*plan[:-4], ptr, ours.integers(0, plan[-1] + 1))
     want = np.empty(5, dtype=np.int64)
     want[[1, 4]] = np.array([0, 2, 3])[theirs.choice(3, 2, replace=False)]
     want[[3]] = 4 + np.array([0, 3, 4])[theirs.choice(3, 1, replace=False)]
     want[[0, 2]] = 9 + theirs.choice(3, 2, replace=False)
     np.testing.assert_array_equal(got, want)
-    short = _whole_slot_plan(np.full(4, 1, dtype=np.int64), ptr, used, 1.0 - 1e-9)
+    short = whole_slot_plan(np.full(4, 1, dtype=np.int64), ptr, used, 1.0 - 1e-9)
     assert tuple(short[5:8]) == (1, 3, 4)      # cluster 1 has 3 free slots, 4 asked
 
 
@@ -391,7 +391,7 @@ def test_launch_rejects_clusters_and_slots_that_do_not_fit():
 
 
 def test_a_table_grown_in_place_keeps_its_rows_and_refuses_rows_beyond_its_ids():
-    table = _Table({"task": (np.int32, -1), "end": (np.float64, np.nan)}, capacity=4,
+    table = Table({"task": (np.int32, -1), "end": (np.float64, np.nan)}, capacity=4,
                    name="copies", max_rows=10)
     rows = table.append(3)
     table.cols["task"][rows] = [7, 8, 9]
@@ -420,7 +420,7 @@ def test_a_run_keeps_its_copy_ids_in_32_bits():
 
 
 def test_a_table_near_its_row_limit_grows_to_the_limit_and_no_further():
-    table = _Table({"task": (np.int32, -1)}, capacity=8, name="copies", max_rows=12)
+    table = Table({"task": (np.int32, -1)}, capacity=8, name="copies", max_rows=12)
     table.append(9)                          # doubling would ask for 16 rows
     assert table.capacity == 12 and table.cols["task"][:9].tolist() == [-1] * 9
     table.append(3)
