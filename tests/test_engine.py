@@ -123,7 +123,7 @@ def test_an_unreachable_source_stalls_only_what_has_not_arrived(mode, completion
     wl = make_workload([0.0], [100.0], raw=[[(1, 10.0)]])
     model = GeoModel(with_transfer(two_cluster_scenario(), mode), PinTo(0), workload=wl)
     while not model.done:
-        model.engine.reachable[1] = not 2.0 <= model.engine.time < 12.0
+        model.engine.set_reachable([True, not 2.0 <= model.engine.time < 12.0])
         model.step()
     assert model.engine.job_done[0] == pytest.approx(completion)
 
