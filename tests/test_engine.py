@@ -426,3 +426,48 @@ def test_a_table_near_its_row_limit_grows_to_the_limit_and_no_further():
     table.append(3)
     with pytest.raises(GeosimError, match="would exceed 12 rows"):
         table.append(1)
+
+
+def test_the_clock_reachability_and_traffic_are_set_through_the_engine():
+    # 10 MB at cluster 1 read from cluster 0 over a 2 MB/s link.
+    model = GeoModel(two_cluster_scenario(), PinTo(0),
+                     workload=make_workload([0.0], [100.0], raw=[[(1, 10.0)]]))
+    e = model.engine
+    on = np.array([True, False])
+    e.set_reachable(on)
+    on[1] = True                                    # the engine keeps its own copy
+    assert e.reachable.tolist() == [True, False] and e.free_slots().tolist() == [4, 0]
+    e.arrive(0.0)
+    with pytest.raises(SchedulingError, match="cluster 1 is unreachable"):
+        e.launch(0, 1)
+    e.set_reachable([True, True])
+    e.launch(0, 0)
+    e.advance()
+    sent = min(10.0, 2.0 * e.dt)
+    assert e.egress_mb.tolist() == pytest.approx([0.0, sent])
+    assert e.ingress_mb.tolist() == pytest.approx([sent, 0.0]) and e.link_mb.sum() > 0
+    e.reset_traffic()
+    assert not (e.egress_mb.any() or e.ingress_mb.any() or e.link_mb.any())
+    e.jump_to(7.5)
+    assert e.time == 7.5
+
+
+def test_a_pool_outcome_brings_the_job_counters_in_line_with_the_tasks():
+    # A loop that ran tasks and copies itself (here: the general step of another engine)
+    # leaves the task arrays; the engine derives the jobs' counters from them.
+    wl = make_workload([0.0, 0.0, 1.0], [5.0, 50.0, 500.0])
+    ran = GeoModel(load_scenario(closed_world(slots=2)), PinTo(0), workload=wl)
+    for _ in range(8):
+        ran.step()
+    a = ran.engine
+    b = GeoModel(load_scenario(closed_world(slots=2)), PinTo(0), workload=wl).engine
+    for field in ("state", "done", "live", "copies", "saved", "cluster"):
+        getattr(b.tasks, field)[:] = getattr(a.tasks, field)
+    b.copies.resize(a.copies.capacity)
+    b.apply_pool_outcome(a.live, a.copies.n, a.next_job, a.time)
+    assert np.any(a.task_state == 3) and a.live.size     # some done, some running
+    assert b.copies.n == a.copies.n and b.live.tolist() == a.live.tolist()
+    assert b.time == a.time and b.next_job == a.next_job == 3 and b.n_ready == a.n_ready
+    np.testing.assert_array_equal(b.job_done, a.job_done)
+    np.testing.assert_array_equal(b.job_left, a.job_left)
+    np.testing.assert_array_equal(b.job_live, a.job_live)
