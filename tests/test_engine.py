@@ -7,7 +7,7 @@ import pytest
 from conftest import closed_world
 
 from geosim import GeoModel, load_scenario
-from geosim.engine import ID_MAX, SchedulingError, _Table
+from geosim.engine import ID_MAX, SchedulingError, Table
 from geosim.errors import GeosimError
 from geosim.schedulers import Scheduler
 from geosim.workload import Workload
@@ -123,7 +123,7 @@ def test_an_unreachable_source_stalls_only_what_has_not_arrived(mode, completion
     wl = make_workload([0.0], [100.0], raw=[[(1, 10.0)]])
     model = GeoModel(with_transfer(two_cluster_scenario(), mode), PinTo(0), workload=wl)
     while not model.done:
-        model.engine.reachable[1] = not 2.0 <= model.engine.time < 12.0
+        model.engine.set_reachable([True, not 2.0 <= model.engine.time < 12.0])
         model.step()
     assert model.engine.job_done[0] == pytest.approx(completion)
 
@@ -335,7 +335,7 @@ def test_engine_rejects_impossible_moves():
 def test_free_slots_are_drawn_as_generator_choice_draws_them(pop, k):
     # The whole-slot placement reproduces Generator.choice(free, k, replace=False) from one
     # vectorised draw of its bounded integers: the same picks, the stream left the same.
-    from geosim.engine import _whole_slot_assign, _whole_slot_plan
+    from geosim.engine.draw import whole_slot_assign, whole_slot_plan
     for seed in range(3):
         ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
         used = np.zeros(pop + 3)
@@ -344,10 +344,10 @@ def test_free_slots_are_drawn_as_generator_choice_draws_them(pop, k):
         free = np.flatnonzero(used[:pop + 2] <= 1e-9)
         want = free[theirs.choice(free.size, k, replace=False)]
         clusters = np.zeros(k, dtype=np.int64)
-        plan = _whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
+        plan = whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
         bad, _, _, highs = plan[-4:]
         assert bad == -1
-        got = _whole_slot_assign(*plan[:-4], ptr, ours.integers(0, highs + 1))
+        got = whole_slot_assign(*plan[:-4], ptr, ours.integers(0, highs + 1))
         np.testing.assert_array_equal(got, want)
         assert ours.bit_generator.state == theirs.bit_generator.state
 
@@ -355,21 +355,21 @@ def test_free_slots_are_drawn_as_generator_choice_draws_them(pop, k):
 def test_launches_spread_over_clusters_keep_each_clusters_order():
     # Copies asking for different clusters, interleaved: each cluster's copies take its
     # free slots in their order, clusters in ascending order (the draws' order).
-    from geosim.engine import _whole_slot_assign, _whole_slot_plan
+    from geosim.engine.draw import whole_slot_assign, whole_slot_plan
     ptr = np.array([0, 4, 9, 12])
     used = np.zeros(12)
     used[[1, 5, 6]] = 1.0
     clusters = np.array([2, 0, 2, 1, 0], dtype=np.int64)
-    plan = _whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
+    plan = whole_slot_plan(clusters, ptr, used, 1.0 - 1e-9)
     assert plan[5] == -1
     ours, theirs = np.random.default_rng(7), np.random.default_rng(7)
-    got = _whole_slot_assign(*plan[:-4], ptr, ours.integers(0, plan[-1] + 1))
+    got = whole_slot_assign(*plan[:-4], ptr, ours.integers(0, plan[-1] + 1))
     want = np.empty(5, dtype=np.int64)
     want[[1, 4]] = np.array([0, 2, 3])[theirs.choice(3, 2, replace=False)]
     want[[3]] = 4 + np.array([0, 3, 4])[theirs.choice(3, 1, replace=False)]
     want[[0, 2]] = 9 + theirs.choice(3, 2, replace=False)
     np.testing.assert_array_equal(got, want)
-    short = _whole_slot_plan(np.full(4, 1, dtype=np.int64), ptr, used, 1.0 - 1e-9)
+    short = whole_slot_plan(np.full(4, 1, dtype=np.int64), ptr, used, 1.0 - 1e-9)
     assert tuple(short[5:8]) == (1, 3, 4)      # cluster 1 has 3 free slots, 4 asked
 
 
@@ -391,7 +391,7 @@ def test_launch_rejects_clusters_and_slots_that_do_not_fit():
 
 
 def test_a_table_grown_in_place_keeps_its_rows_and_refuses_rows_beyond_its_ids():
-    table = _Table({"task": (np.int32, -1), "end": (np.float64, np.nan)}, capacity=4,
+    table = Table({"task": (np.int32, -1), "end": (np.float64, np.nan)}, capacity=4,
                    name="copies", max_rows=10)
     rows = table.append(3)
     table.cols["task"][rows] = [7, 8, 9]
@@ -420,9 +420,54 @@ def test_a_run_keeps_its_copy_ids_in_32_bits():
 
 
 def test_a_table_near_its_row_limit_grows_to_the_limit_and_no_further():
-    table = _Table({"task": (np.int32, -1)}, capacity=8, name="copies", max_rows=12)
+    table = Table({"task": (np.int32, -1)}, capacity=8, name="copies", max_rows=12)
     table.append(9)                          # doubling would ask for 16 rows
     assert table.capacity == 12 and table.cols["task"][:9].tolist() == [-1] * 9
     table.append(3)
     with pytest.raises(GeosimError, match="would exceed 12 rows"):
         table.append(1)
+
+
+def test_the_clock_reachability_and_traffic_are_set_through_the_engine():
+    # 10 MB at cluster 1 read from cluster 0 over a 2 MB/s link.
+    model = GeoModel(two_cluster_scenario(), PinTo(0),
+                     workload=make_workload([0.0], [100.0], raw=[[(1, 10.0)]]))
+    e = model.engine
+    on = np.array([True, False])
+    e.set_reachable(on)
+    on[1] = True                                    # the engine keeps its own copy
+    assert e.reachable.tolist() == [True, False] and e.free_slots().tolist() == [4, 0]
+    e.arrive(0.0)
+    with pytest.raises(SchedulingError, match="cluster 1 is unreachable"):
+        e.launch(0, 1)
+    e.set_reachable([True, True])
+    e.launch(0, 0)
+    e.advance()
+    sent = min(10.0, 2.0 * e.dt)
+    assert e.egress_mb.tolist() == pytest.approx([0.0, sent])
+    assert e.ingress_mb.tolist() == pytest.approx([sent, 0.0]) and e.link_mb.sum() > 0
+    e.reset_traffic()
+    assert not (e.egress_mb.any() or e.ingress_mb.any() or e.link_mb.any())
+    e.jump_to(7.5)
+    assert e.time == 7.5
+
+
+def test_a_pool_outcome_brings_the_job_counters_in_line_with_the_tasks():
+    # A loop that ran tasks and copies itself (here: the general step of another engine)
+    # leaves the task arrays; the engine derives the jobs' counters from them.
+    wl = make_workload([0.0, 0.0, 1.0], [5.0, 50.0, 500.0])
+    ran = GeoModel(load_scenario(closed_world(slots=2)), PinTo(0), workload=wl)
+    for _ in range(8):
+        ran.step()
+    a = ran.engine
+    b = GeoModel(load_scenario(closed_world(slots=2)), PinTo(0), workload=wl).engine
+    for field in ("state", "done", "live", "copies", "saved", "cluster"):
+        getattr(b.tasks, field)[:] = getattr(a.tasks, field)
+    b.copies.resize(a.copies.capacity)
+    b.apply_pool_outcome(a.live, a.copies.n, a.next_job, a.time)
+    assert np.any(a.task_state == 3) and a.live.size     # some done, some running
+    assert b.copies.n == a.copies.n and b.live.tolist() == a.live.tolist()
+    assert b.time == a.time and b.next_job == a.next_job == 3 and b.n_ready == a.n_ready
+    np.testing.assert_array_equal(b.job_done, a.job_done)
+    np.testing.assert_array_equal(b.job_left, a.job_left)
+    np.testing.assert_array_equal(b.job_live, a.job_live)

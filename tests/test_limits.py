@@ -10,7 +10,7 @@ import pytest
 import geosim.guards
 from geosim import GeosimError, footprint
 from geosim.cli import main
-from geosim.engine import _COPY_SPEC, _Table
+from geosim.engine import COPY_SPEC, Table
 from geosim.guards import Budget
 from geosim.model import GeoModel
 from geosim.scenario import load_scenario
@@ -89,7 +89,7 @@ def test_a_run_that_could_never_finish_is_refused_before_it_starts(overrides, ke
 
 
 def test_growth_beyond_the_budget_stops_with_the_limit_named():
-    table = _Table(_COPY_SPEC, capacity=16, name="copies",
+    table = Table(COPY_SPEC, capacity=16, name="copies",
                    budget=Budget(64 * 121, "my.toml"))
     table.append(64)
     with pytest.raises(GeosimError, match=r"my.toml: run.max_memory_gb: the run's copies "

@@ -53,6 +53,13 @@ def _step_to(model: GeoModel, t: float) -> None:
         model.step()
 
 
+def _reach(model: GeoModel, cluster: int, on: bool) -> None:
+    """Make ``cluster`` reachable or not from now on."""
+    reachable = model.engine.reachable.copy()
+    reachable[cluster] = on
+    model.engine.set_reachable(reachable)
+
+
 def _seen(part, copy: int) -> tuple[float, float]:
     progress, at = part.reports.reported(np.array([copy]))
     return float(progress[0]), float(at[0])
@@ -74,14 +81,14 @@ def test_a_report_from_or_to_an_unreachable_cluster_does_not_arrive(down):
     cut = 0 if down == "sender" else 1
     _step_to(model, 5.0)                        # decisions up to t = 4 taken
     assert _seen(part, copy) == pytest.approx((4 * SPEED / 5000.0, 4.0))
-    model.engine.reachable[cut] = False
+    _reach(model, cut, False)
     for t in range(6, 13):
         _step_to(model, t)
         assert _seen(part, copy) == pytest.approx((0.08, 4.0))         # stale, kept
     assert model.view.copy_info([copy])["progress"][0] == pytest.approx(0.24)
     lost = part.reports.lost
     assert lost == 3
-    model.engine.reachable[cut] = True
+    _reach(model, cut, True)
     _step_to(model, 13.0)
     assert _seen(part, copy) == pytest.approx((12 * SPEED / 5000.0, 12.0))
     assert part.reports.lost == lost and part.reports.delivered == 3
@@ -121,9 +128,9 @@ def test_a_report_in_flight_to_a_master_that_goes_down_is_lost():
     model.step()
     remote = int(model.view.copy_info()["copy"][model.view.copy_info()["cluster"] == 2][0])
     _step_to(model, 4.0)                       # the heartbeat of 3 is in flight until 7
-    model.engine.reachable[1] = False
+    _reach(model, 1, False)
     _step_to(model, 8.0)
-    model.engine.reachable[1] = True
+    _reach(model, 1, True)
     _step_to(model, 9.0)
     assert _seen(part, remote)[1] == 0.0       # the report of 3 was lost at 7
 
@@ -150,10 +157,10 @@ def test_spark_counts_a_success_when_its_completion_report_arrives():
     model, part = _model("spark+speculation[monitoring=reports,report_to=0]",
                          [1000.0, 5000.0, 5000.0])
     _step_to(model, 5.0)
-    model.engine.reachable[0] = False
+    _reach(model, 0, False)
     _step_to(model, 20.0)
     assert model.view.task_state[0] == 3 and part.n_done.sum() == 0
-    model.engine.reachable[0] = True
+    _reach(model, 0, True)
     _step_to(model, 21.0)
     assert part.n_done.sum() == 1 and part.duration[0] == pytest.approx(20.0)
 

@@ -1,0 +1,756 @@
+"""The :class:`Engine`: tasks, copies, slots and transfers of one run, slot by slot.
+
+The engine's state lives in named records (:mod:`geosim.engine.records`, and the tables'
+records of :mod:`geosim.engine.tables`) that its compiled kernels take whole. Readers
+reach the arrays through the engine's properties (``task_state``, ``job_done``,
+``slot_used``, ...); only the engine's own methods change them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from geosim.engine.base import (
+    ALIVE,
+    DONE,
+    EPS,
+    FAILED,
+    KILLED,
+    NO_FLOAT,
+    NO_INT,
+    READY,
+    RUNNING,
+    TRANSFER_MODES,
+    WAITING,
+    WON,
+    SchedulingError,
+    concat_ranges,
+    first_of_runs,
+    pointers,
+)
+from geosim.engine.launch import (
+    free_count,
+    launch_check,
+    launch_kernel,
+    new_copy_factors,
+    pick_slots,
+    take_slots,
+)
+from geosim.engine.records import Flows, Graph, JobState, SlotState, TaskState
+from geosim.engine.stages import Stages
+from geosim.engine.step import Span, complete_kernel, step_kernel
+from geosim.engine.tables import COPY_SPEC, ID_MAX, INPUT_SPEC, CopyCols, InputCols, Table
+from geosim.engine.transfers import (
+    RawMoves,
+    account_kernel,
+    count_inputs,
+    fill_inputs,
+    flow_kernel,
+    homes_kernel,
+    inputs_kernel,
+    new_traffic,
+)
+from geosim.errors import GeosimError
+from geosim.guards import Budget
+from geosim.variability import FAMILIES
+from geosim.workload import Workload
+from geosim.world import World
+
+#: No transfer in a span.
+_NO_FLOWS = Flows(*([NO_INT] * len(Flows._fields)))
+
+
+def _field(record: str, name: str, doc: str) -> property:
+    """A read-only property for ``self.<record>.<name>``."""
+    return property(lambda self: getattr(getattr(self, record), name), doc=doc)
+
+
+class Engine:
+    """Tasks, copies, slots and transfers of one run, advanced slot by slot.
+
+    Args:
+        world: The clusters, slots and WAN.
+        workload: Every job of the run.
+        dt: Length of a time slot (s).
+        rng: Stream for choosing among equally good free slots.
+        transfer: ``"fetch"`` or ``"stream"``, see :mod:`geosim.engine`.
+        data_lag: A job's raw input exists this long before it arrives (s).
+        variability: Family of each copy's own work factor (:mod:`geosim.variability`);
+            used for tasks whose ``task_cv`` is positive.
+        copy_key: Key of the counter-based stream of copy factors (from the run's seed).
+        budget: The run's memory limit, asked before the copies and inputs tables grow.
+
+    Attributes:
+        time: The engine's clock (s); see :meth:`jump_to`.
+        reachable: Whether each cluster is reachable now; see :meth:`set_reachable`.
+        live: Ids of the live copies, ascending.
+        n_ready: Tasks ready (no live copy) now.
+        next_job: The first job not yet arrived.
+        next_announced: The first job whose raw input does not exist yet.
+        copies: The copies table (:data:`~geosim.engine.tables.COPY_SPEC`).
+        inputs: The copy inputs table (:data:`~geosim.engine.tables.INPUT_SPEC`).
+        completed: Winner copy ids of each span of the last :meth:`advance`.
+        finished_jobs: Ids of the jobs finished so far, in order.
+        tasks, jobs, slots, graph: The state records (:mod:`geosim.engine.records`).
+        stages: The stage barriers and caps (:class:`~geosim.engine.stages.Stages`).
+        moves: Raw-input moves (:class:`~geosim.engine.transfers.RawMoves`).
+        traffic: The traffic counters (:class:`~geosim.engine.records.Traffic`).
+    """
+
+    def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator,
+                 transfer: str = "fetch", data_lag: float = 0.0, variability: str = "pareto",
+                 copy_key: int = 0, budget: Budget | None = None):
+        if transfer not in TRANSFER_MODES:
+            raise ValueError(f"transfer mode {transfer!r} not in {TRANSFER_MODES}")
+        if variability not in FAMILIES:
+            raise ValueError(f"copy variability {variability!r} not in {FAMILIES}")
+        if not data_lag >= 0.0:
+            raise ValueError(f"data_lag must be >= 0, got {data_lag}")
+        self.world, self.wl, self.dt, self.rng = world, workload, dt, rng
+        self.data_lag = float(data_lag)
+        self.fetch = transfer == "fetch"
+        self.time = 0.0
+        n_tasks, n_jobs = workload.n_tasks, workload.n_jobs
+        if max(n_tasks, world.n_slots, world.n_clusters) > ID_MAX:
+            raise GeosimError(f"a run holds at most {ID_MAX:,} tasks, slots and clusters "
+                              "(their ids are 32-bit)")
+        wl = workload
+        in_order = np.argsort(wl.edge_dst, kind="stable")
+        out_order = np.argsort(wl.edge_src, kind="stable")
+        # Raw inputs' clusters are copied: moves before arrival change them.
+        self.graph = Graph(
+            raw_ptr=wl.raw_ptr, raw_cluster=wl.raw_cluster.copy(), raw_size=wl.raw_size,
+            in_ptr=pointers(wl.edge_dst, n_tasks), in_src=wl.edge_src[in_order],
+            in_size=wl.edge_size[in_order], out_ptr=pointers(wl.edge_src, n_tasks),
+            out_dst=wl.edge_dst[out_order])
+        pending = np.bincount(wl.edge_dst, minlength=n_tasks).astype(np.int64)
+        self.task_cv = wl.task_cv
+        self.variability = variability if np.any(wl.task_cv > 0) else "none"
+        self.copy_key = int(copy_key)
+        self.stages = Stages(wl, pending)
+        self.staged, self.capped = self.stages.staged, self.stages.capped
+
+        self.tasks = TaskState(
+            job=wl.job_of_task, work=wl.task_work,
+            state=np.full(n_tasks, WAITING, dtype=np.int8), ready=np.full(n_tasks, np.nan),
+            start=np.full(n_tasks, np.nan), done=np.full(n_tasks, np.nan),
+            cluster=np.full(n_tasks, -1, dtype=np.int64),
+            home=np.full(n_tasks, -1, dtype=np.int64), saved=np.zeros(n_tasks),
+            copies=np.zeros(n_tasks, dtype=np.int64), live=np.zeros(n_tasks, dtype=np.int64),
+            checkpoints=np.zeros(n_tasks, dtype=np.int64), pending=pending)
+        self.jobs = JobState(
+            left=np.diff(wl.task_ptr).astype(np.int64), done=np.full(n_jobs, np.nan),
+            last=np.full(n_jobs, -np.inf), checkpoints=np.zeros(n_jobs, dtype=np.int64),
+            work_left=np.bincount(wl.job_of_task, weights=wl.task_work, minlength=n_jobs),
+            live=np.zeros(n_jobs, dtype=np.int64))
+        self.slots = SlotState(used=np.zeros(world.n_slots),
+                               copies=np.zeros(world.n_slots, dtype=np.int64))
+        # Without raw inputs or DAG edges no copy ever fetches anything.
+        self.has_inputs = wl.n_raw > 0 or wl.n_edges > 0
+        self._task_scratch: tuple[np.ndarray, np.ndarray] | None = None   # see _scratch
+        self.next_job = 0
+        self.next_announced = 0
+        self.moves = RawMoves()
+        self.n_ready = 0
+
+        self.reachable = np.ones(world.n_clusters, dtype=bool)
+        self.copies = Table(COPY_SPEC, name="copies", budget=budget, max_rows=ID_MAX,
+                            record=CopyCols)
+        self.inputs = Table(INPUT_SPEC, capacity=4096, name="inputs", budget=budget,
+                            record=InputCols)
+        self.live = np.empty(0, dtype=np.int64)
+        self._flows: Flows | None = None
+        self.traffic = new_traffic(world.n_clusters, world.n_links)
+        self._wan_mb = 0.0
+        self._slot_end = 0.0       # end of the span being advanced (children ready then)
+        self.completed: list[np.ndarray] = []
+        self.finished_jobs: list[int] = []
+
+    # ------------------------------------------------------------------ state, read-only
+    task_job = _field("tasks", "job", "Job of each task.")
+    task_work = _field("tasks", "work", "Mean work of each task (MI).")
+    task_state = _field("tasks", "state", "State of each task (WAITING ... DONE).")
+    task_ready = _field("tasks", "ready", "When each task last became ready (NaN: never).")
+    task_start = _field("tasks", "start", "When each task's first copy started.")
+    task_done = _field("tasks", "done", "When each task finished (NaN: not yet).")
+    task_cluster = _field("tasks", "cluster", "Cluster of each finished task's winner.")
+    task_home = _field("tasks", "home", "Cluster holding most of each ready task's input.")
+    task_saved = _field("tasks", "saved", "Fraction of each task kept by checkpoints.")
+    task_copies = _field("tasks", "copies", "Copies ever launched of each task.")
+    task_live = _field("tasks", "live", "Live copies of each task.")
+    task_checkpoints = _field("tasks", "checkpoints", "Checkpoints of each task.")
+    pending = _field("tasks", "pending", "Unfinished parents and barriers of each task.")
+    job_left = _field("jobs", "left", "Unfinished tasks of each job.")
+    job_done = _field("jobs", "done", "When each job finished (NaN: not yet).")
+    job_last = _field("jobs", "last", "When each job's last finished task finished.")
+    job_checkpoints = _field("jobs", "checkpoints", "Checkpoints of each job.")
+    job_work_left = _field("jobs", "work_left", "Work each job still needs, checkpoints "
+                                                "counted (MI).")
+    job_live = _field("jobs", "live", "Live copies of each job.")
+    slot_used = _field("slots", "used", "Share of each slot in use.")
+    slot_copies = _field("slots", "copies", "Copies on each slot.")
+    raw_cluster = _field("graph", "raw_cluster", "Cluster holding each raw input.")
+    in_ptr = _field("graph", "in_ptr", "Each task's parent edges: ``in_ptr[t]:in_ptr[t+1]``.")
+    in_src = _field("graph", "in_src", "Parent task of each parent edge.")
+    in_size = _field("graph", "in_size", "Size of each parent edge's data (MB).")
+    out_ptr = _field("graph", "out_ptr", "Each task's child edges: ``out_ptr[t]:out_ptr[t+1]``.")
+    out_dst = _field("graph", "out_dst", "Child task of each child edge.")
+    group_of = _field("_groups", "of", "Stage group of each task.")
+    group_ptr = _field("_groups", "ptr", "Each group's tasks: ``group_ptr[g]:group_ptr[g+1]``.")
+    group_left = _field("_groups", "left", "Unfinished tasks of each group.")
+    group_child_ptr = _field("_groups", "child_ptr", "Each group's child groups (CSR).")
+    group_child = _field("_groups", "child", "Child group of each group edge.")
+    group_waiting = _field("_groups", "waiting", "Unfinished parent groups of each group.")
+    group_ready = _field("_groups", "ready", "Ready tasks of each group.")
+    group_running = _field("_groups", "running", "Running tasks of each group.")
+    job_groups = _field("_groups", "job_groups", "Each job's groups (CSR).")
+    group_capped = _field("_groups", "capped", "Whether each group has a cap.")
+    group_room = _field("_groups", "room", "Tasks each capped group may still admit.")
+    group_next = _field("_groups", "next_task", "Next task each capped group admits.")
+    move_raw = _field("moves", "raw", "Raw input of each running move.")
+    move_src = _field("moves", "src", "Source cluster of each running move.")
+    move_dst = _field("moves", "dst", "Destination cluster of each running move.")
+    move_got = _field("moves", "got", "Fraction of each running move arrived.")
+    moved_mb = _field("moves", "moved_mb", "MB of raw input that reached its new cluster.")
+    moves_done = _field("moves", "done", "Moves completed.")
+    moves_abandoned = _field("moves", "abandoned", "Moves still running when their job "
+                                                   "arrived.")
+    gate_out = _field("traffic", "gate_out", "MB/s out of each cluster in the last span.")
+    gate_in = _field("traffic", "gate_in", "MB/s into each cluster in the last span.")
+    egress_mb = _field("traffic", "egress", "MB out of each cluster since the last sample.")
+    ingress_mb = _field("traffic", "ingress", "MB into each cluster since the last sample.")
+    link_mb = _field("traffic", "link", "MB over each link direction since the last "
+                                        "sample (``2e`` u→v, ``2e+1`` v→u).")
+
+    @property
+    def _groups(self):
+        return self.stages.groups
+
+    @property
+    def wan_mb(self) -> float:
+        """MB carried over the WAN so far."""
+        return self._wan_mb
+
+    # ------------------------------------------------------------------ writes from outside
+    def jump_to(self, t: float) -> None:
+        """Move the clock to ``t`` without running any copy (an idle span)."""
+        self.time = float(t)
+
+    def set_reachable(self, on: np.ndarray) -> None:
+        """Set which clusters are reachable (a copy of ``on`` is kept)."""
+        self.reachable = np.array(on, dtype=bool)
+
+    def reset_traffic(self) -> None:
+        """Zero the egress, ingress and link counters (after a sample read them)."""
+        self.traffic.egress[:] = 0.0
+        self.traffic.ingress[:] = 0.0
+        self.traffic.link[:] = 0.0
+
+    def apply_pool_outcome(self, live: np.ndarray, n_copies: int, next_job: int,
+                           time: float) -> None:
+        """Take the state left by a loop that ran the tasks and copies arrays itself.
+
+        The loop (:mod:`geosim.poolsim`) filled tasks, slots and the first ``n_copies``
+        rows of the copies table; this brings the engine's other counters in line.
+
+        Args:
+            live: Ids of the live copies, ascending.
+            n_copies: Rows of the copies table used.
+            next_job: The first job not yet arrived.
+            time: The clock.
+        """
+        self.copies.set_rows(n_copies)
+        self.live = np.array(live, dtype=np.int64)
+        done = self.task_state == DONE
+        jobs = self.jobs
+        jobs.done[done] = self.task_done[done]
+        jobs.last[done] = self.task_done[done]
+        jobs.left[done] = 0
+        jobs.live[:] = self.task_live
+        self.n_ready = int(np.count_nonzero(self.task_state == READY))
+        self.next_job = int(next_job)
+        self.next_announced = max(self.next_announced, self.next_job)
+        self.time = float(time)
+
+    # ------------------------------------------------------------------ queries
+    def free_slots(self) -> np.ndarray:
+        """Whole free slots per cluster (0 for unreachable clusters)."""
+        return free_count(self.slot_used, self.world.slot_ptr, self.reachable, EPS)
+
+    def inputs_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Inputs of ready tasks: raw data, then parents' outputs where the parents ran.
+
+        Returns:
+            For every input, grouped by task in the order of ``tasks``: the position of its
+            task in ``tasks``, the cluster holding it, and its size (MB).
+        """
+        return inputs_kernel(np.asarray(tasks, dtype=np.int64), self.graph,
+                             self.tasks.cluster)
+
+    def task_inputs(self, task: int) -> tuple[np.ndarray, np.ndarray]:
+        """Clusters and sizes (MB) of a ready task's inputs (raw, then parents' outputs)."""
+        _, src, size = self.inputs_of(np.array([task]))
+        return src, size
+
+    def remaining_work(self, jobs: np.ndarray) -> np.ndarray:
+        """Work (MI) each job still needs.
+
+        That is the work of its unfinished tasks, less checkpointed progress and the
+        progress of each task's most advanced live copy.
+        """
+        left = self.job_work_left[jobs].copy()
+        live = self.live
+        if live.size:
+            cols = self.copies.cols
+            task = cols["task"][live]
+            ahead = cols["progress"][live] - cols["base"][live]
+            order = np.lexsort((-ahead, task))
+            first = first_of_runs(task[order])
+            lead = order[first]
+            credit = np.bincount(self.task_job[task[lead]],
+                                 weights=ahead[lead] * self.task_work[task[lead]],
+                                 minlength=self.wl.n_jobs)
+            left -= credit[jobs]
+        return np.maximum(left, 0.0)
+
+    # ------------------------------------------------------------------ arrivals
+    def arrive(self, until: float) -> list[int]:
+        """Make jobs with arrival time <= ``until`` alive; return their ids."""
+        arrival = self.wl.arrival
+        j0 = self.next_job
+        j1 = int(np.searchsorted(arrival, until, side="right"))
+        if j1 <= j0:
+            return []
+        self.next_job = j1
+        self.next_announced = max(self.next_announced, j1)
+        moves = self.moves
+        if moves.raw.size:
+            arriving = self.wl.raw_task[moves.raw] < self.wl.task_ptr[j1]
+            if arriving.any():
+                moves.abandoned += int(arriving.sum())
+                self._drop_moves(arriving)
+        tasks = np.arange(self.wl.task_ptr[j0], self.wl.task_ptr[j1])
+        self._make_ready(tasks[self.pending[tasks] == 0], until)
+        return list(range(j0, j1))
+
+    def announce(self, until: float) -> np.ndarray:
+        """Jobs whose raw input exists by ``until`` (``data_lag`` before their arrival).
+
+        Returns:
+            The ids of the jobs announced since the last call, in arrival order.
+        """
+        j0 = max(self.next_announced, self.next_job)
+        j1 = int(np.searchsorted(self.wl.arrival, until + self.data_lag, side="right"))
+        if j1 <= j0:
+            return np.empty(0, dtype=np.int64)
+        self.next_announced = j1
+        return np.arange(j0, j1, dtype=np.int64)
+
+    def start_moves(self, raws: np.ndarray, clusters: np.ndarray) -> None:
+        """Start moving raw inputs of announced, not yet arrived jobs to other clusters.
+
+        A move is a WAN transfer like any other (it shares links and gates); the input
+        is at its new cluster once all of it has arrived. A move still running when its
+        job arrives is abandoned and the input stays where it was.
+
+        Raises:
+            SchedulingError: A raw input of a job not announced or already arrived,
+                already moving, or moved to the cluster holding it or to no cluster.
+        """
+        raws = np.atleast_1d(np.asarray(raws, dtype=np.int64))
+        clusters = np.atleast_1d(np.asarray(clusters, dtype=np.int64))
+        if raws.shape != clusters.shape:
+            raise SchedulingError(f"{raws.size} raw inputs but {clusters.size} clusters")
+        if raws.size == 0:
+            return
+        if raws.min() < 0 or raws.max() >= self.wl.n_raw:
+            raise SchedulingError(f"raw inputs {raws.tolist()} outside 0..{self.wl.n_raw - 1}")
+        job = self.task_job[self.wl.raw_task[raws]]
+        bad = (job < self.next_job) | (job >= self.next_announced)
+        if bad.any():
+            raise SchedulingError(f"raw input {int(raws[bad][0])} belongs to job "
+                                  f"{int(job[bad][0])}, which has arrived or is not announced")
+        if np.unique(raws).size < raws.size or np.isin(raws, self.moves.raw).any():
+            raise SchedulingError("a raw input is moved twice at once")
+        src = self.raw_cluster[raws]
+        if (clusters < 0).any() or (clusters >= self.world.n_clusters).any() \
+                or (clusters == src).any():
+            raise SchedulingError(f"cannot move raw inputs {raws.tolist()} from clusters "
+                                  f"{src.tolist()} to {clusters.tolist()}")
+        self.moves.add(raws, src, clusters)
+        self._flows = None
+
+    def _drop_moves(self, mask: np.ndarray) -> None:
+        self.moves.drop(mask)
+        self._flows = None
+
+    def _make_ready(self, tasks: np.ndarray, at: float) -> None:
+        """Tasks whose dependencies are met become ready (those admitted, under caps)."""
+        if self.capped and tasks.size:
+            tasks = self.stages.admit(tasks)
+        self._set_ready(tasks, at)
+
+    def _set_ready(self, tasks: np.ndarray, at: float) -> None:
+        if tasks.size == 0:
+            return
+        self.task_state[tasks] = READY
+        self.task_ready[tasks] = at
+        self.n_ready += tasks.size
+        if self.staged:
+            self.stages.count_ready(tasks)
+        self.task_home[tasks] = self._homes(tasks)
+
+    def _homes(self, tasks: np.ndarray) -> np.ndarray:
+        """Cluster holding the largest part of each task's input (-1: no input)."""
+        home = np.full(tasks.size, -1, dtype=np.int64)
+        if not self.has_inputs:
+            return home
+        owner, src, size = self.inputs_of(tasks)
+        if owner.size == 0:
+            return home
+        # largest total per task; ties -> smallest cluster id
+        homes_kernel(owner, src, size, self.world.n_clusters, home)
+        return home
+
+    # ------------------------------------------------------------------ operations
+    def launch(self, task: int, cluster: int, share: float = 1.0, slot: int | None = None) -> int:
+        """Start a copy of a ready or running task on ``cluster``; return the copy id.
+
+        Args:
+            task: Task id.
+            cluster: Cluster to run on; must be reachable.
+            share: Fraction of one slot the copy gets (multitasking, 002 §5).
+            slot: A specific slot of ``cluster``; by default as in :meth:`launch_many`.
+        """
+        slots = None if slot is None else np.array([slot])
+        return int(self.launch_many(np.array([task]), np.array([cluster]), share, slots)[0])
+
+    def launch_many(self, tasks: np.ndarray, clusters: np.ndarray, share: float = 1.0,
+                    slots: np.ndarray | None = None) -> np.ndarray:
+        """Start one copy of each ``tasks[i]`` on ``clusters[i]``; return the copy ids.
+
+        A task may appear several times (redundant copies started together). Without
+        ``slots``, whole-slot copies go to free slots drawn uniformly at random
+        (without replacement) in each cluster; a fractional copy goes to the slot with the
+        least spare share that still fits it (best fit), ties broken at random.
+
+        Raises:
+            SchedulingError: A task not ready or running, a share outside (0, 1], an
+                unreachable cluster, or slots that cannot take the copies.
+            IndexError: A task or cluster that does not exist.
+        """
+        tasks = np.asarray(tasks, dtype=np.int64).ravel()
+        clusters = np.asarray(clusters, dtype=np.int64).ravel()
+        n = tasks.size
+        if n == 0:
+            return np.empty(0, dtype=np.int64)
+        if clusters.size != n:
+            raise SchedulingError(f"{n} copies but {clusters.size} clusters")
+        code, at = launch_check(tasks, clusters, self.task_state, self.reachable)
+        if code == 1:
+            raise IndexError(f"task {tasks[at]} does not exist")
+        if code == 2:
+            raise SchedulingError(f"task {tasks[at]} is not ready "
+                                  f"(state {self.task_state[tasks[at]]})")
+        if not 0.0 < share <= 1.0:
+            raise SchedulingError(f"share {share} outside (0, 1]")
+        if code == 3:
+            raise IndexError(f"cluster {clusters[at]} does not exist")
+        if code == 4:
+            raise SchedulingError(f"cluster {clusters[at]} is unreachable")
+        ptr = self.world.slot_ptr
+        slots = pick_slots(clusters, share, ptr, self.slot_used, self.rng) if slots is None \
+            else np.asarray(slots, dtype=np.int64).ravel()
+        used = take_slots(slots, clusters, share, ptr, self.slot_used, 1.0 + EPS)
+        if used.size == 0:
+            raise SchedulingError(f"slots {slots.tolist()} cannot take share {share:g}")
+        self.slot_used[:] = used
+        rows = self.copies.append(n)
+        ids = np.arange(rows.start, rows.stop)
+        if self.variability != "none":
+            self.copies.cols["factor"][rows] = new_copy_factors(
+                tasks, self.task_copies, self.task_cv, self.variability, self.copy_key)
+        self._add_inputs(ids, tasks, self.task_saved[tasks])
+        self.live, started = launch_kernel(
+            tasks, clusters, slots, share, rows.start, self.time, self.copies.rec, self.tasks,
+            self.jobs, self.slots, self.staged, self._groups, self.live)
+        self.n_ready -= started
+        self._flows = None
+        return ids
+
+    def _add_inputs(self, copies: np.ndarray, tasks: np.ndarray, saved: np.ndarray) -> None:
+        """Record each new copy's inputs: raw data, then its parents' outputs.
+
+        The fraction its task saved at a checkpoint counts as received already.
+        """
+        if not self.has_inputs:
+            return          # in_lo = in_hi = 0: no inputs
+        rows = self.inputs.append(count_inputs(tasks, self.graph))
+        fill_inputs(tasks, copies, saved, rows.start, self.graph, self.tasks.cluster,
+                    self.inputs.rec, self.copies.rec)
+
+    def kill(self, copies: np.ndarray | int, outcome: int = KILLED) -> None:
+        """End live copies now; their work since the last checkpoint is wasted."""
+        copies = np.atleast_1d(np.asarray(copies, dtype=np.int64))
+        cols = self.copies.cols
+        if np.any(cols["outcome"][copies] != ALIVE):
+            raise SchedulingError(f"copy {copies[cols['outcome'][copies] != ALIVE][0]} is not live")
+        self._end(copies, np.full(copies.size, self.time), outcome)
+        tasks = np.unique(cols["task"][copies])
+        idle = tasks[(self.task_live[tasks] == 0) & (self.task_state[tasks] == RUNNING)]
+        self.task_state[idle] = READY
+        self.n_ready += idle.size
+        if self.staged:
+            self.stages.count_idle(idle)
+
+    def checkpoint(self, job: int) -> None:
+        """Bring every running copy of ``job`` to its task's most advanced copy (002 §3)."""
+        self.checkpoint_jobs(np.array([job], dtype=np.int64))
+
+    def checkpoint_jobs(self, jobs: np.ndarray) -> None:
+        """Checkpoint every job of ``jobs`` that has running copies, in one pass.
+
+        Each running copy is brought to the progress of its task's most advanced copy
+        (002 §3): the state of that copy is saved and cloned to the others, whose own
+        work since the last checkpoint is wasted. A job (and a task) counts a checkpoint
+        only when it has running copies; a job without any has nothing to save.
+        """
+        live = self.live
+        if live.size == 0:
+            return
+        cols = self.copies.cols
+        task = cols["task"][live]
+        chosen = np.zeros(self.wl.n_jobs, dtype=bool)
+        chosen[np.asarray(jobs, dtype=np.int64)] = True
+        mine = chosen[self.task_job[task]]
+        if not mine.any():
+            return
+        copies, t = live[mine], task[mine]
+        ut, inv = np.unique(t, return_inverse=True)
+        best = self.task_saved[ut].copy()
+        np.maximum.at(best, inv, cols["progress"][copies])
+        level = best[inv]
+        # One leader per task keeps its work (its base is the task's saved progress);
+        # every other copy's work since the last checkpoint is wasted, ties included.
+        progress = cols["progress"][copies]
+        order = np.lexsort((copies, -progress, inv))
+        leader = np.zeros(copies.size, dtype=bool)
+        leader[order[first_of_runs(inv[order])]] = True
+        cols["wasted"][copies] += np.where(
+            leader & (progress >= level - EPS), 0.0,
+            (progress - cols["base"][copies]) * self.task_work[t])
+        cols["progress"][copies] = level
+        cols["base"][copies] = level
+        idx = concat_ranges(cols["in_lo"][copies], cols["in_hi"][copies])
+        if idx.size:
+            received = self.inputs.cols["received"]
+            reach = np.repeat(level, cols["in_hi"][copies] - cols["in_lo"][copies])
+            received[idx] = np.maximum(received[idx], reach)
+        self._flows = None
+        gain = (best - self.task_saved[ut]) * self.task_work[ut]
+        np.subtract.at(self.job_work_left, self.task_job[ut], gain)
+        self.task_saved[ut] = best
+        self.task_checkpoints[ut] += 1
+        self.job_checkpoints[np.unique(self.task_job[ut])] += 1
+
+    def set_share(self, copies: np.ndarray | int, share: float) -> None:
+        """Set the slot share of live copies (multitasking); the result must fit every slot."""
+        copies = np.atleast_1d(np.asarray(copies, dtype=np.int64))
+        cols = self.copies.cols
+        if np.any(cols["outcome"][copies] != ALIVE):
+            raise SchedulingError(f"copy {copies[cols['outcome'][copies] != ALIVE][0]} is not live")
+        slots = cols["slot"][copies]
+        used = self.slot_used.copy()
+        np.add.at(used, slots, share - cols["share"][copies])
+        if not 0.0 < share <= 1.0 or np.any(used[slots] > 1.0 + EPS):
+            raise SchedulingError(f"share {share:g} does not fit slots {np.unique(slots)}")
+        self.slot_used[:] = used
+        cols["share"][copies] = share
+
+    def fail_clusters(self, clusters: np.ndarray) -> int:
+        """Kill every live copy on clusters hit by an outage (outcome ``failed``).
+
+        Returns:
+            The number of copies killed.
+        """
+        if clusters.size == 0 or self.live.size == 0:
+            return 0
+        hit = np.zeros(self.world.n_clusters, dtype=bool)
+        hit[clusters] = True
+        victims = self.live[hit[self.copies.cols["cluster"][self.live]]]
+        if victims.size:
+            self.kill(victims, outcome=FAILED)
+        return int(victims.size)
+
+    def _end(self, copies: np.ndarray, at: np.ndarray, outcome: int | np.ndarray) -> None:
+        cols = self.copies.cols
+        cols["end"][copies] = at
+        cols["outcome"][copies] = outcome
+        lost = np.asarray(outcome) != WON
+        t = cols["task"][copies]
+        cols["wasted"][copies] += np.where(
+            lost, (cols["progress"][copies] - cols["base"][copies]) * self.task_work[t], 0.0)
+        np.subtract.at(self.slot_used, cols["slot"][copies], cols["share"][copies])
+        np.subtract.at(self.slot_copies, cols["slot"][copies], 1)
+        np.subtract.at(self.task_live, t, 1)
+        np.subtract.at(self.job_live, self.task_job[t], 1)
+        # Every ended copy is live, and ``live`` ascends.
+        self.live = np.delete(self.live, np.searchsorted(self.live, copies))
+        self._flows = None
+
+    # ------------------------------------------------------------------ transfers
+    def _flow_structure(self) -> Flows:
+        """Remote inputs of live copies, raw-input moves and the resources they cross (cached).
+
+        Returns:
+            The :class:`~geosim.engine.records.Flows`.
+        """
+        if self._flows is not None:
+            return self._flows
+        world, moves = self.world, self.moves
+        self._flows = Flows(*flow_kernel(
+            self.live, self.copies.rec, self.inputs.rec, moves.src, moves.dst,
+            world.pair_ptr, world.pair_res, world.n_clusters,
+            2 * world.n_links + 2 * world.n_clusters, 1.0 - EPS))
+        return self._flows
+
+    def _account(self, src: np.ndarray, dst: np.ndarray, moved: np.ndarray, res: np.ndarray,
+                 starts: np.ndarray) -> None:
+        """Add MB moved over the slot to the gate, link and WAN counters."""
+        account_kernel(src, dst, moved, res, starts, self.dt, self.traffic,
+                       2 * self.world.n_links + 2 * self.world.n_clusters)
+        self._wan_mb += float(moved.sum())
+
+    def _advance_moves(self, flows: Flows, cap: np.ndarray) -> None:
+        """Run the raw-input moves through the slot at their share of every resource."""
+        moves = self.moves
+        src, dst = moves.src, moves.dst
+        moved, done = moves.advance(flows, cap, self.reachable, self.wl.raw_size, self.dt)
+        self._account(src, dst, moved, flows.move_res, flows.move_starts)
+        if done.any():
+            self.raw_cluster[moves.raw[done]] = dst[done]
+            self._drop_moves(done)
+
+    # ------------------------------------------------------------------ time
+    def advance(self, slots: int = 1, span: float | None = None) -> None:
+        """Run every live copy through ``slots`` time slots ``[time, time + slots * dt]``.
+
+        More than one slot at once is exact only when every rate is constant over the
+        span: no availability process, no transfers or moves, power not redrawn, and no
+        copy finishing before the last slot (see :meth:`quiet_slots`). ``span`` (seconds)
+        replaces ``slots * dt``: event timing runs to the next event instant
+        (:meth:`time_to_completion`).
+        """
+        t, world = self.time, self.world
+        dt = self.dt * slots if span is None else float(span)
+        t_end = t + dt
+        live = self.live
+        avail = world.availability
+        factor = NO_FLOAT
+        if avail is not None:
+            # Every slot moves on; only the slots of live copies are averaged.
+            if live.size:
+                factor = avail.advance_mean(t_end, t, self.copies.cols["slot"][live])
+            else:
+                avail.advance(t_end)
+        self.completed = []
+        self.gate_out[:] = 0.0
+        self.gate_in[:] = 0.0
+        flows = cap = None
+        if self.moves.raw.size:   # moves and copies share one structure within the slot
+            flows = self._flow_structure()
+            cap = world.resource_capacity()
+            self._advance_moves(flows, cap)
+        if live.size == 0:
+            self.time = t_end
+            return
+        if flows is None and self.has_inputs:
+            flows = self._flow_structure()
+        has_flows = flows is not None and flows.idx.size > 0
+        if has_flows:
+            cap = world.resource_capacity() if cap is None else cap
+        else:
+            flows, cap = _NO_FLOWS, NO_FLOAT
+        moved, arrived, win_at, done_tasks, done_time, ending, ending_at = step_kernel(
+            live, self.copies.rec, self.inputs.rec, self.task_work, world.power.level, factor,
+            Span(t, dt, dt * (1.0 + EPS), 1.0 + EPS, self.fetch), has_flows, flows, cap,
+            self.reachable, *self._scratch())
+        if has_flows:
+            if self.fetch and arrived:
+                self._flows = None
+            self._account(flows.src, flows.dst, moved, flows.res, flows.starts)
+        if win_at.size:
+            self._slot_end = t_end
+            self._complete(live[ending], ending_at, live[win_at], done_tasks, done_time)
+        self.time = t_end
+
+    def quiet_slots(self, limit: int) -> int:
+        """Whole slots from now, at most ``limit``, before the first one a copy can finish in.
+
+        Valid only when rates are constant (see :meth:`advance`): the copies' time left
+        is then exact, so :meth:`advance` may run that many slots at once and every
+        completion falls in its last slot.
+        """
+        if self.live.size == 0 or limit <= 1:
+            return max(1, limit)      # nothing can finish: up to the limit
+        left = self.time_to_completion()
+        return int(max(1, min(limit, np.floor(left / self.dt * (1.0 - EPS)))))
+
+    def time_to_completion(self) -> float:
+        """Seconds until the first live copy finishes (``inf`` if none), at today's rates."""
+        live = self.live
+        if live.size == 0:
+            return math.inf
+        cols, avail = self.copies.cols, self.world.availability
+        task, slot = cols["task"][live], cols["slot"][live]
+        speed = self.world.power.level[slot]
+        if avail is not None:
+            speed = speed * avail.level[slot]
+        rate = cols["share"][live] * speed / (self.task_work[task] * cols["factor"][live])
+        with np.errstate(divide="ignore"):
+            return float(np.min((1.0 - cols["progress"][live]) / rate))
+
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-task scratch of the completion kernels: a time (NaN) and a copy (-1).
+
+        Made at the first completion (a run on the compiled pool loop never needs it).
+        """
+        if self._task_scratch is None:
+            n = self.wl.n_tasks
+            self._task_scratch = (np.full(n, np.nan), np.full(n, -1, dtype=np.int64))
+        return self._task_scratch
+
+    def _complete(self, ending: np.ndarray, at: np.ndarray, winners: np.ndarray,
+                  tasks: np.ndarray, times: np.ndarray) -> None:
+        """Tasks finish: their ``winners`` win, the other ``ending`` copies lose.
+
+        Args:
+            ending: Every live copy of the finishing tasks, ascending.
+            at: The instant each of them ends (its task's finishing time).
+            winners: The copy that finished each task first.
+            tasks: The finishing tasks, ascending.
+            times: When each of them finished.
+        """
+        ready, done_jobs, self.live = complete_kernel(
+            ending, at, winners, tasks, times, self.live, self.copies.rec, self.tasks,
+            self.jobs, self.slots, self.graph, self.staged, self._groups, self._scratch()[1])
+        self._flows = None
+        if ready.size:
+            self._make_ready(ready, self._slot_end)
+        if self.staged:
+            self._make_ready(self.stages.release(tasks, self.pending), self._slot_end)
+        if self.capped:
+            self._set_ready(self.stages.finish(tasks), self._slot_end)
+        self.finished_jobs.extend(done_jobs.tolist())
+        self.completed.append(winners)
+
+    # ------------------------------------------------------------------ accounting
+    def work_balance(self) -> tuple[float, float, float]:
+        """Return (executed, demanded by finished tasks, wasted) work over all copies."""
+        n = self.copies.n
+        cols = self.copies.cols
+        done = self.task_state == DONE
+        return (float(cols["executed"][:n].sum()), float(self.task_work[done].sum()),
+                float(cols["wasted"][:n].sum()))

@@ -1,0 +1,172 @@
+"""Launching copies: the checks, the choice of slots and the records of new copies."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from geosim.engine.base import EPS, NO_INT, READY, RUNNING, SchedulingError, rank_in_runs
+from geosim.engine.draw import whole_slot_assign, whole_slot_plan
+from geosim.variability import copy_factors, keyed_uniforms
+
+
+def pick_slots(clusters: np.ndarray, share: float, slot_ptr: np.ndarray,
+               slot_used: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Slots for new copies of ``share`` on ``clusters``.
+
+    Whole-slot copies go to free slots drawn uniformly at random (without replacement) in
+    each cluster; a fractional copy goes to the slot with the least spare share that
+    still fits it (best fit), ties broken at random.
+
+    Raises:
+        SchedulingError: A cluster without room for its copies.
+    """
+    ptr = slot_ptr
+    if share >= 1.0:
+        # Per cluster (ascending), its copies in order take free slots drawn without
+        # replacement: ``rng.choice(free, k, replace=False)``, whose bounded draws
+        # are made here in one call, in the same order.
+        plan = whole_slot_plan(clusters, ptr, slot_used, 1.0 - EPS)
+        bad, n_free, k, highs = plan[-4:]
+        if bad >= 0:
+            raise SchedulingError(f"cluster {bad} has {n_free} free slots, {k} asked")
+        draws = rng.integers(0, highs + 1) if highs.size else NO_INT
+        return whole_slot_assign(*plan[:-4], ptr, draws)
+    out = np.empty(clusters.size, dtype=np.int64)
+    for c in np.unique(clusters):
+        where = np.flatnonzero(clusters == c)
+        lo = ptr[c]
+        spare = 1.0 - slot_used[lo:ptr[c + 1]]
+        spare = spare.copy()
+        for i in where:
+            fits = np.flatnonzero(spare >= share - EPS)
+            if fits.size == 0:
+                raise SchedulingError(f"no slot of cluster {c} has {share:g} spare")
+            best = fits[spare[fits] <= spare[fits].min() + EPS]
+            pick = best[0] if best.size == 1 else rng.choice(best)
+            out[i] = lo + pick
+            spare[pick] -= share
+    return out
+
+
+def new_copy_factors(tasks: np.ndarray, task_copies: np.ndarray, task_cv: np.ndarray,
+                     family: str, key: int) -> np.ndarray:
+    """Work factors of new copies of ``tasks`` (before ``task_copies`` counts them).
+
+    The k-th copy ever launched of a task draws from the key ``(run, task, k)``.
+    """
+    order = np.argsort(tasks, kind="stable")
+    index = np.empty(tasks.size, dtype=np.int64)
+    index[order] = rank_in_runs(tasks[order])
+    index += task_copies[tasks]
+    return copy_factors(family, task_cv[tasks], keyed_uniforms(key, tasks, index))
+
+
+# ---------------------------------------------------------------------- compiled kernels
+@njit(cache=True)
+def free_count(slot_used, slot_ptr, reachable, eps):  # pragma: no cover - compiled
+    """Whole free slots (used share at most ``eps``) per cluster, 0 where unreachable."""
+    n = slot_ptr.size - 1
+    free = np.zeros(n, dtype=np.int64)
+    for c in range(n):
+        if reachable[c]:
+            k = 0
+            for s in range(slot_ptr[c], slot_ptr[c + 1]):
+                if slot_used[s] <= eps:
+                    k += 1
+            free[c] = k
+    return free
+
+
+@njit(cache=True)
+def launch_check(tasks, clusters, task_state, reachable):  # pragma: no cover - compiled
+    """First problem with a launch: ``(code, index)``, code 0 when there is none.
+
+    Codes, checked in this order over all copies: 1 a task that does not exist, 2 a task
+    neither ready nor running, then 3 a cluster that does not exist, 4 an unreachable one.
+    """
+    for i in range(tasks.size):
+        if tasks[i] < 0 or tasks[i] >= task_state.size:
+            return 1, i
+    for i in range(tasks.size):
+        state = task_state[tasks[i]]
+        if state != READY and state != RUNNING:
+            return 2, i
+    for i in range(clusters.size):
+        if clusters[i] < 0 or clusters[i] >= reachable.size:
+            return 3, i
+    for i in range(clusters.size):
+        if not reachable[clusters[i]]:
+            return 4, i
+    return 0, 0
+
+
+@njit(cache=True)
+def take_slots(slots, clusters, share, slot_ptr, slot_used, limit):  # pragma: no cover
+    """The slots' used shares once the new copies take ``share`` each, in order.
+
+    Returns:
+        A new array of used shares, or an empty one when a slot is not in its copy's
+        cluster or would exceed ``limit``.
+    """
+    fail = np.empty(0)
+    if slots.size != clusters.size:
+        return fail
+    for i in range(slots.size):
+        c, s = clusters[i], slots[i]
+        if s < slot_ptr[c] or s >= slot_ptr[c + 1]:
+            return fail
+    used = slot_used.copy()
+    for i in range(slots.size):
+        used[slots[i]] += share
+    for i in range(slots.size):
+        if used[slots[i]] > limit:
+            return fail
+    return used
+
+
+@njit(cache=True)
+def launch_kernel(tasks, clusters, slots, share, row, now, copies, task, job, slot, staged,
+                  groups, live):  # pragma: no cover - compiled
+    """Record new copies at rows ``row...`` and their tasks' new state.
+
+    ``copies``, ``task``, ``job``, ``slot`` and ``groups`` are the engine's records
+    (:class:`~geosim.engine.tables.CopyCols`, :mod:`geosim.engine.records`).
+
+    Returns:
+        The live copies with the new ones, and how many ready tasks started running.
+    """
+    n = tasks.size
+    started = 0
+    for i in range(n):
+        t = tasks[i]
+        c = row + i
+        s = slots[i]
+        slot.copies[s] += 1
+        copies.task[c] = t
+        copies.slot[c] = s
+        copies.cluster[c] = clusters[i]
+        copies.share[c] = share
+        copies.progress[c] = task.saved[t]
+        copies.base[c] = task.saved[t]
+        copies.start[c] = now
+    for i in range(n):
+        t = tasks[i]
+        if task.state[t] == READY:
+            task.state[t] = RUNNING
+            started += 1
+            if staged:
+                groups.ready[groups.of[t]] -= 1
+                groups.running[groups.of[t]] += 1
+            if np.isnan(task.start[t]):
+                task.start[t] = now
+    for i in range(n):
+        t = tasks[i]
+        task.copies[t] += 1
+        task.live[t] += 1
+        job.live[task.job[t]] += 1
+    out = np.empty(live.size + n, dtype=np.int64)
+    out[:live.size] = live
+    for i in range(n):
+        out[live.size + i] = row + i
+    return out, started

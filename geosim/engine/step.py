@@ -1,0 +1,377 @@
+"""Compiled kernels of the general step: rates, completions, progress and bookkeeping.
+
+:func:`step_kernel` runs the live copies through one span: :func:`rates` (each copy's
+rate and each transfer's bandwidth), :func:`finish_kernel` (which copies finish in the
+span and which of them wins its task), then :func:`apply` (progress, received fractions
+and integrals). :func:`complete_kernel` then ends the finishing tasks' copies and
+releases their children.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from geosim.engine.base import ALIVE, DONE, LOST, WON, fmax, fmin, sorted_unique
+
+
+class Span(NamedTuple):
+    """One span of :func:`step_kernel`.
+
+    Attributes:
+        t: Its start (s).
+        dt: Its length (s).
+        limit: A copy whose time left is at most this finishes in the span.
+        slack: ``1 + eps``: a transfer whose time left is within ``elapsed * slack``
+            arrives in full.
+        fetch: ``links.transfer`` is ``"fetch"`` (else ``"stream"``).
+    """
+
+    t: float
+    dt: float
+    limit: float
+    slack: float
+    fetch: bool
+
+
+class Rates(NamedTuple):
+    """Rates of a span.
+
+    Per live copy: speed, work, share, rate, progress and time left; per transfer: its
+    bandwidth, size, fetch rate, received fraction and time left (fetch mode).
+    """
+
+    speed: np.ndarray
+    work: np.ndarray
+    share: np.ndarray
+    rate: np.ndarray
+    progress: np.ndarray
+    left: np.ndarray
+    bw: np.ndarray
+    size: np.ndarray
+    fetch_rate: np.ndarray
+    got: np.ndarray
+    fetch_left: np.ndarray
+
+
+@njit(cache=True)
+def fold_groups(values, group, pos, out, largest):  # pragma: no cover - compiled
+    """Fold each copy's run of ``values`` (``group`` starts) into ``out[pos]``.
+
+    The minimum of the run and ``out`` (``np.minimum.reduceat`` then ``np.minimum``), or
+    the maximum when ``largest``, in the same order.
+    """
+    n = values.size
+    for g in range(group.size):
+        lo = group[g]
+        hi = group[g + 1] if g + 1 < group.size else n
+        acc = values[lo]
+        for j in range(lo + 1, hi):
+            acc = fmax(acc, values[j]) if largest else fmin(acc, values[j])
+        p = pos[lo]
+        out[p] = fmax(out[p], acc) if largest else fmin(out[p], acc)
+
+
+@njit(cache=True)
+def rates(live, copies, inputs, task_work, level, avail, fetch, flows_on, flows, cap,
+          reachable):  # pragma: no cover - compiled
+    """Rates of the live copies and of their transfers, and the time each copy needs.
+
+    ``avail`` is the availability factor of each live copy's slot (empty: none);
+    ``level`` each slot's VM power; ``cap`` each resource's capacity.
+
+    Returns:
+        The :class:`Rates`.
+    """
+    n = live.size
+    speed = np.empty(n)
+    work = np.empty(n)
+    share = np.empty(n)
+    rate = np.empty(n)
+    progress = np.empty(n)
+    left = np.empty(n)
+    for p in range(n):
+        c = live[p]
+        sp = level[copies.slot[c]]
+        if avail.size:
+            sp = sp * avail[p]
+        speed[p] = sp
+        w = task_work[copies.task[c]]
+        work[p] = w
+        share[p] = copies.share[c]
+        rate[p] = copies.share[c] * sp / (w * copies.factor[c])
+        progress[p] = copies.progress[c]
+    idx, res, starts, users = flows.idx, flows.res, flows.starts, flows.users
+    n_flow = idx.size if flows_on else 0
+    bw = np.empty(n_flow)
+    size = np.empty(n_flow)
+    fetch_rate = np.empty(n_flow)
+    got = np.empty(n_flow)
+    fetch_left = np.empty(n_flow)
+    for j in range(n_flow):
+        end = starts[j + 1] if j + 1 < n_flow else res.size
+        b = cap[res[starts[j]]] / users[res[starts[j]]]
+        for h in range(starts[j] + 1, end):
+            b = fmin(b, cap[res[h]] / users[res[h]])
+        if not reachable[flows.src[j]]:
+            b = 0.0
+        bw[j] = b
+        size[j] = inputs.size[idx[j]]
+        fetch_rate[j] = b / size[j]
+        got[j] = inputs.received[idx[j]]
+        if fetch:
+            fetch_left[j] = (1.0 - got[j]) / fetch_rate[j] if fetch_rate[j] > 0 else np.inf
+    if n_flow and not fetch:
+        fold_groups(fetch_rate, flows.group, flows.pos, rate, False)
+    for p in range(n):
+        left[p] = (1.0 - progress[p]) / rate[p] if rate[p] > 0 else np.inf
+    if n_flow and fetch:
+        fold_groups(fetch_left, flows.group, flows.pos, left, True)
+    return Rates(speed, work, share, rate, progress, left, bw, size, fetch_rate, got,
+                 fetch_left)
+
+
+@njit(cache=True)
+def apply(live, elapsed, r, win_pos, fetch, flows_on, flows, copies, inputs,
+          slack):  # pragma: no cover - compiled
+    """Move the live copies and their transfers through the span (``elapsed`` each).
+
+    ``r`` is the :class:`Rates` of the span; ``slack`` is ``1 + eps``. Writes progress,
+    work and time integrals of the copies and the received fractions and transfer
+    integrals of their inputs.
+
+    Returns:
+        MB moved by each transfer, and whether any input has arrived in full.
+    """
+    n = live.size
+    idx, pos, group = flows.idx, flows.pos, flows.group
+    reached = np.empty(n)
+    for p in range(n):
+        reached[p] = fmin(r.progress[p] + r.rate[p] * elapsed[p], 1.0)
+    n_flow = idx.size if flows_on else 0
+    moved = np.empty(n_flow)
+    arrived_any = False
+    if n_flow and fetch:
+        for g in range(group.size):
+            lo = group[g]
+            hi = group[g + 1] if g + 1 < group.size else n_flow
+            p = pos[lo]
+            least = 0.0
+            for j in range(lo, hi):
+                el = elapsed[pos[j]]
+                arrived = fmin(r.got[j] + r.fetch_rate[j] * el, 1.0)
+                least = arrived if j == lo else fmin(least, arrived)
+                new_got = 1.0 if r.fetch_left[j] <= el * slack else arrived
+                if new_got >= 1.0:
+                    arrived_any = True
+                moved[j] = (new_got - r.got[j]) * r.size[j]
+                inputs.received[idx[j]] = new_got
+                busy = fmin(el, r.fetch_left[j])
+                inputs.bw_time[idx[j]] += r.bw[j] * busy
+                inputs.fetch_time[idx[j]] += busy
+            reached[p] = fmin(reached[p], fmax(least, r.progress[p]))
+    for w in range(win_pos.size):
+        reached[win_pos[w]] = 1.0
+    for p in range(n):
+        c = live[p]
+        copies.progress[c] = reached[p]
+        copies.executed[c] += (reached[p] - r.progress[p]) * r.work[p]
+        copies.share_time[c] += r.share[p] * elapsed[p]
+        copies.speed_time[c] += r.speed[p] * elapsed[p]
+    if n_flow and not fetch:
+        for j in range(n_flow):
+            el = elapsed[pos[j]]
+            moved[j] = r.rate[pos[j]] * r.size[j] * el
+            inputs.bw_time[idx[j]] += r.bw[j] * el
+            inputs.fetch_time[idx[j]] += el
+    return moved, arrived_any
+
+
+@njit(cache=True)
+def step_kernel(live, copies, inputs, task_work, level, avail, span, flows_on, flows, cap,
+                reachable, best_time, best_pos):  # pragma: no cover - compiled
+    """One span of :meth:`Engine.advance <geosim.engine.Engine.advance>`.
+
+    :func:`rates`, :func:`finish_kernel` and :func:`apply` in turn, on the tables'
+    records ``copies`` and ``inputs``, the :class:`~geosim.engine.records.Flows` and
+    the :class:`Span`. ``best_time`` and ``best_pos`` are per-task scratch.
+
+    Returns:
+        MB moved by each transfer, whether an input arrived in full, then what
+        :func:`finish_kernel` returns but the time each copy ran.
+    """
+    r = rates(live, copies, inputs, task_work, level, avail, span.fetch, flows_on, flows,
+              cap, reachable)
+    elapsed, win_pos, tasks, times, ending, ending_at = finish_kernel(
+        live, copies.task, r.left, span.t, span.dt, span.limit, best_time, best_pos)
+    moved, arrived = apply(live, elapsed, r, win_pos, span.fetch, flows_on, flows, copies,
+                           inputs, span.slack)
+    return moved, arrived, win_pos, tasks, times, ending, ending_at
+
+
+@njit(cache=True)
+def finish_kernel(live, task_of, left, t, dt, limit, best_time,
+                  best_pos):  # pragma: no cover - compiled
+    """Copies that finish within the span, and the first of each task to finish.
+
+    A copy whose time left is at most ``limit`` finishes at ``t + left``; the first of
+    its task to finish (ties: the lowest copy id) wins, and every live copy of that task
+    ends then. ``best_time`` (NaN) and ``best_pos`` (-1) are per-task scratch, left as
+    found.
+
+    Returns:
+        Each live copy's time run in the span (``dt``, or up to its task's finishing
+        instant), the winners' positions in ``live``, the finished tasks (ascending) and
+        their finishing instants, and the positions of the copies that end with their
+        instants.
+    """
+    n = live.size
+    elapsed = np.full(n, dt)
+    tasks = np.empty(n, dtype=np.int64)
+    k = 0
+    for p in range(n):
+        if left[p] <= limit:
+            j = task_of[live[p]]
+            at = t + left[p]
+            if best_pos[j] < 0:
+                best_pos[j] = p
+                best_time[j] = at
+                tasks[k] = j
+                k += 1
+            elif at < best_time[j]:     # ``live`` ascends: ties keep the lowest copy
+                best_pos[j] = p
+                best_time[j] = at
+    tasks = np.sort(tasks[:k])
+    win_pos = np.empty(k, dtype=np.int64)
+    times = np.empty(k)
+    for i in range(k):
+        win_pos[i] = best_pos[tasks[i]]
+        times[i] = best_time[tasks[i]]
+    m = 0
+    if k:
+        for p in range(n):
+            if best_pos[task_of[live[p]]] >= 0:
+                m += 1
+    ending = np.empty(m, dtype=np.int64)
+    ending_at = np.empty(m)
+    m = 0
+    if k:
+        for p in range(n):
+            j = task_of[live[p]]
+            if best_pos[j] >= 0:
+                at = best_time[j]
+                ending[m] = p
+                ending_at[m] = at
+                m += 1
+                el = at - t
+                elapsed[p] = dt if el > dt else (0.0 if el < 0.0 else el)
+    for i in range(k):
+        best_pos[tasks[i]] = -1
+        best_time[tasks[i]] = np.nan
+    return elapsed, win_pos, tasks, times, ending, ending_at
+
+
+@njit(cache=True)
+def end_copies(ending, at, winners, tasks, copies, task, job, slot,
+               mark):  # pragma: no cover - compiled
+    """End the ``ending`` copies at ``at``: each task's winner wins, the others lose.
+
+    Lost work since the last checkpoint is wasted; the copies leave their slots, tasks
+    and jobs. ``mark`` is per-task scratch (-1), left marking each task's winner.
+    """
+    for i in range(winners.size):
+        copies.progress[winners[i]] = 1.0
+        mark[tasks[i]] = winners[i]
+    for i in range(ending.size):
+        c = ending[i]
+        t = copies.task[c]
+        copies.end[c] = at[i]
+        lost = mark[t] != c
+        copies.outcome[c] = LOST if lost else WON
+        copies.wasted[c] += (copies.progress[c] - copies.base[c]) * task.work[t] if lost \
+            else 0.0
+    for i in range(ending.size):
+        c = ending[i]
+        slot.used[copies.slot[c]] -= copies.share[c]
+    for i in range(ending.size):
+        c = ending[i]
+        t = copies.task[c]
+        slot.copies[copies.slot[c]] -= 1
+        task.live[t] -= 1
+        job.live[task.job[t]] -= 1
+
+
+@njit(cache=True)
+def still_alive(live, outcome):  # pragma: no cover - compiled
+    """The copies of ``live`` whose ``outcome`` is still alive, in order."""
+    n_live = 0
+    for i in range(live.size):
+        if outcome[live[i]] == ALIVE:
+            n_live += 1
+    left = np.empty(n_live, dtype=np.int64)
+    n_live = 0
+    for i in range(live.size):
+        if outcome[live[i]] == ALIVE:
+            left[n_live] = live[i]
+            n_live += 1
+    return left
+
+
+@njit(cache=True)
+def complete_kernel(ending, at, winners, tasks, times, live, copies, task, job, slot, graph,
+                    staged, groups, mark):  # pragma: no cover - compiled
+    """The bookkeeping of completions, in the order its NumPy form had.
+
+    Ends the ``ending`` copies (:func:`end_copies`), then marks ``tasks`` done, credits
+    their jobs and releases their children. ``copies``, ``task``, ``job``, ``slot``,
+    ``graph`` and ``groups`` are the engine's records; ``mark`` is per-task scratch (-1),
+    left as found.
+
+    Returns:
+        The children whose last parent finished (ascending, unique), the jobs that
+        finished (ascending, unique), and the live copies left.
+    """
+    end_copies(ending, at, winners, tasks, copies, task, job, slot, mark)
+    left = still_alive(live, copies.outcome)
+    out_ptr, out_dst, pending = graph.out_ptr, graph.out_dst, task.pending
+    n_child = 0
+    for i in range(tasks.size):
+        t = tasks[i]
+        mark[t] = -1
+        task.state[t] = DONE
+        task.done[t] = times[i]
+        if staged:
+            groups.running[groups.of[t]] -= 1
+        task.cluster[t] = copies.cluster[winners[i]]
+        j = task.job[t]
+        job.left[j] -= 1
+        job.work_left[j] -= (1.0 - task.saved[t]) * task.work[t]
+        task.saved[t] = 1.0
+        job.last[j] = fmax(job.last[j], times[i])
+        n_child += out_ptr[t + 1] - out_ptr[t]
+    for i in range(tasks.size):
+        t = tasks[i]
+        for e in range(out_ptr[t], out_ptr[t + 1]):
+            pending[out_dst[e]] -= 1
+    ready = np.empty(n_child, dtype=np.int64)
+    n_ready = 0
+    for i in range(tasks.size):
+        t = tasks[i]
+        for e in range(out_ptr[t], out_ptr[t + 1]):
+            if pending[out_dst[e]] == 0:
+                ready[n_ready] = out_dst[e]
+                n_ready += 1
+    ready = sorted_unique(ready[:n_ready])
+    done = np.empty(tasks.size, dtype=np.int64)
+    n_done = 0
+    for i in range(tasks.size):
+        j = task.job[tasks[i]]
+        if job.left[j] == 0:
+            done[n_done] = j
+            n_done += 1
+    done = sorted_unique(done[:n_done])
+    for j in done:
+        job.done[j] = job.last[j]
+    return ready, done, left

@@ -1,0 +1,267 @@
+"""Transfers: copies' inputs, the flows that fetch them, raw-input moves and traffic.
+
+Each transfer of a remote input gets an equal share of every resource it crosses (each
+directed WAN link of its route, the source's egress gate, the destination's ingress
+gate); its bandwidth is the smallest of those shares, and 0 while its source is
+unreachable. Raw-input moves (before their job arrives) share the same resources.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from geosim.engine.base import EPS
+from geosim.engine.records import Flows, Traffic
+
+
+class RawMoves:
+    """Raw inputs on their way to another cluster before their job arrives.
+
+    Attributes:
+        raw, src, dst: Each move's raw input and its clusters.
+        got: The fraction of each that has arrived.
+        moved_mb: MB of raw input that reached its new cluster.
+        done: Moves completed.
+        abandoned: Moves still running when their job arrived.
+    """
+
+    def __init__(self):
+        self.raw = np.empty(0, dtype=np.int64)
+        self.src = np.empty(0, dtype=np.int64)
+        self.dst = np.empty(0, dtype=np.int64)
+        self.got = np.empty(0)
+        self.moved_mb = 0.0
+        self.done = 0
+        self.abandoned = 0
+
+    def add(self, raws: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+        """Start moves (already checked) of ``raws`` from ``src`` to ``dst``."""
+        self.raw = np.concatenate([self.raw, raws])
+        self.src = np.concatenate([self.src, src])
+        self.dst = np.concatenate([self.dst, dst])
+        self.got = np.concatenate([self.got, np.zeros(raws.size)])
+
+    def drop(self, mask: np.ndarray) -> None:
+        """Forget the moves of ``mask``."""
+        keep = ~mask
+        self.raw, self.src = self.raw[keep], self.src[keep]
+        self.dst, self.got = self.dst[keep], self.got[keep]
+
+    def advance(self, flows: Flows, cap: np.ndarray, reachable: np.ndarray,
+                raw_size: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Run the moves through ``dt`` seconds at their share of every resource.
+
+        Returns:
+            MB each move carried, and which moves have completed.
+        """
+        src, dst = self.src, self.dst
+        users = flows.users
+        bw = np.minimum.reduceat(cap[flows.move_res] / users[flows.move_res],
+                                 flows.move_starts)
+        bw[~(reachable[src] & reachable[dst])] = 0.0
+        size = raw_size[self.raw]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            got = np.where(size > 0, np.minimum(self.got + bw * dt / size, 1.0), 1.0)
+        got[got >= 1.0 - EPS] = 1.0
+        moved = (got - self.got) * size
+        self.got = got
+        done = got >= 1.0
+        if done.any():
+            self.moved_mb += float(size[done].sum())
+            self.done += int(done.sum())
+        return moved, done
+
+
+# ---------------------------------------------------------------------- compiled kernels
+@njit(cache=True)
+def flow_kernel(live, copies, inputs, move_src, move_dst, pair_ptr, pair_res, n_clusters,
+                n_res, done):  # pragma: no cover - compiled
+    """The arrays of :class:`~geosim.engine.records.Flows` in one pass.
+
+    ``copies`` and ``inputs`` are the tables' records; ``done`` is the received fraction
+    from which an input counts as arrived.
+    """
+    in_lo, in_hi, cluster = copies.in_lo, copies.in_hi, copies.cluster
+    i_src, i_size, i_received = inputs.src, inputs.size, inputs.received
+    total = 0
+    for p in range(live.size):
+        c = live[p]
+        total += max(in_hi[c] - in_lo[c], 0)
+    idx = np.empty(total, dtype=np.int64)
+    pos = np.empty(total, dtype=np.int64)
+    src = np.empty(total, dtype=np.int64)
+    dst = np.empty(total, dtype=np.int64)
+    n_flow = 0
+    n_hop = 0
+    for p in range(live.size):
+        c = live[p]
+        d = cluster[c]
+        for i in range(in_lo[c], in_hi[c]):
+            s = i_src[i]
+            if s != d and i_size[i] > 0 and i_received[i] < done:
+                idx[n_flow], pos[n_flow], src[n_flow], dst[n_flow] = i, p, s, d
+                pair = s * n_clusters + d
+                n_hop += pair_ptr[pair + 1] - pair_ptr[pair]
+                n_flow += 1
+    idx, pos, src, dst = idx[:n_flow], pos[:n_flow], src[:n_flow], dst[:n_flow]
+    res = np.empty(n_hop, dtype=np.int64)
+    starts = np.empty(n_flow, dtype=np.int64)
+    users = np.zeros(n_res, dtype=np.int64)
+    h = 0
+    n_group = 0
+    for j in range(n_flow):
+        starts[j] = h
+        pair = src[j] * n_clusters + dst[j]
+        for q in range(pair_ptr[pair], pair_ptr[pair + 1]):
+            res[h] = pair_res[q]
+            users[res[h]] += 1
+            h += 1
+        if j == 0 or pos[j] != pos[j - 1]:
+            n_group += 1
+    group = np.empty(n_group, dtype=np.int64)
+    g = 0
+    for j in range(n_flow):
+        if j == 0 or pos[j] != pos[j - 1]:
+            group[g] = j
+            g += 1
+    n_move_hop = 0
+    for j in range(move_src.size):
+        pair = move_src[j] * n_clusters + move_dst[j]
+        n_move_hop += pair_ptr[pair + 1] - pair_ptr[pair]
+    move_res = np.empty(n_move_hop, dtype=np.int64)
+    move_starts = np.empty(move_src.size, dtype=np.int64)
+    h = 0
+    for j in range(move_src.size):
+        move_starts[j] = h
+        pair = move_src[j] * n_clusters + move_dst[j]
+        for q in range(pair_ptr[pair], pair_ptr[pair + 1]):
+            move_res[h] = pair_res[q]
+            users[move_res[h]] += 1
+            h += 1
+    return idx, pos, src, dst, res, starts, group, users, move_res, move_starts
+
+
+@njit(cache=True)
+def account_kernel(src, dst, moved, res, starts, dt, traffic,
+                   n_res):  # pragma: no cover - compiled
+    """Add MB moved to the :class:`~geosim.engine.records.Traffic` counters.
+
+    The gates count MB per second of ``dt``. Sums run in the order of the transfers, as
+    ``np.bincount`` adds its weights.
+    """
+    gate_out, gate_in, link_mb = traffic.gate_out, traffic.gate_in, traffic.link
+    n = gate_out.size
+    out = np.zeros(n)
+    into = np.zeros(n)
+    per_res = np.zeros(n_res)
+    for j in range(moved.size):
+        out[src[j]] += moved[j]
+        into[dst[j]] += moved[j]
+        end = starts[j + 1] if j + 1 < starts.size else res.size
+        for h in range(starts[j], end):
+            per_res[res[h]] += moved[j]
+    for c in range(n):
+        gate_out[c] += out[c] / dt
+        gate_in[c] += into[c] / dt
+        traffic.egress[c] += out[c]
+        traffic.ingress[c] += into[c]
+    for d in range(link_mb.size):
+        link_mb[d] += per_res[d]
+
+
+@njit(cache=True)
+def inputs_kernel(tasks, graph, task_cluster):  # pragma: no cover - compiled
+    """Inputs of ``tasks`` (raw data, then parents' outputs), grouped by task in order.
+
+    ``graph`` is the :class:`~geosim.engine.records.Graph`; a parent's output is where
+    the parent ran (``task_cluster``).
+    """
+    raw_ptr, in_ptr = graph.raw_ptr, graph.in_ptr
+    total = 0
+    for t in tasks:
+        total += raw_ptr[t + 1] - raw_ptr[t] + in_ptr[t + 1] - in_ptr[t]
+    owner = np.empty(total, dtype=np.int64)
+    src = np.empty(total, dtype=np.int64)
+    size = np.empty(total)
+    j = 0
+    for i in range(tasks.size):
+        t = tasks[i]
+        for r in range(raw_ptr[t], raw_ptr[t + 1]):
+            owner[j], src[j], size[j] = i, graph.raw_cluster[r], graph.raw_size[r]
+            j += 1
+        for e in range(in_ptr[t], in_ptr[t + 1]):
+            owner[j], src[j], size[j] = i, task_cluster[graph.in_src[e]], graph.in_size[e]
+            j += 1
+    return owner, src, size
+
+
+@njit(cache=True)
+def count_inputs(tasks, graph):  # pragma: no cover - compiled
+    """Number of inputs (raw, then parents' outputs) of ``tasks`` together."""
+    raw_ptr, in_ptr = graph.raw_ptr, graph.in_ptr
+    total = 0
+    for t in tasks:
+        total += raw_ptr[t + 1] - raw_ptr[t] + in_ptr[t + 1] - in_ptr[t]
+    return total
+
+
+@njit(cache=True)
+def fill_inputs(tasks, ids, saved, row, graph, task_cluster, inputs,
+                copies):  # pragma: no cover - compiled
+    """Write the inputs of new copies ``ids`` of ``tasks`` from row ``row`` of the inputs.
+
+    In the order of :func:`inputs_kernel`; each input has received its copy's ``saved``
+    fraction; each copy's inputs are rows ``in_lo:in_hi`` (``copies``, ``inputs``: the
+    tables' records).
+    """
+    i_copy, i_src, i_size, i_received = inputs.copy, inputs.src, inputs.size, inputs.received
+    j = row
+    for i in range(tasks.size):
+        t, c, got = tasks[i], ids[i], saved[i]
+        copies.in_lo[c] = j
+        for r in range(graph.raw_ptr[t], graph.raw_ptr[t + 1]):
+            i_copy[j], i_src[j], i_size[j] = c, graph.raw_cluster[r], graph.raw_size[r]
+            i_received[j] = got
+            j += 1
+        for e in range(graph.in_ptr[t], graph.in_ptr[t + 1]):
+            i_copy[j], i_src[j], i_size[j] = c, task_cluster[graph.in_src[e]], graph.in_size[e]
+            i_received[j] = got
+            j += 1
+        copies.in_hi[c] = j
+
+
+@njit(cache=True)
+def homes_kernel(owner, src, size, n_clusters, home):  # pragma: no cover - compiled
+    """Cluster of the largest summed input of each owner (ties: lowest id) into ``home``.
+
+    ``owner`` is grouped; sizes add up in their order, as ``np.bincount`` adds weights.
+    """
+    total = np.zeros(n_clusters)
+    seen = np.zeros(n_clusters, dtype=np.bool_)
+    lo = 0
+    while lo < owner.size:
+        hi = lo
+        while hi < owner.size and owner[hi] == owner[lo]:
+            c = src[hi]
+            if seen[c]:
+                total[c] += size[hi]
+            else:
+                seen[c] = True
+                total[c] = 0.0 + size[hi]
+            hi += 1
+        best = -1
+        for j in range(lo, hi):
+            c = src[j]
+            if best < 0 or total[c] > total[best] or (total[c] == total[best] and c < best):
+                best = c
+        home[owner[lo]] = best
+        for j in range(lo, hi):
+            seen[src[j]] = False
+        lo = hi
+
+
+def new_traffic(n_clusters: int, n_links: int) -> Traffic:
+    """Zeroed traffic counters of a world of ``n_clusters`` and ``n_links``."""
+    return Traffic(np.zeros(n_clusters), np.zeros(n_clusters), np.zeros(n_clusters),
+                   np.zeros(n_clusters), np.zeros(2 * n_links))
