@@ -36,9 +36,10 @@ def _stats(seconds: list[float]) -> dict[str, float]:
 
 
 def bench_frames(scheduler: str, steps: int) -> dict:
+    from viz.dashboard_model import DashboardModel
+
     from viz.dashboard import build_config
     from viz.dashboard_draw import ClusterMap, TimeSeries
-    from viz.dashboard_model import DashboardModel
 
     config = build_config(SCENARIO, scheduler)
     start = time.perf_counter()

@@ -27,14 +27,16 @@ Cost and keying, for runs of millions of steps:
   rows for every period and cluster rows for the last step. Per-step cluster rows
   would cost a pass over the tasks (the queues) at every step.
 - The collection at the end of Mesa step ``k`` (``model.steps == k``) is stored at index
-  ``k - 1``. Mesa's ``batch_run`` reads index ``model.steps - 1`` after its last step,
-  so its rows hold the state when the run stopped (the ``time`` column says when);
-  index ``i`` holds the state after ``i + 1`` steps.
+  ``k - 1``. Mesa 3.3's ``batch_run`` reads index ``model.steps - 1`` after its last
+  step, Mesa 3.5's the last key of ``_collection_steps`` (:class:`CollectionSteps`), so
+  either way its rows hold the state when the run stopped (the ``time`` column says
+  when); index ``i`` holds the state after ``i + 1`` steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import mesa
@@ -106,10 +108,12 @@ CLUSTER_REPORTERS: dict[str, Callable[[GeoModel], np.ndarray]] = {
 class ModelColumns(Mapping):
     """The model variables as Mesa's ``model_vars``: name -> values, oldest first.
 
-    Each value is a read-only NumPy view of the collected part of its column, so
+    Each value is a fresh NumPy array of the collected part of its column, so
     ``model_vars[name][step]`` and ``pd.DataFrame(model_vars)`` work as on Mesa's lists.
-    Rows are appended as tuples to a short buffer (a list append per step) that is
-    moved into the columns every :attr:`BLOCK` rows and before every read.
+    Rows are appended as tuples to a short buffer (a list append per step) that the
+    collecting thread moves into the columns every :attr:`BLOCK` rows. A reader in
+    another thread (a page drawing while the run steps) reads the columns and the buffer
+    under a lock the move also holds, and never moves rows itself.
     """
 
     #: Rows buffered before they are moved into the columns.
@@ -120,6 +124,7 @@ class ModelColumns(Mapping):
                          in reporters.items()}
         self._stored = 0
         self._buffer: list[tuple] = []
+        self._lock = threading.Lock()
 
     @property
     def n(self) -> int:
@@ -133,31 +138,57 @@ class ModelColumns(Mapping):
             self._flush()
 
     def _flush(self) -> None:
-        if not self._buffer:
-            return
-        lo, hi = self._stored, self._stored + len(self._buffer)
-        size = len(next(iter(self._columns.values())))
-        if hi > size:
-            grown = max(hi, 2 * size)
-            self._columns = {k: np.concatenate([a, np.zeros(grown - size, dtype=a.dtype)])
-                             for k, a in self._columns.items()}
-        for column, values in zip(self._columns.values(), zip(*self._buffer, strict=True),
-                                  strict=True):
-            column[lo:hi] = values
-        self._stored = hi
-        self._buffer.clear()
+        with self._lock:
+            lo, hi = self._stored, self._stored + len(self._buffer)
+            size = len(next(iter(self._columns.values())))
+            if hi > size:
+                grown = max(hi, 2 * size)
+                self._columns = {k: np.concatenate([a, np.zeros(grown - size, dtype=a.dtype)])
+                                 for k, a in self._columns.items()}
+            for column, values in zip(self._columns.values(), zip(*self._buffer, strict=True),
+                                      strict=True):
+                column[lo:hi] = values
+            self._stored = hi
+            self._buffer = []
 
     def __getitem__(self, name: str) -> np.ndarray:
-        self._flush()
-        view = self._columns[name][:self._stored]
-        view.flags.writeable = False
-        return view
+        return self.snapshot([name])[name]
+
+    def snapshot(self, names: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """Fresh arrays of the variables ``names`` (default: all), all of the same rows."""
+        names = list(self._columns) if names is None else list(names)
+        order = list(self._columns)
+        with self._lock:
+            rows = list(self._buffer)
+            heads = {k: self._columns[k][:self._stored].copy() for k in names}
+        if not rows:
+            return heads
+        return {k: np.concatenate([heads[k], np.array([r[order.index(k)] for r in rows],
+                                                      dtype=heads[k].dtype)])
+                for k in names}
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._columns)
 
     def __len__(self) -> int:
         return len(self._columns)
+
+
+class CollectionSteps(Sequence):
+    """Mesa's ``_collection_steps`` (Mesa 3.5): the key of each collection, ``0 .. n-1``.
+
+    Mesa 3.5's ``batch_run`` finds a step's row by bisecting this sequence; collection
+    ``i`` is stored at key ``i`` (see the module's docstring), so no list is kept.
+    """
+
+    def __init__(self, columns: ModelColumns):
+        self._columns = columns
+
+    def __len__(self) -> int:
+        return self._columns.n
+
+    def __getitem__(self, index):
+        return range(self._columns.n)[index]
 
 
 class ClusterRecords(Mapping):
@@ -212,6 +243,7 @@ class GeoDataCollector(mesa.DataCollector):
         self._report = list(self.model_reporters.values())
         self.agent_reporters = dict(CLUSTER_REPORTERS)
         self.model_vars = ModelColumns(reporters)
+        self._collection_steps = CollectionSteps(self.model_vars)
         self.model = model
         self._agent_records = ClusterRecords(self)
 
@@ -229,7 +261,7 @@ class GeoDataCollector(mesa.DataCollector):
 
     def get_model_vars_dataframe(self) -> pd.DataFrame:
         """One row per collection (index: the step it is stored at), one column per variable."""
-        return pd.DataFrame({name: values.copy() for name, values in self.model_vars.items()})
+        return pd.DataFrame(self.model_vars.snapshot())
 
     def get_agent_vars_dataframe(self) -> pd.DataFrame:
         """The clusters at the last step, indexed by ``Step`` and ``AgentID`` (Mesa's shape)."""
@@ -239,5 +271,5 @@ class GeoDataCollector(mesa.DataCollector):
                                          index=["Step", "AgentID"])
 
 
-__all__ = ["CLUSTER_REPORTERS", "ClusterRecords", "GeoDataCollector",
+__all__ = ["CLUSTER_REPORTERS", "ClusterRecords", "CollectionSteps", "GeoDataCollector",
            "MODEL_REPORTERS", "MeanFlowtime", "ModelColumns", "model_reporters"]

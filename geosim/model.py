@@ -29,7 +29,7 @@ from typing import Any
 import mesa
 import numpy as np
 
-from geosim import footprint, guards, invariants, poolsim, state
+from geosim import footprint, guards, invariants, mesa_scenario, poolsim, state
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
 from geosim.datacollector import GeoDataCollector
 from geosim.engine import Engine, concat_ranges
@@ -128,7 +128,8 @@ class GeoModel(mesa.Model):
 
     Args:
         scenario: A validated scenario, or a TOML path or mapping (see
-            :func:`~geosim.scenario.load_scenario`).
+            :func:`~geosim.scenario.load_scenario`), or Mesa's scenario object of
+            another GeoModel (:mod:`geosim.mesa_scenario`; SolaraViz's Reset passes one).
         scheduler: A scheduler instance, a registered name, or a spec with parameters such
             as ``"laps+r[beta=0.6]"``; default: the scenario's. A bare name takes
             ``scheduler.params`` when it is the scenario's scheduler, and its defaults
@@ -156,10 +157,11 @@ class GeoModel(mesa.Model):
                  scheduler: Scheduler | str | None = None,
                  seed: int | None = None, workload: Workload | None = None,
                  check_invariants: bool | None = None):
-        if not isinstance(scenario, Scenario):
-            scenario = load_scenario(scenario)
+        given = mesa_scenario.geosim_scenario(scenario)
+        scenario = given if isinstance(given, Scenario) else load_scenario(given)
         seed = scenario["run"]["seed"] if seed is None else int(seed)
         super().__init__(rng=seed)
+        mesa_scenario.attach(self, given, seed)
         self.config, self.seed = scenario, seed
         self.dt = float(scenario["run"]["dt"])
         self.horizon = float(scenario["run"]["horizon"])
