@@ -96,9 +96,10 @@ def geo_model_params(config: DashboardConfig) -> dict[str, Any]:
 
     The scenario file, the scheduler (a registered name, or a spec with parameters) and
     the seed: GeoModel's own keywords, so SolaraViz's Reset re-creates the model from
-    them (the scenario file's parameter is :data:`geosim.mesa_scenario.SCENARIO_PARAM`:
-    ``scenario`` with Mesa 3.3, ``scenario_file`` from Mesa 3.4 on). The ε, β and load controls and the ``--set`` overrides are the dashboard
-    page's (:func:`model_params`); here a scheduler's parameters go in its spec.
+    them. The scenario file's parameter is :data:`geosim.mesa_scenario.SCENARIO_PARAM`
+    (``scenario`` with Mesa 3.3, ``scenario_file`` from Mesa 3.4 on). The ε, β and load
+    controls and the ``--set`` overrides are the dashboard page's
+    (:func:`model_params`); here a scheduler's parameters go in its spec.
     """
     names = list(registered())
     return {
