@@ -109,6 +109,11 @@ def gate_rates(engine: Engine) -> tuple[np.ndarray, np.ndarray]:
     return engine.gate_out.copy(), engine.gate_in.copy()
 
 
+def gate_traffic_mb(engine: Engine) -> tuple[np.ndarray, np.ndarray]:
+    """MB out and in through each cluster's gate since the last sample (fresh arrays)."""
+    return engine.egress_mb.copy(), engine.ingress_mb.copy()
+
+
 def link_traffic_mb(engine: Engine) -> tuple[np.ndarray, np.ndarray]:
     """MB sent over each WAN link since the last sample, ``(u→v, v→u)`` (fresh arrays)."""
     return engine.link_mb[0::2].copy(), engine.link_mb[1::2].copy()
@@ -202,7 +207,8 @@ def work_balance(engine: Engine) -> dict[str, float]:
 
 
 __all__ = ["CLUSTER_STATES", "available_slots", "busy_slots", "cluster_state_codes",
-           "cluster_states", "copy_columns", "finished_flowtimes", "gate_rates", "job_columns",
-           "job_copies", "job_progress", "link_bandwidth", "link_traffic_mb", "queues",
-           "reachable", "reachable_slots", "running_copies", "task_columns", "task_states",
-           "tasks_done", "tasks_left", "total_busy_slots", "totals", "usable_slots", "work_balance"]
+           "cluster_states", "copy_columns", "finished_flowtimes", "gate_rates",
+           "gate_traffic_mb", "job_columns", "job_copies", "job_progress", "link_bandwidth",
+           "link_traffic_mb", "queues", "reachable", "reachable_slots", "running_copies",
+           "task_columns", "task_states", "tasks_done", "tasks_left", "total_busy_slots",
+           "totals", "usable_slots", "work_balance"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import inspect
 import tomllib
 from pathlib import Path
@@ -14,7 +15,12 @@ import pytest
 import geosim
 from geosim import state
 from geosim.agents import ClusterAgent
-from geosim.datacollector import CLUSTER_REPORTERS, MODEL_REPORTERS, GeoDataCollector
+from geosim.datacollector import (
+    CLUSTER_REPORTERS,
+    MODEL_REPORTERS,
+    GeoDataCollector,
+    ModelColumns,
+)
 from geosim.mesa_scenario import SCENARIO_PARAM
 from geosim.model import GeoModel
 
@@ -98,6 +104,9 @@ def test_datacollector_collects_every_step_and_stops_with_the_run():
     table = dc.get_model_vars_dataframe()
     assert list(table.columns) == list(MODEL_REPORTERS)
     assert len(table) == steps                 # index k: the state after step k + 1
+    keys = dc._collection_steps                # what Mesa 3.5's batch_run bisects
+    assert len(keys) == steps and keys[-1] == steps - 1 and list(keys[:3]) == [0, 1, 2]
+    assert bisect.bisect_right(keys, steps - 1) - 1 == steps - 1
     assert table["time"].iloc[-1] == end and np.all(np.diff(table["time"]) >= 0)
     assert table["jobs_done"].iloc[-1] == 8 and table["alive_jobs"].iloc[-1] == 0
     assert table["alive_jobs"].max() > 0 and table["busy_slots"].max() > 0
@@ -136,6 +145,17 @@ def test_geosims_own_runs_keep_their_results_and_stop():
     assert not model.running
     assert result.summary["mean_flowtime"] == pytest.approx(
         model.datacollector.model_vars["mean_flowtime"][-1], rel=1e-12)
+
+
+def test_model_columns_keep_rows_across_blocks(monkeypatch):
+    monkeypatch.setattr(ModelColumns, "BLOCK", 4)
+    columns = ModelColumns({"t": (None, float), "n": (None, np.int64)})
+    for i in range(11):                   # two blocks moved (the columns grow), three left
+        columns.append((0.5 * i, i))
+        assert columns["n"].tolist() == list(range(i + 1))
+    assert columns.n == 11 and columns["t"][-1] == 5.0 and columns["n"].dtype == np.int64
+    assert pd.DataFrame(columns.snapshot())["n"].sum() == 55
+    assert list(GeoDataCollector(GeoModel(_small(), "fair", 1))._collection_steps) == []
 
 
 # ---------------------------------------------------------------------------- SolaraViz
