@@ -17,8 +17,9 @@ Cost and keying, for runs of millions of steps:
 - Model variables are collected at the end of every step (the model calls
   :meth:`GeoDataCollector.collect`): one call per reporter, each O(1) Python work on
   NumPy arrays, written into preallocated NumPy columns (8 bytes per variable and step,
-  grown by doubling), never into lists of Python objects. The mean flowtime is
-  recomputed only at steps where a job finished. The compiled pool loop of
+  grown by doubling), never into lists of Python objects. The mean flowtime is a
+  running sum over finished jobs, added to once per job when its agent leaves the model
+  (:meth:`GeoDataCollector.job_finished`). The compiled pool loop of
   :mod:`geosim.poolsim` takes no Mesa steps, so it collects nothing.
 - Cluster variables are vectorised (one call per variable for all clusters) and taken
   only when read: ``_agent_records.get(step)`` for the last step reads the clusters now
@@ -49,41 +50,21 @@ if TYPE_CHECKING:
     from geosim.model import GeoModel
 
 
-class MeanFlowtime:
-    """Mean flowtime (s) of the jobs finished so far; NaN before the first.
-
-    Recomputed (over the jobs that arrived) only when the number of finished jobs
-    changed since the last call.
-    """
-
-    def __init__(self) -> None:
-        self._seen = -1
-        self._mean = float("nan")
-
-    def __call__(self, model: GeoModel) -> float:
-        """The mean flowtime of ``model``'s finished jobs now."""
-        if model.jobs_done != self._seen:
-            _, flowtimes = state.finished_flowtimes(model.engine)
-            self._mean = float(flowtimes.mean()) if flowtimes.size else float("nan")
-            self._seen = model.jobs_done
-        return self._mean
-
-
 def model_reporters() -> dict[str, tuple[Callable[[GeoModel], Any], type]]:
     """Model variables: name -> (reporter of the model, column type).
 
     ``time`` (simulated seconds), ``alive_jobs``, ``jobs_done``, ``busy_slots`` (slot
-    shares in use) and ``mean_flowtime`` (of finished jobs): each costs one NumPy call at
-    most (quantities that take more, such as the usable slots, are read from
-    :mod:`geosim.state` when shown). A fresh dict per collector: the mean flowtime keeps
-    a cache.
+    shares in use) and ``mean_flowtime`` (of finished jobs, from the running sum that
+    :meth:`GeoDataCollector.job_finished` keeps): each costs one NumPy call at most
+    (quantities that take more, such as the usable slots, are read from
+    :mod:`geosim.state` when shown).
     """
     return {
         "time": (lambda m: m.engine.time, float),
         "alive_jobs": (lambda m: len(m.jobs), np.int64),
         "jobs_done": (lambda m: m.jobs_done, np.int64),
         "busy_slots": (lambda m: state.total_busy_slots(m.engine), float),
-        "mean_flowtime": (MeanFlowtime(), float),
+        "mean_flowtime": (lambda m: m.datacollector.mean_flowtime(), float),
     }
 
 
@@ -245,7 +226,20 @@ class GeoDataCollector(mesa.DataCollector):
         self.model_vars = ModelColumns(reporters)
         self._collection_steps = CollectionSteps(self.model_vars)
         self.model = model
+        self._flow_sum = 0.0
+        self._flow_count = 0
         self._agent_records = ClusterRecords(self)
+
+    def job_finished(self, job: int) -> None:
+        """Count the flowtime of ``job``, which has just finished (its agent leaves)."""
+        flowtime = float(state.job_flowtimes(self.model.engine, np.array([job]))[0])
+        if flowtime == flowtime:            # not NaN: the job did finish
+            self._flow_sum += flowtime
+            self._flow_count += 1
+
+    def mean_flowtime(self) -> float:
+        """Mean flowtime (s) of the jobs finished so far; NaN before the first."""
+        return self._flow_sum / self._flow_count if self._flow_count else float("nan")
 
     def collect(self, model: GeoModel) -> None:
         """Take the model variables now (the end of step ``model.steps``)."""
@@ -272,4 +266,4 @@ class GeoDataCollector(mesa.DataCollector):
 
 
 __all__ = ["CLUSTER_REPORTERS", "ClusterRecords", "CollectionSteps", "GeoDataCollector",
-           "MODEL_REPORTERS", "MeanFlowtime", "ModelColumns", "model_reporters"]
+           "MODEL_REPORTERS", "ModelColumns", "model_reporters"]

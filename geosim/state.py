@@ -135,15 +135,21 @@ def job_progress(engine: Engine, jobs: np.ndarray) -> np.ndarray:
         return np.where(total > 0, 1.0 - left / total, (engine.job_left[jobs] == 0) * 1.0)
 
 
+def job_flowtimes(engine: Engine, jobs: np.ndarray) -> np.ndarray:
+    """Flowtime (s) of each job: completion minus arrival; NaN while unfinished."""
+    jobs = np.asarray(jobs, dtype=np.int64)
+    return engine.job_done[jobs] - engine.wl.arrival[jobs]
+
+
 def finished_flowtimes(engine: Engine) -> tuple[np.ndarray, np.ndarray]:
     """Completion times and flowtimes (s) of the jobs finished so far, by job index.
 
     Jobs arrive in index order, so only the jobs that arrived are read.
     """
-    arrived = int(engine.next_job)
-    completion = engine.job_done[:arrived]
-    done = ~np.isnan(completion)
-    return completion[done], completion[done] - engine.wl.arrival[:arrived][done]
+    arrived = np.arange(int(engine.next_job))
+    completion = engine.job_done[arrived]
+    done = arrived[~np.isnan(completion)]
+    return engine.job_done[done], job_flowtimes(engine, done)
 
 
 def tasks_left(engine: Engine, jobs: np.ndarray) -> np.ndarray:
@@ -208,7 +214,7 @@ def work_balance(engine: Engine) -> dict[str, float]:
 
 __all__ = ["CLUSTER_STATES", "available_slots", "busy_slots", "cluster_state_codes",
            "cluster_states", "copy_columns", "finished_flowtimes", "gate_rates",
-           "gate_traffic_mb", "job_columns", "job_copies", "job_progress", "link_bandwidth",
-           "link_traffic_mb", "queues", "reachable", "reachable_slots", "running_copies",
-           "task_columns", "task_states", "tasks_done", "tasks_left", "total_busy_slots",
-           "totals", "usable_slots", "work_balance"]
+           "gate_traffic_mb", "job_columns", "job_copies", "job_flowtimes", "job_progress",
+           "link_bandwidth", "link_traffic_mb", "queues", "reachable", "reachable_slots",
+           "running_copies", "task_columns", "task_states", "tasks_done", "tasks_left",
+           "total_busy_slots", "totals", "usable_slots", "work_balance"]
