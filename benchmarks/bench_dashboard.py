@@ -38,23 +38,23 @@ def _stats(seconds: list[float]) -> dict[str, float]:
 def bench_frames(scheduler: str, steps: int) -> dict:
     from viz.dashboard import build_config
     from viz.dashboard_draw import ClusterMap, TimeSeries
-    from viz.dashboard_model import DashboardModel
+    from viz.dashboard_run import build_model, step, watch
 
     config = build_config(SCENARIO, scheduler)
     start = time.perf_counter()
-    model = DashboardModel(**config.model_kwargs())
+    model = build_model(**config.model_kwargs())
     cmap, plots = ClusterMap(model), TimeSeries(model)
     setup = time.perf_counter() - start
     step_s, map_s, plot_s = [], [], []
     for _ in range(steps):
-        model.step()
-        step_s.append(model.step_seconds)
+        step(model)
+        step_s.append(watch(model).step_seconds)
         cmap.frame(model)
         map_s.append(cmap.frame_seconds)
         plots.frame(model)
         plot_s.append(plots.frame_seconds)
     return {"scheduler": scheduler, "steps": steps, "setup_seconds": round(setup, 2),
-            "simulated_seconds": model.time_now, "clusters": int(model.world.n_clusters),
+            "simulated_seconds": model.view.time, "clusters": int(model.world.n_clusters),
             "step_ms": _stats(step_s), "map_ms": _stats(map_s), "plots_ms": _stats(plot_s),
             "plot_backgrounds": plots.backgrounds}
 

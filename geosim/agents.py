@@ -1,8 +1,9 @@
 """Mesa agents: clusters, WAN links, alive jobs and the scheduler.
 
 Agents own identity and parameters; their state is the engine's, read through
-:mod:`geosim.state` by properties, so what an agent says is the truth now and no agent
-loops over tasks. Only the :class:`SchedulerAgent` acts every step.
+:mod:`geosim.state` by properties (each indexes the vectorised reading of every cluster,
+link or job, so a quantity has one definition), so what an agent says is the truth now
+and no agent loops over tasks. Only the :class:`SchedulerAgent` acts every step.
 """
 
 from __future__ import annotations
@@ -87,20 +88,17 @@ class ClusterAgent(GeoAgent):
     @property
     def state(self) -> str:
         """``"available"``, ``"degraded"`` or ``"unreachable"`` (see :mod:`geosim.state`)."""
-        code = state.cluster_state_codes(self.reachable, self.available_slots, self.n_slots)
-        return state.CLUSTER_STATES[int(code)]
+        return state.CLUSTER_STATES[int(state.cluster_states(self.model.engine)[self.index])]
 
     @property
     def busy(self) -> float:
         """Slot shares in use (busy slots, counting fractional shares)."""
-        lo, hi = self.model.world.slot_ptr[self.index: self.index + 2]
-        return float(self.model.engine.slot_used[lo:hi].sum())
+        return float(state.busy_slots(self.model.engine)[self.index])
 
     @property
     def copies(self) -> int:
         """Copies running on the cluster now."""
-        lo, hi = self.model.world.slot_ptr[self.index: self.index + 2]
-        return int(self.model.engine.slot_copies[lo:hi].sum())
+        return int(state.running_copies(self.model.engine)[self.index])
 
     @property
     def queue(self) -> int:
@@ -110,12 +108,12 @@ class ClusterAgent(GeoAgent):
     @property
     def egress_rate(self) -> float:
         """Traffic out through the gate over the last slot (MB/s)."""
-        return float(self.model.engine.gate_out[self.index])
+        return float(state.gate_rates(self.model.engine)[0][self.index])
 
     @property
     def ingress_rate(self) -> float:
         """Traffic in through the gate over the last slot (MB/s)."""
-        return float(self.model.engine.gate_in[self.index])
+        return float(state.gate_rates(self.model.engine)[1][self.index])
 
 
 class LinkAgent(GeoAgent):
@@ -129,13 +127,13 @@ class LinkAgent(GeoAgent):
     @property
     def bandwidth(self) -> float:
         """Current bandwidth in each direction (MB/s)."""
-        return float(self.model.world.link_bw.level[self.index])
+        return float(state.link_bandwidth(self.model.world)[self.index])
 
     @property
     def traffic_mb(self) -> tuple[float, float]:
         """MB sent over the link since the last sample, ``(u→v, v→u)``."""
-        mb = self.model.engine.link_mb
-        return float(mb[2 * self.index]), float(mb[2 * self.index + 1])
+        forward, backward = state.link_traffic_mb(self.model.engine)
+        return float(forward[self.index]), float(backward[self.index])
 
 
 class JobAgent(GeoAgent):
@@ -148,10 +146,19 @@ class JobAgent(GeoAgent):
         self.arrival = float(wl.arrival[job])
         self.tasks = np.arange(wl.task_ptr[job], wl.task_ptr[job + 1])
 
+    def remove(self) -> None:
+        """Leave the model at the job's completion; its flowtime goes to the collector.
+
+        Mesa's way for an agent to report when it is removed (one call per job), so the
+        mean flowtime of finished jobs costs nothing per step.
+        """
+        self.model.datacollector.job_finished(self.job)
+        super().remove()
+
     @property
     def unfinished(self) -> int:
         """Tasks not yet completed."""
-        return int(self.model.engine.job_left[self.job])
+        return int(state.tasks_left(self.model.engine, np.array([self.job]))[0])
 
     @property
     def progress(self) -> float:
@@ -161,7 +168,7 @@ class JobAgent(GeoAgent):
     @property
     def running(self) -> int:
         """Copies of the job's tasks running now."""
-        return int(self.model.engine.job_live[self.job])
+        return int(state.job_copies(self.model.engine, np.array([self.job]))[0])
 
     @property
     def age(self) -> float:

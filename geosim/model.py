@@ -29,15 +29,16 @@ from typing import Any
 import mesa
 import numpy as np
 
-from geosim import footprint, guards, invariants, poolsim, state
+from geosim import footprint, guards, invariants, mesa_scenario, poolsim, state
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
+from geosim.datacollector import GeoDataCollector
 from geosim.engine import Engine, concat_ranges
 from geosim.errors import GeosimError
 from geosim.guards import GIB, Budget, RunGuards
 from geosim.monitor import Monitor
 from geosim.recorder import Recorder
 from geosim.results import Result, RunInfo, build_result
-from geosim.scenario import Scenario
+from geosim.scenario import Scenario, load_scenario
 from geosim.schedulers import Scheduler
 from geosim.schedulers.build import build_scheduler
 from geosim.view import Actions, Boundary, SchedulerView
@@ -126,7 +127,9 @@ class GeoModel(mesa.Model):
     """A geo-distributed world, its workload and a scheduler.
 
     Args:
-        scenario: A validated scenario.
+        scenario: A validated scenario, or a TOML path or mapping (see
+            :func:`~geosim.scenario.load_scenario`), or Mesa's scenario object of
+            another GeoModel (:mod:`geosim.mesa_scenario`; SolaraViz's Reset passes one).
         scheduler: A scheduler instance, a registered name, or a spec with parameters such
             as ``"laps+r[beta=0.6]"``; default: the scenario's. A bare name takes
             ``scheduler.params`` when it is the scenario's scheduler, and its defaults
@@ -145,13 +148,20 @@ class GeoModel(mesa.Model):
         config: The validated scenario the run was built from. It is not called
             ``scenario``: from Mesa 3.4 on, ``model.scenario`` is Mesa's own scenario
             object, which Mesa's SolaraViz reads when it re-creates a model.
+        datacollector: Mesa's collector of the run's model variables at every step
+            (:class:`~geosim.datacollector.GeoDataCollector`), read by ``mesa.batch_run``
+            and SolaraViz; ``running`` turns False when the run is done.
     """
 
-    def __init__(self, scenario: Scenario, scheduler: Scheduler | str | None = None,
+    def __init__(self, scenario: Scenario | str | Mapping[str, Any],
+                 scheduler: Scheduler | str | None = None,
                  seed: int | None = None, workload: Workload | None = None,
                  check_invariants: bool | None = None):
+        given = mesa_scenario.geosim_scenario(scenario)
+        scenario = given if isinstance(given, Scenario) else load_scenario(given)
         seed = scenario["run"]["seed"] if seed is None else int(seed)
         super().__init__(rng=seed)
+        mesa_scenario.attach(self, given, seed)
         self.config, self.seed = scenario, seed
         self.dt = float(scenario["run"]["dt"])
         self.horizon = float(scenario["run"]["horizon"])
@@ -222,6 +232,7 @@ class GeoModel(mesa.Model):
         self.check_invariants = invariants.from_environment() if check_invariants is None \
             else bool(check_invariants)
         self._invariants = invariants.Checker(self) if self.check_invariants else None
+        self.datacollector = GeoDataCollector(self)
 
     # ------------------------------------------------------------------ running
     @property
@@ -233,7 +244,11 @@ class GeoModel(mesa.Model):
         return e.next_job >= self.workload.n_jobs and not self.jobs
 
     def step(self) -> None:
-        """Advance one time slot (or jump over an idle stretch)."""
+        """Advance one time slot (or jump over an idle stretch); nothing once done."""
+        if self.done:
+            self.running = False
+            self.datacollector.collect(self)
+            return
         e = self.engine
         self._boundary(e.time)
         if e.time >= self._next_record - 1e-9:
@@ -279,6 +294,8 @@ class GeoModel(mesa.Model):
         e.finished_jobs.clear()
         if self._invariants is not None:
             self._invariants.check()
+        self.running = not self.done
+        self.datacollector.collect(self)
 
     def run(self, progress: bool = False) -> Result:
         """Step until every job is done (or the horizon); return the result tables.
@@ -301,6 +318,7 @@ class GeoModel(mesa.Model):
             self.check_budget(self.steps_run)
             if bar is not None and self.jobs_done != bar.n:
                 bar.update(self.jobs_done - bar.n)
+        self.running = False
         self.wall_seconds = _time.perf_counter() - start
         if bar is not None:
             bar.close()

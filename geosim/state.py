@@ -62,13 +62,31 @@ def busy_slots(engine: Engine) -> np.ndarray:
     return np.add.reduceat(engine.slot_used, engine.world.slot_ptr[:-1])
 
 
+def total_busy_slots(engine: Engine) -> float:
+    """Slot shares in use over all clusters (the sum of :func:`busy_slots`)."""
+    return float(engine.slot_used.sum())
+
+
 def running_copies(engine: Engine) -> np.ndarray:
     """Live copies per cluster."""
     return np.add.reduceat(engine.slot_copies, engine.world.slot_ptr[:-1])
 
 
+def reachable_slots(engine: Engine) -> int:
+    """Slots of reachable clusters now, in any availability phase.
+
+    The pool schedulers divide (``SchedulerView.total_slots``): a slot in an
+    unavailable phase still runs copies, only slower. :func:`usable_slots` counts only
+    the slots in their available phase.
+    """
+    return int(engine.world.slots[engine.reachable].sum())
+
+
 def usable_slots(engine: Engine) -> int:
-    """Slots that are reachable and in their available phase now."""
+    """Slots that are reachable and in their available phase now.
+
+    Equal to :func:`reachable_slots` in a world without availability periods.
+    """
     world = engine.world
     up = engine.reachable[world.slot_cluster]
     if world.availability is not None:
@@ -91,6 +109,16 @@ def gate_rates(engine: Engine) -> tuple[np.ndarray, np.ndarray]:
     return engine.gate_out.copy(), engine.gate_in.copy()
 
 
+def gate_traffic_mb(engine: Engine) -> tuple[np.ndarray, np.ndarray]:
+    """MB out and in through each cluster's gate since the last sample (fresh arrays)."""
+    return engine.egress_mb.copy(), engine.ingress_mb.copy()
+
+
+def link_traffic_mb(engine: Engine) -> tuple[np.ndarray, np.ndarray]:
+    """MB sent over each WAN link since the last sample, ``(u→v, v→u)`` (fresh arrays)."""
+    return engine.link_mb[0::2].copy(), engine.link_mb[1::2].copy()
+
+
 def link_bandwidth(world: World) -> np.ndarray:
     """Bandwidth of each WAN link now, in each direction (MB/s)."""
     return world.link_bw.level.copy() if world.link_bw is not None else np.empty(0)
@@ -107,11 +135,38 @@ def job_progress(engine: Engine, jobs: np.ndarray) -> np.ndarray:
         return np.where(total > 0, 1.0 - left / total, (engine.job_left[jobs] == 0) * 1.0)
 
 
+def job_flowtimes(engine: Engine, jobs: np.ndarray) -> np.ndarray:
+    """Flowtime (s) of each job: completion minus arrival; NaN while unfinished."""
+    jobs = np.asarray(jobs, dtype=np.int64)
+    return engine.job_done[jobs] - engine.wl.arrival[jobs]
+
+
+def finished_flowtimes(engine: Engine) -> tuple[np.ndarray, np.ndarray]:
+    """Completion times and flowtimes (s) of the jobs finished so far, by job index.
+
+    Jobs arrive in index order, so only the jobs that arrived are read.
+    """
+    arrived = np.arange(int(engine.next_job))
+    completion = engine.job_done[arrived]
+    done = arrived[~np.isnan(completion)]
+    return engine.job_done[done], job_flowtimes(engine, done)
+
+
+def tasks_left(engine: Engine, jobs: np.ndarray) -> np.ndarray:
+    """Tasks of each job not yet completed (a fresh array)."""
+    return engine.job_left[np.asarray(jobs, dtype=np.int64)]
+
+
 def tasks_done(engine: Engine, jobs: np.ndarray) -> np.ndarray:
     """Finished tasks of each job."""
     jobs = np.asarray(jobs, dtype=np.int64)
     ptr = engine.wl.task_ptr
-    return (ptr[jobs + 1] - ptr[jobs]) - engine.job_left[jobs]
+    return (ptr[jobs + 1] - ptr[jobs]) - tasks_left(engine, jobs)
+
+
+def job_copies(engine: Engine, jobs: np.ndarray) -> np.ndarray:
+    """Live copies of each job's tasks (a fresh array)."""
+    return engine.job_live[np.asarray(jobs, dtype=np.int64)]
 
 
 def task_states(engine: Engine, tasks: np.ndarray) -> np.ndarray:
@@ -158,6 +213,8 @@ def work_balance(engine: Engine) -> dict[str, float]:
 
 
 __all__ = ["CLUSTER_STATES", "available_slots", "busy_slots", "cluster_state_codes",
-           "cluster_states", "copy_columns", "gate_rates", "job_columns", "job_progress",
-           "link_bandwidth", "queues", "reachable", "running_copies", "task_columns",
-           "task_states", "tasks_done", "totals", "usable_slots", "work_balance"]
+           "cluster_states", "copy_columns", "finished_flowtimes", "gate_rates",
+           "gate_traffic_mb", "job_columns", "job_copies", "job_flowtimes", "job_progress",
+           "link_bandwidth", "link_traffic_mb", "queues", "reachable", "reachable_slots",
+           "running_copies", "task_columns", "task_states", "tasks_done", "tasks_left",
+           "total_busy_slots", "totals", "usable_slots", "work_balance"]

@@ -162,8 +162,9 @@ class SchedulerView:
 
     @property
     def total_slots(self) -> int:
-        """Slots of reachable clusters."""
-        return int(self._e.world.slots[self._e.reachable].sum())
+        """Slots of reachable clusters (:func:`geosim.state.reachable_slots`)."""
+        from geosim.state import reachable_slots
+        return reachable_slots(self._e)
 
     def free_slots(self) -> np.ndarray:
         """Whole free slots per cluster (0 for unreachable clusters); a fresh array."""

@@ -65,6 +65,27 @@ def test_job_agents_follow_their_jobs():
         assert job.age == pytest.approx(e.time - job.arrival)
 
 
+def test_slot_counts_have_one_definition_each():
+    model = _model(**{"tiers.small.outage_probability": 0.5})
+    _step_until(model, lambda m: not m.engine.reachable.all())
+    e, world = model.engine, model.world
+    assert model.view.total_slots == state.reachable_slots(e) == world.slots[e.reachable].sum()
+    assert model.view.total_slots < world.n_slots
+    # the usable slots are those of the reachable slots in an available phase
+    up = e.reachable[world.slot_cluster]
+    if world.availability is not None:
+        up = up & world.availability.on
+    assert state.usable_slots(e) == np.count_nonzero(up) <= state.reachable_slots(e)
+    clusters = model.agents_by_type[ClusterAgent]
+    assert [c.available_slots for c in clusters] == state.available_slots(world).tolist()
+    assert [c.copies for c in clusters] == state.running_copies(e).tolist()
+    assert [c.busy for c in clusters] == state.busy_slots(e).tolist()
+    links = model.agents_by_type[LinkAgent]
+    forward, backward = state.link_traffic_mb(e)
+    assert [link.traffic_mb for link in links] == list(zip(forward.tolist(), backward.tolist(),
+                                                            strict=True))
+
+
 # ---------------------------------------------------------------------------- recorder
 def test_recorder_has_datacollector_tables_and_keeps_samples_of_one_step():
     class Clock:

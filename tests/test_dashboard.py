@@ -22,11 +22,13 @@ import ipyvuetify as v  # noqa: E402
 import ipywidgets  # noqa: E402
 import solara  # noqa: E402
 
+from geosim import state  # noqa: E402
 from geosim.cli import main  # noqa: E402
+from geosim.model import GeoModel  # noqa: E402
 from geosim.results import CLUSTER_STATES  # noqa: E402
 from viz.dashboard import DashboardConfig, build_config  # noqa: E402
 from viz.dashboard_draw import ClusterMap, TimeSeries, log_ceil, log_floor, nice_ceil  # noqa: E402
-from viz.dashboard_model import DashboardModel  # noqa: E402
+from viz.dashboard_run import Run, build_model, cluster_snapshot  # noqa: E402
 from viz.dashboard_ui import make_page, run_state, status_lines  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,8 +41,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-component-update", "--disable-sync"]
 
 
-def small_model(**kw) -> DashboardModel:
-    return DashboardModel(scenario_file=QUICK, overrides=(("workload.n_jobs", 40),), **kw)
+def small_model(**kw) -> GeoModel:
+    return build_model(scenario_file=QUICK, overrides=(("workload.n_jobs", 40),), **kw)
+
+
+def small_run(**kw) -> Run:
+    return Run.build(scenario_file=QUICK, overrides=(("workload.n_jobs", 40),), **kw)
 
 
 def free_port() -> int:
@@ -53,13 +59,15 @@ def free_port() -> int:
 def test_model_records_each_step_and_reads_cluster_states():
     model = small_model(scheduler="fair", seed=2)
     world = model.world
+    assert isinstance(model, GeoModel)
     for _ in range(60):
         model.step()
-    h = model.history
-    assert len(h) == 61 and np.all(np.diff(h["time"]) > 0)
-    assert h["alive"].max() > 0 and h["busy"].max() > 0
-    assert np.all(h["usable"] <= world.n_slots)
-    snap = model.cluster_snapshot()
+    h = model.datacollector.model_vars
+    assert h.n == 60 and np.all(np.diff(h["time"]) > 0)
+    assert h["alive_jobs"].max() > 0 and h["busy_slots"].max() > 0
+    assert np.all(h["busy_slots"] <= world.n_slots)
+    assert h["busy_slots"][-1] == pytest.approx(state.busy_slots(model.engine).sum())
+    snap = cluster_snapshot(model)
     assert snap.state.shape == (world.n_clusters,)
     assert sum(snap.counts.values()) == world.n_clusters and set(snap.counts) == set(
         CLUSTER_STATES)
@@ -73,9 +81,9 @@ def test_model_runs_to_the_end_and_stops():
     assert model.config["workload"]["arrival_rate"] == pytest.approx(0.1)
     while model.running:
         model.step()
-    done_at, flow = model.completed_flowtimes()
-    assert len(flow) == 40 and np.all(flow > 0)
-    assert model.history["mean_flowtime"][-1] == pytest.approx(flow.mean())
+    done_at, flow = state.finished_flowtimes(model.engine)
+    assert len(flow) == 40 and np.all(flow > 0) and model.done
+    assert model.datacollector.model_vars["mean_flowtime"][-1] == pytest.approx(flow.mean())
 
 
 def test_epsilon_and_beta_reach_the_schedulers_that_take_them():
@@ -83,17 +91,25 @@ def test_epsilon_and_beta_reach_the_schedulers_that_take_them():
     assert small_model(scheduler="laps+r", beta=0.35).policy.beta == 0.35
     assert small_model(scheduler="fair", epsilon=0.3).policy.get_params() == {
         "multitasking": False}
+    # the scenario's scheduler.defaults apply, under the controls (the one rule of
+    # geosim.schedulers.build)
+    defaults = (("workload.n_jobs", 40),
+                ("scheduler.defaults", {"pingan": {"candidates": 3, "epsilon": 0.9}}))
+    model = build_model(scenario_file=QUICK, scheduler="pingan", epsilon=0.4,
+                        overrides=defaults)
+    assert model.policy.get_params()["candidates"] == 3 and model.policy.epsilon == 0.4
 
 
-def test_a_bad_choice_gives_a_stopped_model_with_the_message():
-    model = DashboardModel(scenario_file="missing.toml")
-    assert model.error is not None and not model.running
-    assert model.error == "missing.toml: scenario file not found"
-    model.step()   # a no-op, no exception
-    bad = small_model(scheduler="pingan", epsilon=1.5)
-    assert "epsilon" in bad.error and not bad.running
+def test_a_bad_choice_gives_no_model_and_the_message():
+    run = Run.build(scenario_file="missing.toml")
+    assert run.model is None and not run.running
+    assert run.error == "missing.toml: scenario file not found"
+    bad = small_run(scheduler="pingan", epsilon=1.5)
+    assert "epsilon" in bad.error and not bad.running and bad.model is None
     assert small_model(seed=" 12 ").seed == 12
-    assert small_model(seed="x").error == "seed must be a whole number >= 0 (got 'x')"
+    assert small_run(seed="x").error == "seed must be a whole number >= 0 (got 'x')"
+    good = small_run(scheduler="fair")
+    assert good.error is None and good.running and isinstance(good.model, GeoModel)
 
 
 def test_status_counts_simulated_time_and_steps_and_says_paused():
@@ -103,17 +119,17 @@ def test_status_counts_simulated_time_and_steps_and_says_paused():
     assert second.startswith("simulated time 0 s · step 0 · jobs arrived 0 / 40")
     for _ in range(25):
         model.step()
-    now = model.time_now
-    assert now > 25 and now == model.history["time"][-1]   # the plots' last time
-    assert model.steps_taken == 25
+    now = model.view.time
+    assert now > 25 and now == model.datacollector.model_vars["time"][-1]  # the plots' last
+    assert model.steps_run == 25
     assert status_lines(model, playing=True)[0].endswith(" · playing")
     assert status_lines(model, playing=False)[0].endswith(" · paused")
     assert status_lines(model)[1].startswith(f"simulated time {now:,.0f} s · step 25 · ")
     while model.running:
         model.step()
-    taken = model.steps_taken
+    taken, end = model.steps_run, model.view.time
     model.step()   # past the end: Mesa counts the call, the run does not move
-    assert model.steps_taken == taken and model.steps == taken + 1
+    assert model.steps_run == taken and model.steps == taken + 1 and model.view.time == end
     assert status_lines(model, playing=True)[0].endswith(" · finished")
     assert f" · step {taken:,} · jobs arrived 40 / 40 " in status_lines(model)[1]
 
@@ -148,7 +164,7 @@ def test_plots_legend_sits_between_panels_not_over_the_points():
     box = flow.get_legend().get_window_extent()
     assert box.y0 >= flow.get_window_extent().y1 - 1      # above the flowtime panel
     assert box.y1 <= util.get_window_extent().y0 + 1      # below the panel above it
-    assert len(model.completed_flowtimes()[1]) > 0
+    assert len(state.finished_flowtimes(model.engine)[1]) > 0
 
 
 def test_axis_limits_grow_to_round_values():
@@ -191,14 +207,16 @@ def test_config_carries_the_command_line_to_the_server():
     assert (again.scheduler, again.seed, again.epsilon) == ("pingan", 7, 0.25)
     assert again.scenario in again.scenarios and len(again.scenarios) >= 5
     assert Path(again.scenario).resolve() == Path(QUICK)
-    model = DashboardModel(**again.model_kwargs())
+    model = build_model(**again.model_kwargs())
     assert model.policy.get_params()["candidates"] == 4
     assert model.policy.epsilon == 0.25 and model.workload.n_jobs == 40
 
 
 # ---------------------------------------------------------------------------- the page, no browser
 def _images(rc) -> dict[str, bytes]:
-    return {w._dom_classes[-1]: bytes(w.value) for w in rc.find(ipywidgets.Image).widgets}
+    """The dashboard's images by class (other images, such as Mesa's plots, left out)."""
+    return {w._dom_classes[-1]: bytes(w.value) for w in rc.find(ipywidgets.Image).widgets
+            if w._dom_classes and w._dom_classes[-1].startswith("geosim-")}
 
 
 def _status(rc) -> list[str]:
@@ -265,7 +283,6 @@ def test_page_shows_the_views_and_they_follow_the_model():
 # Mesa 3.3's own SolaraViz trips Solara's hook check (its code, not the dashboard's)
 @pytest.mark.filterwarnings("ignore:.*use_state. found despite early return:UserWarning")
 def test_mesa_solara_viz_drives_the_geo_model(monkeypatch):
-    from geosim.model import GeoModel
     text = (ROOT / "README.md").read_text().split("**In Mesa's own SolaraViz.**", 1)[1]
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(ROOT)
@@ -285,7 +302,6 @@ def test_mesa_solara_viz_drives_the_geo_model(monkeypatch):
     rc.find(v.Btn, children=["Reset"]).widget.click()
     assert _status(rc)[0].startswith("srpt · seed 2")
     assert _status(rc)[1].startswith("simulated time 0 s · step 0 · ")
-    assert isinstance(DashboardModel(scenario_file=QUICK), GeoModel)
 
 
 # ---------------------------------------------------------------------------- the page, in Chromium

@@ -87,7 +87,7 @@ class DashboardConfig:
         return cls.from_json(text) if text else build_config(DEFAULT_SCENARIO)
 
     def model_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :class:`~viz.dashboard_model.DashboardModel`."""
+        """Keyword arguments of :func:`~viz.dashboard_run.build_model`."""
         return {"scenario_file": self.scenario, "scheduler": self.scheduler,
                 "seed": self.seed, "epsilon": self.epsilon, "beta": self.beta,
                 "load": self.load, "overrides": tuple(map(tuple, self.overrides))}
@@ -124,8 +124,9 @@ def build_config(scenario: str, scheduler: str | None = None, seed: int | None =
     """
     from geosim.model import GeoModel
     from geosim.scenario import load_scenario, parse_override
+    from geosim.schedulers.build import build_scheduler
     from geosim.schedulers.spec import parse_spec
-    from viz.dashboard_model import scheduler_defaults
+    from viz.dashboard_run import scheduler_defaults
 
     pairs = dict(parse_override(o) for o in overrides)
     if scheduler:
@@ -141,8 +142,7 @@ def build_config(scenario: str, scheduler: str | None = None, seed: int | None =
     if check:
         GeoModel(loaded, None, seed)
     else:
-        from geosim.schedulers import make_scheduler
-        make_scheduler(name, params, source=loaded.source)
+        build_scheduler(loaded)
     eps = params.get("epsilon", scheduler_defaults("pingan").get("epsilon", 0.6))
     beta = params.get("beta", scheduler_defaults("laps+r").get("beta", 0.8))
     shown = display_path(str(scenario))

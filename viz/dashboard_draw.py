@@ -31,8 +31,10 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import LogLocator, NullFormatter, StrMethodFormatter
 from PIL import Image
 
-from geosim.results import CLUSTER_STATES
-from viz.dashboard_model import DashboardModel
+from geosim import state
+from geosim.model import GeoModel
+from geosim.state import CLUSTER_STATES
+from viz.dashboard_run import cluster_snapshot, watch
 from viz.palette import STATE_COLORS
 
 #: Edge colour of each cluster state: its fill colour, darkened.
@@ -109,7 +111,7 @@ class BlitFigure:
         """What the static part of the figure depends on; a change redraws it."""
         return None
 
-    def update(self, model: DashboardModel) -> None:  # pragma: no cover - abstract
+    def update(self, model: GeoModel) -> None:  # pragma: no cover - abstract
         """Set the artists' data (and axis limits) from ``model``."""
         raise NotImplementedError
 
@@ -132,10 +134,10 @@ class BlitFigure:
         image.save(buf, format="JPEG", quality=JPEG_QUALITY)
         return buf.getvalue()
 
-    def frame(self, model: DashboardModel) -> bytes:
+    def frame(self, model: GeoModel) -> bytes:
         """Update the artists from ``model`` (holding its lock) and render them; time it."""
         start = time.perf_counter()
-        with model.lock:
+        with watch(model).lock:
             self.update(model)
         png = self.render()
         self.frame_seconds = time.perf_counter() - start
@@ -160,10 +162,10 @@ class ClusterMap(BlitFigure):
     (text is the dearest thing to draw per frame).
 
     Args:
-        model: A dashboard model whose run was built (its :attr:`error` is ``None``).
+        model: The run's model.
     """
 
-    def __init__(self, model: DashboardModel):
+    def __init__(self, model: GeoModel):
         super().__init__()
         world = model.world
         graph = world.graph
@@ -208,9 +210,9 @@ class ClusterMap(BlitFigure):
         self.animated = (self.links, self.clusters, self.busy)
         self._attach()
 
-    def update(self, model: DashboardModel) -> None:
+    def update(self, model: GeoModel) -> None:
         """Recolour and resize the clusters and recolour the links (vectorised)."""
-        snap = model.cluster_snapshot()
+        snap = cluster_snapshot(model)
         self.clusters.set_facecolor(self._fill[snap.state])
         self.clusters.set_edgecolor(self._edge[snap.state])
         self.busy.set_sizes(marker_area(np.minimum(snap.busy, snap.slots), self.largest))
@@ -227,10 +229,10 @@ class TimeSeries(BlitFigure):
     completion time (log scale) with the running mean of completed jobs' flowtimes.
 
     Args:
-        model: A dashboard model whose run was built.
+        model: The run's model.
     """
 
-    def __init__(self, model: DashboardModel):
+    def __init__(self, model: GeoModel):
         super().__init__()
         fig = Figure(figsize=(6.2, 5.8), dpi=DPI)
         fig.subplots_adjust(left=0.12, right=0.97, bottom=0.085, top=0.975, hspace=0.14)
@@ -278,23 +280,29 @@ class TimeSeries(BlitFigure):
         ax_util.set_ylim(0.0, util_max)
         ax_flow.set_ylim(flow_lo, flow_hi)
 
-    def update(self, model: DashboardModel) -> None:
-        """Set the lines' and points' data; grow the axis limits in round steps."""
-        h = model.history
-        k = max(1, -(-len(h) // MAX_POINTS))
-        t = h["time"][::k]
-        util = h["busy"][::k] * (100.0 / model.total_slots)
-        self.alive.set_data(t, h["alive"][::k])
+    def update(self, model: GeoModel) -> None:
+        """Set the lines' and points' data; grow the axis limits in round steps.
+
+        The lines are the model variables of the model's ``datacollector`` (one value
+        per step); the points are the finished jobs (:mod:`geosim.state`).
+        """
+        h = model.datacollector.model_vars.snapshot(
+            ["time", "alive_jobs", "busy_slots", "mean_flowtime"])
+        times, alive = h["time"], h["alive_jobs"]
+        k = max(1, -(-times.size // MAX_POINTS))
+        t = times[::k]
+        util = h["busy_slots"][::k] * (100.0 / model.world.n_slots)
+        self.alive.set_data(t, alive[::k])
         self.util.set_data(t, util)
         self.flow_mean.set_data(t, h["mean_flowtime"][::k])
-        done_at, flow = model.completed_flowtimes()
+        done_at, flow = state.finished_flowtimes(model.engine)
         self.flow_points.set_offsets(np.column_stack([done_at, flow]) if flow.size
                                      else np.empty((0, 2)))
         t_max, alive_max, util_max, flow_lo, flow_hi = self._limits
-        now = float(h["time"][-1]) if len(h) else 0.0
+        now = float(times[-1]) if times.size else 0.0
         if now > t_max:
             t_max = nice_ceil(now * 1.2)
-        peak = float(h["alive"].max()) if len(h) else 0.0
+        peak = float(alive.max()) if alive.size else 0.0
         if peak > alive_max:
             alive_max = nice_ceil(peak * 1.15)
         top = float(util.max()) if util.size else 0.0

@@ -16,28 +16,35 @@ after every frame:
 - :func:`StatusView`: the run's headline numbers, whether it plays, and the last step's
   and frame's wall time.
 
-The model is :class:`~viz.dashboard_model.DashboardModel`, a GeoModel whose
-constructor takes only keyword arguments named after the controls.
+The page holds a :class:`~viz.dashboard_run.Run`: a :class:`~geosim.model.GeoModel`
+built from the controls by :func:`~viz.dashboard_run.build_model`, or the reason the
+controls' choice cannot run. The views take the GeoModel itself, so Mesa's SolaraViz can
+show them beside its own components (:func:`solara_viz_components`).
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from pathlib import Path
 from typing import Any
 
 import solara
 
+from geosim.errors import GeosimError
+from geosim.mesa_scenario import SCENARIO_PARAM
+from geosim.model import GeoModel
 from geosim.schedulers import registered
 from geosim.schedulers.spec import Spec
 from viz.dashboard import DashboardConfig
 from viz.dashboard_draw import ClusterMap, TimeSeries
-from viz.dashboard_model import (
+from viz.dashboard_run import (
     CONTROL_PARAMS,
-    DashboardModel,
+    Run,
     scheduler_defaults,
     schedulers_taking,
+    status,
+    step,
+    watch,
 )
 
 #: Play Interval (ms) between frames while playing, at start; the Render Interval sets
@@ -60,7 +67,7 @@ def _choices(values: list[float], current: float) -> list[float]:
 
 
 def model_params(config: DashboardConfig) -> dict[str, Any]:
-    """The model parameters: one control per keyword of the dashboard model.
+    """The model parameters: one control per keyword of :func:`~viz.dashboard_run.build_model`.
 
     In the format of Mesa's ``model_params`` (a dict with ``type``, ``label``, ``value``
     per control; other values are fixed). Numbers are offered in drop-down lists (and
@@ -84,6 +91,27 @@ def model_params(config: DashboardConfig) -> dict[str, Any]:
     }
 
 
+def geo_model_params(config: DashboardConfig) -> dict[str, Any]:
+    """Model parameters of :class:`~geosim.model.GeoModel` for Mesa's SolaraViz.
+
+    The scenario file, the scheduler (a registered name, or a spec with parameters) and
+    the seed: GeoModel's own keywords, so SolaraViz's Reset re-creates the model from
+    them. The scenario file's parameter is :data:`geosim.mesa_scenario.SCENARIO_PARAM`
+    (``scenario`` with Mesa 3.3, ``scenario_file`` from Mesa 3.4 on). The ε, β and load
+    controls and the ``--set`` overrides are the dashboard page's
+    (:func:`model_params`); here a scheduler's parameters go in its spec.
+    """
+    names = list(registered())
+    return {
+        SCENARIO_PARAM: {"type": "Select", "label": "scenario", "value": config.scenario,
+                     "values": config.scenarios or [config.scenario]},
+        "scheduler": {"type": "Select", "label": "scheduler", "value": config.scheduler,
+                      "values": names if config.scheduler in names
+                      else [config.scheduler, *names]},
+        "seed": {"type": "InputText", "label": "seed", "value": str(config.seed)},
+    }
+
+
 def control_values(params: dict[str, Any]) -> dict[str, Any]:
     """The model's keyword arguments from :func:`model_params`: each control's value."""
     return {name: spec["value"] if _is_control(spec) else spec
@@ -94,65 +122,66 @@ def _is_control(spec: Any) -> bool:
     return isinstance(spec, dict) and "type" in spec
 
 
-def run_state(model: DashboardModel, playing: bool) -> str:
+def run_state(model: GeoModel | None, playing: bool) -> str:
     """``"finished"``, ``"playing"`` or ``"paused"``: what the run is doing now."""
-    if model.error is not None or model.done:
+    if model is None or model.done:
         return "finished"
     return "playing" if playing else "paused"
 
 
-def advance(model: DashboardModel, steps: int) -> None:
+def advance(model: GeoModel | None, steps: int) -> None:
     """Step ``model`` up to ``steps`` times (fewer if it ends), then show the new frame."""
     for _ in range(max(int(steps), 1)):
-        if not model.running:
+        if model is None or not model.running:
             break
-        model.step()
+        step(model)
     frame_counter.value += 1
 
 
-def _frame_key(model: DashboardModel) -> list:
-    return [model, len(model.history), model.time_now]
+def _frame_key(model: GeoModel | None) -> list:
+    return [model, model.steps if model is not None else 0]
 
 
 @solara.component
-def ClusterView(model: DashboardModel, tick: int = 0):
+def ClusterView(model: GeoModel | None, tick: int = 0, error: str | None = None):
     """The clusters on the topology, coloured by state, with their busy slots.
 
     Args:
-        model: The dashboard model.
+        model: The run's model, or ``None`` when the controls' choice cannot run.
         tick: The frame counter; a new value re-renders the view.
+        error: Why there is no model.
     """
-    drawer = solara.use_memo(lambda: ClusterMap(model) if model.error is None else None, [model])
+    drawer = solara.use_memo(lambda: ClusterMap(model) if model is not None else None, [model])
     png = solara.use_memo(lambda: drawer.frame(model) if drawer else None,
                           _frame_key(model))
     if png is None:
         with solara.Column(classes=["geosim-cluster-view"]):
-            solara.Error(f"cannot run this choice: {model.error}", classes=["geosim-error"])
+            solara.Error(f"cannot run this choice: {error}", classes=["geosim-error"])
         return
-    model.frame_seconds["map"] = drawer.frame_seconds
+    watch(model).frame_seconds["map"] = drawer.frame_seconds
     with solara.Column(classes=["geosim-cluster-view"], style={"padding": "4px"}):
         solara.Image(png, width="100%", format="jpeg", classes=["geosim-cluster-map"])
 
 
 @solara.component
-def PlotsView(model: DashboardModel, tick: int = 0):
+def PlotsView(model: GeoModel | None, tick: int = 0):
     """Alive jobs, busy slots and flowtimes over simulated time (``tick`` as above)."""
-    drawer = solara.use_memo(lambda: TimeSeries(model) if model.error is None else None, [model])
+    drawer = solara.use_memo(lambda: TimeSeries(model) if model is not None else None, [model])
     png = solara.use_memo(lambda: drawer.frame(model) if drawer else None,
                           _frame_key(model))
     if png is None:
         solara.Column(classes=["geosim-plots"])
         return
-    model.frame_seconds["plots"] = drawer.frame_seconds
+    watch(model).frame_seconds["plots"] = drawer.frame_seconds
     with solara.Column(classes=["geosim-plots"], style={"padding": "4px"}):
         solara.Image(png, width="100%", format="jpeg", classes=["geosim-plots-image"])
 
 
-def status_lines(model: DashboardModel, playing: bool = False) -> list[str]:
+def status_lines(model: GeoModel | None, playing: bool = False) -> list[str]:
     """The status card's lines: the run and its state, time and jobs, slots, timings.
 
     Args:
-        model: The dashboard model.
+        model: The run's model (``None``: the controls' choice cannot run).
         playing: Whether the play loop runs (the ▶ button was pressed, not ❚❚).
 
     Returns:
@@ -160,34 +189,38 @@ def status_lines(model: DashboardModel, playing: bool = False) -> list[str]:
         (s, as on the plots' time axis) and the number of steps taken (each a time slot,
         or a jump over a stretch with no alive job), then the jobs.
     """
-    s = model.status()
-    if "error" in s:
+    if model is None:
         return ["no run: change the controls and press Reset"]
+    s = status(model)
     defaults = scheduler_defaults(s["scheduler"])
     shown = {k: v for k, v in s["params"].items()
              if k in CONTROL_PARAMS or k not in defaults or v != defaults[k]}
     label = Spec(s["scheduler"], shown).label
     flow = s["mean_flowtime"]
-    frame = " + ".join(f"{k} {1e3 * v:.0f} ms" for k, v in model.frame_seconds.items())
+    timings = watch(model)
+    frame = " + ".join(f"{k} {1e3 * v:.0f} ms" for k, v in timings.frame_seconds.items())
     c = s["clusters"]
     return [
-        f"{label} · seed {model.seed_value} · λ = {s['arrival_rate']:.3g}/s · "
-        f"{Path(model.scenario_file).name} · {run_state(model, playing)}",
+        f"{label} · seed {s['seed']} · λ = {s['arrival_rate']:.3g}/s · "
+        f"{s['scenario']} · {run_state(model, playing)}",
         f"simulated time {s['time']:,.0f} s · step {s['steps']:,} · jobs arrived "
         f"{s['arrived']} / {s['jobs']} · alive {s['alive']} · done {s['done']} · "
         "mean flowtime " + ("–" if math.isnan(flow) else f"{flow:,.1f} s"),
         f"clusters {c['available']} available, {c['degraded']} degraded, "
         f"{c['unreachable']} unreachable · busy slots {100 * s['utilisation']:.1f}% · "
         f"usable slots {100 * s['usable']:.0f}%",
-        f"last step {1e3 * model.step_seconds:.1f} ms · last frame {frame or '–'}",
+        f"last step {1e3 * timings.step_seconds:.1f} ms · last frame {frame or '–'}",
     ]
 
 
 @solara.component
-def StatusView(model: DashboardModel, playing: bool = False, tick: int = 0):
+def StatusView(model: GeoModel | None, playing: bool = False, tick: int = 0):
     """The run's headline numbers and timings (plain text: no Markdown renderer needed)."""
-    with model.lock:
-        lines = status_lines(model, playing)
+    if model is None:
+        lines = status_lines(None, playing)
+    else:
+        with watch(model).lock:
+            lines = status_lines(model, playing)
     with solara.Column(classes=["geosim-status"], gap="2px",
                        style={"padding": "8px 12px", "font-size": "14px"}):
         for i, line in enumerate(lines):
@@ -196,7 +229,7 @@ def StatusView(model: DashboardModel, playing: bool = False, tick: int = 0):
 
 
 @solara.component
-def DashboardViews(model: DashboardModel, playing: solara.Reactive[bool]):
+def DashboardViews(run: Run, playing: solara.Reactive[bool]):
     """The main area: the status lines above the cluster map and the plots, side by side.
 
     Only this component subscribes to :data:`frame_counter` and the play state, and
@@ -204,25 +237,26 @@ def DashboardViews(model: DashboardModel, playing: solara.Reactive[bool]):
     """
     tick = frame_counter.value
     with solara.Column(classes=["geosim-dashboard"], gap="0px"):
-        StatusView(model, playing.value, tick)
+        StatusView(run.model, playing.value, tick)
         with solara.Columns([1, 1], gutters_dense=True):
-            ClusterView(model, tick)
-            PlotsView(model, tick)
+            ClusterView(run.model, tick, run.error)
+            PlotsView(run.model, tick)
 
 
 def solara_viz_components() -> list:
     """The dashboard's views as components of Mesa's own SolaraViz page.
 
-    ``SolaraViz(DashboardModel(...), solara_viz_components(), model_params=...)`` shows
-    the status lines, the cluster map and the plots, with SolaraViz's controller
-    stepping the model and its Reset re-creating it from the controls. Each view
-    follows SolaraViz's update counter, so it re-renders after every step.
+    ``SolaraViz(GeoModel(...), solara_viz_components(), model_params=...)`` shows the
+    status lines, the cluster map and the plots of a GeoModel, with SolaraViz's
+    controller stepping the model and its Reset re-creating it from the model
+    parameters (:func:`geo_model_params`). Each view follows SolaraViz's update counter,
+    so it re-renders after every step.
     """
     from mesa.visualization.utils import update_counter
 
     def follow(view):
         @solara.component
-        def component(model: DashboardModel):
+        def component(model: GeoModel):
             view(model, tick=update_counter.value)
         component.__name__ = view.__name__
         return component
@@ -231,29 +265,31 @@ def solara_viz_components() -> list:
 
 
 @solara.component
-def RunControls(model: solara.Reactive[DashboardModel], playing: solara.Reactive[bool],
+def RunControls(current: solara.Reactive[Run], playing: solara.Reactive[bool],
                 values: solara.Reactive[dict[str, Any]]):
     """Reset, ▶ / ❚❚ and Step, the Play Interval and Render Interval, and the play loop.
 
     While ``playing`` is set, a thread advances the run by Render Interval steps every
     Play Interval, until ❚❚, Reset or the end of the run (which clears ``playing``).
 
+    A step that fails (a run that stalls) stops the run and shows why.
+
     Args:
-        model: The run (replaced on Reset).
+        current: The run (replaced on Reset).
         playing: Whether the play loop runs.
         values: The model parameters a Reset builds the next run from.
     """
     play_interval = solara.use_reactive(PLAY_INTERVAL)
     render_interval = solara.use_reactive(RENDER_INTERVAL)
     error = solara.use_reactive(None)
-    run = model.value
+    run = current.value
 
     def play(cancel: threading.Event) -> None:
         if not playing.value:
             return
         try:
             while not cancel.wait(play_interval.value / 1000):
-                advance(run, render_interval.value)
+                advance(run.model, render_interval.value)
                 if not run.running:
                     break
         except Exception as exc:   # shown on the page; the run stops
@@ -263,13 +299,16 @@ def RunControls(model: solara.Reactive[DashboardModel], playing: solara.Reactive
 
     solara.use_thread(play, dependencies=[playing.value, run], intrusive_cancel=False)
 
-    def step() -> None:
-        advance(run, render_interval.value)
+    def step_clicked() -> None:
+        try:
+            advance(run.model, render_interval.value)
+        except GeosimError as exc:
+            error.value = f"the run stopped: {exc}"
 
     def reset() -> None:
         playing.value = False
         error.value = None
-        model.value = DashboardModel(**values.value)
+        current.value = Run.build(**values.value)
         frame_counter.value += 1
 
     def toggle() -> None:
@@ -279,7 +318,7 @@ def RunControls(model: solara.Reactive[DashboardModel], playing: solara.Reactive
         solara.Button(label="Reset", color="primary", on_click=reset)
         solara.Button(label="❚❚" if playing.value else "▶", color="primary",
                       on_click=toggle, disabled=not run.running)
-        solara.Button(label="Step", color="primary", on_click=step,
+        solara.Button(label="Step", color="primary", on_click=step_clicked,
                       disabled=playing.value or not run.running)
     solara.SliderInt(f"Play Interval: {play_interval.value} ms", value=play_interval,
                      min=10, max=500, step=10)
@@ -316,17 +355,17 @@ def make_page(config: DashboardConfig):
 
     @solara.component
     def Page():
-        first = solara.use_memo(lambda: DashboardModel(**config.model_kwargs()), [])
-        model = solara.use_reactive(first)
+        first = solara.use_memo(lambda: Run.build(**config.model_kwargs()), [])
+        current = solara.use_reactive(first)
         playing = solara.use_reactive(False)
         values = solara.use_reactive(control_values(params))
         with solara.AppBar():
             solara.AppBarTitle("geosim dashboard")
         with solara.Sidebar(), solara.Column():
             with solara.Card("Controls"):
-                RunControls(model, playing, values)
+                RunControls(current, playing, values)
             with solara.Card("Model Parameters"):
                 ParameterControls(params, values)
-        DashboardViews(model.value, playing)
+        DashboardViews(current.value, playing)
 
     return Page
