@@ -41,10 +41,10 @@ def _overrides(args: argparse.Namespace) -> dict:
 
 def _jobs(args: argparse.Namespace):
     """The scenario, and its jobs' arrival times and work, as geosim draws them."""
-    from geosim.model import GeoModel
+    from geosim.inputs import world_and_workload
     from geosim.scenario import load_scenario
     scenario = load_scenario(ROOT / "scenarios" / "redundancy-gamma.toml", _overrides(args))
-    wl = GeoModel(scenario, "srpt+r").workload
+    _, wl = world_and_workload(scenario)
     return scenario, wl.arrival.tolist(), wl.task_work.tolist()
 
 

@@ -19,10 +19,11 @@ import time
 
 import numpy as np
 
-from geosim import GeoModel, load_scenario
+from geosim import load_scenario
 from geosim.experiment import coerce_specs, compare
 from geosim.flowcost import METRICS, flow_bounds, ratio
 from geosim.flowflex import fair_schedule, fifo_schedule, plan
+from geosim.inputs import world_and_workload
 from geosim.workload import flow_instance
 
 SCENARIO = "scenarios/flowflex.toml"
@@ -48,9 +49,9 @@ def main() -> None:
     flows = comparison.flows.set_index(["label", "seed", "metric"])
     rows = {m: {"flowflex": [], "fair": [], "fifo": []} for m in METRICS}
     for seed in seeds:
-        model = GeoModel(scenario, scheduler="fifo", seed=seed)
-        instance = flow_instance(model.workload, model.world.n_slots, time_unit=unit)
-        bounds = flow_bounds(model.workload, model.world.n_slots, unit)
+        world, workload = world_and_workload(scenario, seed)
+        instance = flow_instance(workload, world.n_slots, time_unit=unit)
+        bounds = flow_bounds(workload, world.n_slots, unit)
         fair, fifo = fair_schedule(instance), fifo_schedule(instance)
         for m, metric in METRICS.items():
             exact = {"flowflex": plan(instance, metric).cost,

@@ -279,12 +279,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         scenario = _load(args)
         if args.command == "validate":
             from geosim.footprint import describe_run
-            from geosim.model import GeoModel
-            model = GeoModel(scenario, None)
-            print(f"{scenario.source}: ok ({model.world.n_clusters} clusters, "
-                  f"{model.world.n_slots} slots, {model.workload.n_jobs} jobs, "
-                  f"{model.workload.n_tasks} tasks, scheduler {model.policy.name})")
-            print(describe_run(scenario, model.world, model.workload, model.footprint))
+            from geosim.inputs import build_inputs
+            from geosim.model import check_timing
+            from geosim.schedulers.build import build_scheduler
+            policy = build_scheduler(scenario, None)
+            inputs = build_inputs(scenario)
+            world, workload = inputs.world, inputs.workload
+            check_timing(scenario, policy, world, workload)
+            print(f"{scenario.source}: ok ({world.n_clusters} clusters, "
+                  f"{world.n_slots} slots, {workload.n_jobs} jobs, "
+                  f"{workload.n_tasks} tasks, scheduler {policy.name})")
+            print(describe_run(scenario, world, workload, inputs.footprint))
             return 0
         from geosim.model import GeoModel
         from geosim.results import check_output_dir

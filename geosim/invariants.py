@@ -88,14 +88,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 import numpy as np
 
 from geosim.engine import ALIVE, DONE, READY, RUNNING, WAITING, WON, concat_ranges
 
 if TYPE_CHECKING:
-    from geosim.model import GeoModel
+    from geosim.engine import Engine
+    from geosim.workload import Workload
+    from geosim.world import World
 
 #: The environment variable that turns conformance mode on.
 ENV_VAR = "GEOSIM_CHECK_INVARIANTS"
@@ -122,12 +124,30 @@ class InvariantError(AssertionError):
         super().__init__(f"invariant {invariant!r} broken at t={time:g}: {detail}")
 
 
+class CheckedModel(Protocol):
+    """What the checks read of a model (a :class:`geosim.model.GeoModel`)."""
+
+    engine: Engine
+    world: World
+    workload: Workload
+    jobs_done: int
+    steps_run: int
+
+    @property
+    def done(self) -> bool:
+        """Whether every job has finished, or the horizon is reached."""
+
+    @property
+    def link_records(self) -> list[dict[str, np.ndarray]]:
+        """The sampled WAN link time series, one dict of arrays per sample."""
+
+
 def from_environment() -> bool:
     """Whether :data:`ENV_VAR` turns conformance mode on."""
     return os.environ.get(ENV_VAR, "").strip().lower() not in _OFF
 
 
-def check(model: GeoModel) -> None:
+def check(model: CheckedModel) -> None:
     """Check every invariant that the state of ``model`` alone determines, over every copy.
 
     Raises:
@@ -164,7 +184,7 @@ class Checker:
         model: The model to check; its state now is the first reference (not checked).
     """
 
-    def __init__(self, model: GeoModel):
+    def __init__(self, model: CheckedModel):
         self.model = model
         e = model.engine
         self.settled = _Settled(e.task_state.size)
@@ -240,7 +260,7 @@ class _State:
         settled: Sums over the ended copies left out of ``copies`` (default: none).
     """
 
-    def __init__(self, model: GeoModel, copies: np.ndarray | None = None,
+    def __init__(self, model: CheckedModel, copies: np.ndarray | None = None,
                  settled: _Settled | None = None):
         self.model, self.e, self.world = model, model.engine, model.world
         e = self.e

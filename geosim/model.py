@@ -1,22 +1,34 @@
 """The Mesa model: one run of a scenario with one scheduler and one seed.
 
-One :meth:`GeoModel.step` is one time slot ``[t, t+dt]`` (DESIGN.md, "Time and
+One :meth:`GeoModel.step` runs from one decision to the next (docs/model.md, "Time and
 execution"):
 
-1. the world's processes are brought to the boundary ``t`` (VM power, link bandwidth,
-   outages; copies on a cluster hit by an outage since the last boundary are killed);
-2. jobs that arrived by ``t`` become alive (a :class:`~geosim.agents.JobAgent` each);
-3. the scheduler agent acts on the view;
-4. the engine runs every live copy through the slot; completed jobs' agents are removed.
+1. the world's processes are brought to the current instant ``t`` (VM power, link
+   bandwidth, outages; copies on a cluster hit by an outage since the last instant are
+   killed); the cluster and link time series are sampled if a sampling time is due;
+2. when no job is alive, the model first moves to the next arrival (the processes are
+   advanced exactly across the gap, samples taken on the way);
+3. jobs that arrived by ``t`` become alive (a :class:`~geosim.agents.JobAgent` each), and
+   the scheduler agent acts on the view;
+4. the engine runs every live copy to the next decision; completed jobs' agents are
+   removed.
 
-The cluster time series is sampled at the first boundary at or after each sampling
-time, after step 1 (the state at that boundary; traffic averaged since the last sample).
+When the next decision is due is asked of one method, :meth:`GeoModel._next_decision`,
+for every timing mode, and one method, :meth:`GeoModel._advance`, goes there:
 
-When no job is alive, the model jumps to the slot boundary of the next arrival (or
-the next sampling time, if earlier); the processes are advanced exactly across it. With
-an event-driven scheduler on a world of constant rates, step 4 runs every slot up to the
-next one that can hold an event in one engine call (a quiet span, see
-:meth:`GeoModel._quiet_slots`).
+- slot timing (``run.timing = "slot"``): the next slot boundary; with an event-driven
+  scheduler on a world of constant rates, the first boundary that can hold an event (a
+  quiet span of several slots run in one engine call);
+- event timing (``"event"``): the next arrival, completion, sample, VM power redraw,
+  availability phase change of a busy slot, outage change or the horizon;
+- idle: the next arrival (under slot timing, the slot boundary at or after it).
+
+The cluster time series is sampled at the first instant at or after each sampling time
+(under slot timing, a boundary), after step 1 (traffic averaged since the last sample).
+
+Event-timed runs of 002's pool policies on a pool of machines advance on the compiled
+loop of :mod:`geosim.poolsim` instead: the model hands it plain values and applies the
+outcome it returns (:meth:`GeoModel._run_pool`).
 """
 
 from __future__ import annotations
@@ -24,103 +36,91 @@ from __future__ import annotations
 import math
 import time as _time
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import mesa
 import numpy as np
 
-from geosim import footprint, guards, invariants, mesa_scenario, poolsim, state
+import geosim.guards as guards
+import geosim.invariants as invariants
+import geosim.mesa_scenario as mesa_scenario
+import geosim.poolsim as poolsim
+import geosim.state as state
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
 from geosim.datacollector import GeoDataCollector
-from geosim.engine import Engine, concat_ranges
+from geosim.engine import DONE, READY, Engine, concat_ranges
 from geosim.errors import GeosimError
 from geosim.guards import GIB, Budget, RunGuards
+from geosim.inputs import build_inputs
 from geosim.monitor import Monitor
 from geosim.recorder import Recorder
 from geosim.results import Result, RunInfo, build_result
 from geosim.scenario import Scenario, load_scenario
 from geosim.schedulers import Scheduler
 from geosim.schedulers.build import build_scheduler
+from geosim.series import CLUSTER_INDEX, CLUSTER_SERIES, LINK_INDEX, LINK_SERIES, readings
 from geosim.view import Actions, Boundary, SchedulerView
-from geosim.workload import (
-    WorkDistribution,
-    Workload,
-    montage_jobs,
-    single_work_jobs,
-    spark_scenario_jobs,
-    wfformat_jobs,
-)
-from geosim.world import World, build_graph, build_world, nominal_priors, spawn_streams
+from geosim.workload import Workload
+from geosim.world import World, nominal_priors
 
 
-def build_workload(scenario: Scenario, world: World, rng: np.random.Generator) -> Workload:
-    """Generate the scenario's jobs (all of them, at the start of the run)."""
-    wl = scenario["workload"]
-    kind = wl["kind"]
-    if kind == "single":
-        work = dict(wl["work"])        # checked by the scenario's validation
-        dist = WorkDistribution(work.pop("distribution", "pareto"), work)
-        cluster = wl["input_cluster"]
-        if cluster >= world.n_clusters:
-            raise GeosimError(f"input on cluster {cluster}, but the topology has "
-                              f"{world.n_clusters} clusters", source=scenario.source,
-                              key="workload.input_cluster")
-        return single_work_jobs(wl["n_jobs"], wl["arrival_rate"], dist, rng,
-                                input_cluster=cluster if cluster >= 0 else None)
-    if kind in ("mapreduce", "google"):
-        # Durations are seconds on a machine of power 1 (work_scale 1), no raw input.
-        from geosim.workload import google_jobs, mapreduce_jobs
-        try:
-            if kind == "mapreduce":
-                return mapreduce_jobs(
-                    wl["n_jobs"], wl["arrival_rate"], rng, map_tasks=wl["map_tasks"],
-                    reduce_tasks=wl["reduce_tasks"], map_mean=wl["map_mean"],
-                    map_cv=wl["map_cv"], reduce_mean=wl["reduce_mean"],
-                    reduce_cv=wl["reduce_cv"], weight=wl["weight"])
-            return google_jobs(
-                wl["n_jobs"], wl["arrival_rate"], rng, mean_tasks=wl["mean_tasks"],
-                max_tasks=wl["max_tasks"], duration_min=wl["duration_min"],
-                duration_max=wl["duration_max"], duration_mean=wl["duration_mean"],
-                task_cv=wl["task_cv"], reduce_fraction=wl["reduce_fraction"],
-                priority_probs=wl["priority_probs"])
-        except GeosimError as exc:
-            raise GeosimError(str(exc), source=scenario.source, key="workload") from None
-    if kind == "flows":
-        return _flow_jobs(scenario, world.n_slots, rng)
-    if kind == "spark":
-        return spark_scenario_jobs(wl, world.input_clusters, rng)
-    common = {"input_clusters": world.input_clusters, "reference_mips": wl["reference_mips"]}
-    if kind == "montage":
-        mix = ((0.89, 1, 150), (0.08, 151, 500), (0.03, 501, wl["large_max_tasks"]))
-        return montage_jobs(wl["n_jobs"], wl["arrival_rate"], rng, size_mix=mix, **common)
-    files = [str(scenario.resolve(f)) for f in wl["files"]]
-    return wfformat_jobs(files, wl["n_jobs"], wl["arrival_rate"], rng, **common)
+@dataclass(frozen=True)
+class Stop:
+    """Where the next decision is, and how the model gets there.
+
+    Attributes:
+        kind: ``"idle"``: no job is alive, the world's processes are brought to the
+            instant ``value``; ``"slots"``: the engine runs ``value`` slots;
+            ``"span"``: the engine runs ``value`` seconds (event timing).
+        value: The instant, the number of slots or the seconds.
+    """
+
+    kind: Literal["idle", "slots", "span"]
+    value: float
 
 
-def _pair(value: Any) -> tuple:
-    """A range key as ``(low, high)``: a single number stands for both."""
-    return tuple(value) if isinstance(value, list) else (value, value)
+def rate_changes(world: World, workload: Workload, places_data: bool,
+                 exact: bool = False) -> str:
+    """Why copies' rates may change between events ('' when they cannot).
+
+    Args:
+        world: The run's world.
+        workload: The run's jobs.
+        places_data: Whether the scheduler moves raw input before arrival.
+        exact: Availability periods and outages do not count: their changes are known
+            instants, at which event timing stops (:meth:`GeoModel._event_span`).
+    """
+    for cause, present in (("the world has availability periods",
+                            world.availability is not None and not exact),
+                           ("the world has outages", world.outages is not None and not exact),
+                           ("tasks read input over the network",
+                            workload.n_raw > 0 or workload.n_edges > 0),
+                           ("raw input is moved before arrival", places_data)):
+        if present:
+            return cause
+    return ""
 
 
-def _flow_jobs(scenario: Scenario, slots: int, rng: np.random.Generator) -> Workload:
-    """004 §3's flows on the world's ``slots`` slots (work in seconds at power 1)."""
-    from geosim.flowflex import GeneratorConfig
-    from geosim.workload import flow_jobs
-    wl = scenario["workload"]
-    keys = {f: wl[f"flow_{f}"] for f in (
-        "edge_probability", "big_probability", "big_factor", "tall_probability",
-        "wide_probability", "deadline_slack", "sla_gap")}
-    keys.update({f: _pair(wl[f"flow_{f}"]) for f in (
-        "count", "jobs", "weights", "short_duration", "tall_duration", "narrow_cap",
-        "sla_steps", "sla_heights")})
-    keys["flows"] = keys.pop("count")
-    try:
-        config = GeneratorConfig(slots=slots, **keys)
-    except ValueError as exc:
-        raise GeosimError(str(exc), source=scenario.source, key="workload") from None
-    return flow_jobs(rng, config, batch=wl["flow_batch"], n_flows=wl["n_jobs"],
-                     arrival_rate=wl["arrival_rate"], time_unit=wl["flow_time_unit"],
-                     brick=wl["flow_brick"])
+def check_timing(scenario: Scenario, scheduler: Scheduler, world: World,
+                 workload: Workload) -> None:
+    """Refuse event timing for a scheduler or world it cannot run.
+
+    Event timing needs a scheduler that decides at events only, on a world whose rates
+    change only at known instants.
+
+    Raises:
+        GeosimError: Naming ``run.timing`` and why.
+    """
+    if scenario["run"]["timing"] != "event":
+        return
+    places_data = scenario["workload"]["data_lag"] > 0 and scheduler.places_data
+    why = ("the scheduler decides every slot" if not scheduler.event_driven else
+           rate_changes(world, workload, places_data, exact=True))
+    if why:
+        raise GeosimError(f"timing 'event' needs an event-driven scheduler on a world "
+                          f"whose rates change only at known instants, but {why}",
+                          source=scenario.source, key="run.timing")
 
 
 class GeoModel(mesa.Model):
@@ -168,17 +168,9 @@ class GeoModel(mesa.Model):
         self.record_interval = float(scenario["run"]["record_interval"])
         scheduler = build_scheduler(scenario, scheduler)
         self.policy = scheduler
-        streams = spawn_streams(seed)
-        graph = build_graph(scenario, streams["topology"])
-        self.footprint = footprint.estimate(scenario, graph, workload)
-        footprint.check_memory(self.footprint, scenario)
-        self.world = build_world(scenario, streams, graph)
-        self.workload = workload if workload is not None else build_workload(
-            scenario, self.world, streams["workload"])
-        self.workload.validate(self.world.n_clusters, source=scenario.source)
-        footprint.check_pace(scenario, self.world, self.workload, guards.STALL_SECONDS,
-                              guards.STALL_STEPS)
-        footprint.check_records(scenario, self.world, self.workload)
+        inputs = build_inputs(scenario, seed, workload)
+        streams, self.footprint = inputs.streams, inputs.footprint
+        self.world, self.workload = inputs.world, inputs.workload
         self.engine = Engine(self.world, self.workload, self.dt, streams["placement"],
                              transfer=scenario["links"]["transfer"],
                              data_lag=scenario["workload"]["data_lag"],
@@ -219,13 +211,7 @@ class GeoModel(mesa.Model):
         # Event-timed runs of 002's pool policies on a pool of machines use the compiled
         # loop of :mod:`geosim.poolsim` (the same model); False forces the general step.
         self.compiled = True
-        if self.event_timing:
-            why = ("the scheduler decides every slot" if not scheduler.event_driven else
-                   self._varying_rates(exact=True))
-            if why:
-                raise GeosimError(f"timing 'event' needs an event-driven scheduler on a world "
-                                  f"whose rates change only at known instants, but {why}",
-                                  source=scenario.source, key="run.timing")
+        check_timing(scenario, scheduler, self.world, self.workload)
         self._event = True     # event timing: something happened since the last decision
         self._reachable_slots = self.view.total_slots
         #: Conformance mode: :mod:`geosim.invariants` checked after every step.
@@ -244,7 +230,10 @@ class GeoModel(mesa.Model):
         return e.next_job >= self.workload.n_jobs and not self.jobs
 
     def step(self) -> None:
-        """Advance one time slot (or jump over an idle stretch); nothing once done."""
+        """Advance from one decision to the next (Mesa's step; see the module docstring).
+
+        Once the run is done, a step only sets ``running`` to False and collects.
+        """
         if self.done:
             self.running = False
             self.datacollector.collect(self)
@@ -253,45 +242,11 @@ class GeoModel(mesa.Model):
         self._boundary(e.time)
         if e.time >= self._next_record - 1e-9:
             self._record()
-        if self.skip_idle and not self.jobs and e.next_job < self.workload.n_jobs \
-                and not e.move_raw.size:
-            self._jump(self._next_event())
-        t = e.time
-        view, now = self.view, self.boundary
-        now.arrivals = 0
-        for job in e.arrive(t):
-            self.jobs[job] = JobAgent(self, job)
-            now.arrivals += 1
-        now.alive_jobs = np.fromiter(self.jobs, dtype=np.int64, count=len(self.jobs))
-        if self._places_data:
-            now.announced = e.announce(t)
-            if now.announced.size:
-                start = _time.perf_counter()
-                self.policy.place_data(view, self.actions)
-                self.scheduler_seconds += _time.perf_counter() - start
-        if self.jobs and (self._event or now.arrivals or not self.event_timing):
-            start = _time.perf_counter()
-            self.scheduler_agent.step()
-            self.scheduler_seconds += _time.perf_counter() - start
-        self._event = False
-        if self.event_timing:
-            e.advance(span=self._to_next_event())
-        else:
-            e.advance(self._quiet_slots() if self._static else 1)
-        self.steps_run += 1
-        now.completions = sum(int(w.size) for w in e.completed)
-        self._event = self._event or now.completions > 0
-        if e.completed:
-            self._observe(np.concatenate(e.completed))
-        if now.completions or not self.jobs:
-            self._last_progress, self._progress_step = e.time, self.steps_run
-        elif e.time - self._last_progress > guards.STALL_SECONDS \
-                or self.steps_run - self._progress_step > guards.STALL_STEPS:
-            raise self.stalled(len(self.jobs))
-        for job in e.finished_jobs:
-            self.jobs.pop(job).remove()
-        self.jobs_done += len(e.finished_jobs)
-        e.finished_jobs.clear()
+        if self._idle:                  # nothing to decide before the next arrival
+            self._advance(self._next_decision(idle=True))
+        self._decide()
+        self._advance(self._next_decision())
+        self._settle()
         if self._invariants is not None:
             self._invariants.check()
         self.running = not self.done
@@ -311,8 +266,8 @@ class GeoModel(mesa.Model):
         start = _time.perf_counter()
         self.guards.restart_clock()
         if self.compiled and self._invariants is None and not self.steps_run \
-                and not poolsim.unsupported(self):
-            poolsim.run(self)
+                and not self.why_not_compiled():
+            self._run_pool()
         while not self.done:
             self.step()
             self.check_budget(self.steps_run)
@@ -323,6 +278,12 @@ class GeoModel(mesa.Model):
         if bar is not None:
             bar.close()
         return self.result()
+
+    def why_not_compiled(self) -> str:
+        """Why this run cannot advance on the compiled pool loop ('' when it can)."""
+        return poolsim.unsupported(self.policy, self.world, self.workload, self.engine,
+                                   event_timing=self.event_timing,
+                                   places_data=self._places_data)
 
     def result(self) -> Result:
         """The result tables of the run so far (:func:`~geosim.results.build_result`)."""
@@ -352,21 +313,9 @@ class GeoModel(mesa.Model):
         return (self.skip_idle and self.policy.event_driven and not self.engine.move_raw.size
                 and not self._varying_rates())
 
-    def _varying_rates(self, exact: bool = False) -> str:
-        """Why copies' rates may change between events ('' when they cannot).
-
-        With ``exact``, availability periods do not count: their phase changes are known
-        instants, at which event timing stops (:meth:`_to_next_event`).
-        """
-        w, e = self.world, self.engine
-        for cause, present in (("the world has availability periods",
-                                w.availability is not None and not exact),
-                               ("the world has outages", w.outages is not None and not exact),
-                               ("tasks read input over the network", e.has_inputs),
-                               ("raw input is moved before arrival", self._places_data)):
-            if present:
-                return cause
-        return ""
+    def _varying_rates(self) -> str:
+        """Why copies' rates may change between events ('' when they cannot)."""
+        return rate_changes(self.world, self.workload, self._places_data)
 
     def _stops(self) -> list[float]:
         """Instants a span must not cross: a sample, an arrival, the horizon, a power redraw."""
@@ -381,7 +330,63 @@ class GeoModel(mesa.Model):
             stops.append((self.world.power.epoch + 1) * period)
         return stops
 
-    def _to_next_event(self) -> float:
+    @property
+    def _idle(self) -> bool:
+        """Whether no job is alive, one is still to come and no data is on the move."""
+        e = self.engine
+        return self.skip_idle and not self.jobs and e.next_job < self.workload.n_jobs \
+            and not e.move_raw.size
+
+    def _next_decision(self, idle: bool = False) -> Stop:
+        """When the next decision is due, for every timing mode, and how to get there.
+
+        Args:
+            idle: No job is alive (:attr:`_idle`): the next decision is at the next
+                arrival (or announcement, if the scheduler places data), under slot timing
+                at the slot boundary at or after it.
+
+        Returns:
+            Under event timing, the seconds to the next event (:meth:`_event_span`);
+            under slot timing, one slot, or a quiet span of several when rates are
+            constant and the scheduler waits for events (:meth:`_quiet_slots`).
+        """
+        e = self.engine
+        if idle:
+            arrival = self._next_arrival()
+            return Stop("idle", max(e.time, arrival if self.event_timing else
+                                    np.ceil(arrival / self.dt - 1e-9) * self.dt))
+        if self.event_timing:
+            return Stop("span", self._event_span())
+        return Stop("slots", self._quiet_slots() if self._static else 1)
+
+    def _advance(self, stop: Stop) -> None:
+        """Go to ``stop``: run the engine there, or, idle, bring the world there.
+
+        Idle, the processes are advanced boundary by boundary (under event timing, sample
+        by sample) and the time series sampled on the way.
+        """
+        e = self.engine
+        if stop.kind == "span":
+            e.advance(span=stop.value)
+            return
+        if stop.kind == "slots":
+            e.advance(stop.value)
+            return
+        target = stop.value
+        while e.time < target - 1e-9:
+            if self.event_timing:       # samples at their instants
+                at = min(target, self._next_record)
+            else:
+                at = min(target, max(self._next_record, e.time + self.dt))
+                at = e.time + max(1, round((at - e.time) / self.dt)) * self.dt
+            if self.world.availability is not None:
+                self.world.availability.advance(at)
+            e.time = at
+            self._boundary(at)
+            if at >= self._next_record - 1e-9:
+                self._record()
+
+    def _event_span(self) -> float:
         """Event timing: seconds to the next arrival, completion, sample, redraw or horizon.
 
         With availability periods, also to the next phase change of a slot that runs a
@@ -417,7 +422,7 @@ class GeoModel(mesa.Model):
         """Whether raw input exists before arrival and the scheduler moves it."""
         return self.engine.data_lag > 0 and self.policy.places_data
 
-    def _next_event(self) -> float:
+    def _next_arrival(self) -> float:
         """Time of the next arrival, or of the next announcement if the scheduler uses them."""
         e, arrival = self.engine, self.workload.arrival
         t = float(arrival[e.next_job])
@@ -425,23 +430,76 @@ class GeoModel(mesa.Model):
             t = min(t, float(arrival[max(e.next_announced, e.next_job)]) - e.data_lag)
         return t
 
-    def _jump(self, arrival: float) -> None:
-        """Skip idle slots up to the boundary at or after ``arrival``."""
+    def _decide(self) -> None:
+        """Arrivals become alive; the scheduler places data and decides, if it has to."""
         e = self.engine
-        target = max(e.time, arrival if self.event_timing else
-                     np.ceil(arrival / self.dt - 1e-9) * self.dt)
-        while e.time < target - 1e-9:
-            if self.event_timing:       # samples at their instants
-                stop = min(target, self._next_record)
-            else:
-                stop = min(target, max(self._next_record, e.time + self.dt))
-                stop = e.time + max(1, round((stop - e.time) / self.dt)) * self.dt
-            if self.world.availability is not None:
-                self.world.availability.advance(stop)
-            e.time = stop
-            self._boundary(stop)
-            if stop >= self._next_record - 1e-9:
-                self._record()
+        t = e.time
+        view, now = self.view, self.boundary
+        now.arrivals = 0
+        for job in e.arrive(t):
+            self.jobs[job] = JobAgent(self, job)
+            now.arrivals += 1
+        now.alive_jobs = np.fromiter(self.jobs, dtype=np.int64, count=len(self.jobs))
+        if self._places_data:
+            now.announced = e.announce(t)
+            if now.announced.size:
+                start = _time.perf_counter()
+                self.policy.place_data(view, self.actions)
+                self.scheduler_seconds += _time.perf_counter() - start
+        if self.jobs and (self._event or now.arrivals or not self.event_timing):
+            start = _time.perf_counter()
+            self.scheduler_agent.step()
+            self.scheduler_seconds += _time.perf_counter() - start
+        self._event = False
+
+    def _settle(self) -> None:
+        """After the engine ran: count the step, observe completions, remove finished jobs."""
+        e, now = self.engine, self.boundary
+        self.steps_run += 1
+        now.completions = sum(int(w.size) for w in e.completed)
+        self._event = self._event or now.completions > 0
+        if e.completed:
+            self._observe(np.concatenate(e.completed))
+        if now.completions or not self.jobs:
+            self._last_progress, self._progress_step = e.time, self.steps_run
+        elif e.time - self._last_progress > guards.STALL_SECONDS \
+                or self.steps_run - self._progress_step > guards.STALL_STEPS:
+            raise self.stalled(len(self.jobs))
+        for job in e.finished_jobs:
+            self.jobs.pop(job).remove()
+        self.jobs_done += len(e.finished_jobs)
+        e.finished_jobs.clear()
+
+    def _run_pool(self) -> None:
+        """Run to the end on the compiled pool loop and apply its outcome."""
+        e, world, wl = self.engine, self.world, self.workload
+        avail = world.availability
+        setup = poolsim.PoolSetup(
+            arrival=wl.arrival, work=wl.task_work, power=world.power.level,
+            slot_cluster=world.slot_cluster, slots=world.slots, availability=avail,
+            tasks=tuple(getattr(e, name) for name in poolsim.TASK_ARRAYS),
+            slot_used=e.slot_used, slot_copies=e.slot_copies, copies=e.copies,
+            policy=poolsim.policy_params(self.policy),
+            seed=int(self.policy.rng.integers(1, 2 ** 63)), time=e.time,
+            horizon=self.horizon, record_interval=self.record_interval,
+            next_record=self._next_record, last_record=self._last_record)
+        out = poolsim.run(setup, self.guards, guards.STALL_SECONDS)
+        e.live = out.live
+        done = e.task_state == DONE
+        e.job_done[done] = e.task_done[done]
+        e.job_last[done] = e.task_done[done]
+        e.job_left[done] = 0
+        e.job_live[:] = e.task_live
+        e.n_ready = int(np.count_nonzero(e.task_state == READY))
+        e.next_job = out.next_job
+        e.next_announced = max(e.next_announced, e.next_job)
+        e.time = out.time
+        self.steps_run, self.jobs_done = out.steps, out.jobs_done
+        self._next_record, self._last_record = out.next_record, out.last_record
+        if out.samples is not None:
+            self.recorder.add(ClusterAgent, out.samples)
+        if out.stalled:
+            raise self.stalled(out.stalled)
 
     def _boundary(self, t: float) -> None:
         """Bring power, bandwidth and outages to time ``t``; kill copies hit by outages."""
@@ -499,7 +557,11 @@ class GeoModel(mesa.Model):
             self._next_record += self.record_interval
 
     def _recorder(self) -> Recorder:
-        """The recorder of the cluster and link time series (:mod:`geosim.state`'s readings)."""
+        """The recorder of the cluster and link time series (:mod:`geosim.state`'s readings).
+
+        Its columns are those of :data:`~geosim.series.CLUSTER_SERIES` and
+        :data:`~geosim.series.LINK_SERIES`, in their order.
+        """
         e, world = self.engine, self.world
         clusters = {
             "reachable": lambda m: e.reachable.copy(),
@@ -511,17 +573,18 @@ class GeoModel(mesa.Model):
             "egress_mbps": lambda m: e.egress_mb / m._sample_span,
             "ingress_mbps": lambda m: e.ingress_mb / m._sample_span,
         }
-        types = {ClusterAgent: clusters}
+        types = {ClusterAgent: {name: clusters[name] for name in readings(CLUSTER_SERIES)}}
         if world.n_links:
-            types[LinkAgent] = {
+            links = {
                 "u": lambda m: world.link_u,
                 "v": lambda m: world.link_v,
                 "bandwidth": lambda m: state.link_bandwidth(world),
                 "forward_mbps": lambda m: e.link_mb[0::2] / m._sample_span,
                 "backward_mbps": lambda m: e.link_mb[1::2] / m._sample_span,
             }
+            types[LinkAgent] = {name: links[name] for name in readings(LINK_SERIES)}
         return Recorder(agenttype_reporters=types,
-                        index={ClusterAgent: "cluster", LinkAgent: "link"})
+                        index={ClusterAgent: CLUSTER_INDEX, LinkAgent: LINK_INDEX})
 
     @property
     def cluster_records(self) -> list[dict[str, np.ndarray]]:

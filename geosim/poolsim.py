@@ -9,8 +9,12 @@ here in one compiled function, so a 20 000-job run takes a fraction of a second 
 tens of seconds through the general step.
 
 It is the same model as the general event-timed step (:class:`~geosim.model.GeoModel`
-with :attr:`GeoModel.compiled` off), and fills the engine arrays and time series that
-:func:`~geosim.results.build_result` reads, so it reads both alike. The copies table,
+with :attr:`GeoModel.compiled` off), behind the same contract: :func:`run` takes plain
+values (:class:`PoolSetup`: the engine's arrays and copies table, the world's pool, the
+policy's parameters, the clock) and the run's :class:`~geosim.guards.RunGuards`, fills
+the engine's arrays in place, and returns a :class:`PoolOutcome` (time reached, steps,
+jobs done, sampling instants, live copies, the cluster samples) that the model applies.
+:func:`~geosim.results.build_result` then reads both alike. The copies table,
 the bulk of a long run's memory, keeps only those columns (task, slot, cluster, share,
 start, end, work executed and wasted, slot time, outcome): a copy's progress, the
 progress it started from and its rate are kept only while it lives, and the columns of
@@ -25,18 +29,21 @@ dropped. Two things differ, neither a modelling change:
 - the loop stops at every availability phase change, not only those of busy machines
   (rates are constant between stops either way).
 
-:func:`unsupported` says why a model cannot use it (then the general step runs).
+:func:`unsupported` says why a run cannot use it (then the general step runs).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit
 
-from geosim.agents import ClusterAgent
 from geosim.engine import ALIVE, DONE, KILLED, LOST, READY, RUNNING, WON
+from geosim.guards import RunGuards
+from geosim.series import CLUSTER_INDEX, CLUSTER_SERIES
 
 #: Allocation rules of the PoolPolicy family, by registered base name.
 KINDS = {"srpt+r": 0, "fair+r": 1, "laps+r": 2}
@@ -45,27 +52,112 @@ _EPS = 1e-9
 _DONE, _CHUNK, _COPIES, _RECORDS, _STALLED = 0, 1, 2, 3, 4
 #: Availability phase changes are fetched this many simulated seconds at a time.
 CHUNK_SECONDS = 5000.0
+#: The engine's task and job arrays the loop reads and writes in place, in this order.
+TASK_ARRAYS = ("task_state", "task_saved", "task_ready", "task_start", "task_done",
+               "task_cluster", "task_copies", "task_checkpoints", "task_live",
+               "job_work_left", "job_checkpoints")
 
 
-def unsupported(model) -> str:
-    """Why ``model`` cannot run on the compiled loop ('' when it can)."""
+@dataclass
+class PoolSetup:
+    """What the compiled loop runs: plain values, none of them the model.
+
+    Attributes:
+        arrival: Arrival instant of each job (one task per job).
+        work: Work of each task (MI).
+        power: Power of each slot (machine).
+        slot_cluster: Cluster of each slot.
+        slots: Slots of each cluster (for the samples).
+        availability: The world's availability process, or None (machines always on).
+        tasks: The engine's :data:`TASK_ARRAYS`, written in place.
+        slot_used: The engine's busy share of each slot, written in place.
+        slot_copies: The engine's running copies of each slot, written in place.
+        copies: The engine's copies table, filled and grown in place.
+        policy: The allocation rule and its parameters (:func:`policy_params`).
+        seed: Seed of the loop's own machine draws (drawn from the scheduler's stream).
+        time: The instant the run starts from.
+        horizon: ``run.horizon`` (0: none).
+        record_interval: ``run.record_interval``.
+        next_record: The instant of the next sample.
+        last_record: The instant of the last sample.
+    """
+
+    arrival: np.ndarray
+    work: np.ndarray
+    power: np.ndarray
+    slot_cluster: np.ndarray
+    slots: np.ndarray
+    availability: Any
+    tasks: tuple[np.ndarray, ...]
+    slot_used: np.ndarray
+    slot_copies: np.ndarray
+    copies: Any
+    policy: tuple[int, float, int, bool]
+    seed: int
+    time: float
+    horizon: float
+    record_interval: float
+    next_record: float
+    last_record: float
+
+
+@dataclass
+class PoolOutcome:
+    """Where the compiled loop left the run, for the model to apply.
+
+    Attributes:
+        time: The instant reached.
+        steps: Events run (the model's steps).
+        jobs_done: Jobs finished.
+        next_job: The first job not yet arrived.
+        next_record: The instant of the next sample.
+        last_record: The instant of the last sample.
+        live: The copies alive at the end (ids in the copies table).
+        samples: The cluster samples taken, one block of rows in the columns of
+            :data:`~geosim.series.CLUSTER_SERIES` (None when none was taken).
+        stalled: Jobs alive when the run stalled (0: it did not).
+    """
+
+    time: float
+    steps: int
+    jobs_done: int
+    next_job: int
+    next_record: float
+    last_record: float
+    live: np.ndarray
+    samples: dict[str, np.ndarray] | None
+    stalled: int
+
+
+def unsupported(policy, world, workload, engine, *, event_timing: bool,
+                places_data: bool) -> str:
+    """Why a run of ``policy`` on this world, workload and engine cannot use the loop.
+
+    Returns:
+        The reason, or '' when it can.
+    """
     from geosim.schedulers.pool import PoolPolicy
-    policy, world, wl, e = model.policy, model.world, model.workload, model.engine
     kind = _kind(policy)
     for why, bad in (
-            ("timing is not 'event'", not model.event_timing),
+            ("timing is not 'event'", not event_timing),
             ("the scheduler is not one of 002's pool policies",
              not isinstance(policy, PoolPolicy) or kind < 0),
-            ("jobs have more than one task", wl.n_tasks != wl.n_jobs),
-            ("jobs have stages, caps or edges", e.staged or wl.n_edges > 0),
-            ("tasks read input", e.has_inputs),
-            ("copies vary in work", e.variability != "none"),
+            ("jobs have more than one task", workload.n_tasks != workload.n_jobs),
+            ("jobs have stages, caps or edges", engine.staged or workload.n_edges > 0),
+            ("tasks read input", engine.has_inputs),
+            ("copies vary in work", engine.variability != "none"),
             ("the world has outages", world.outages is not None),
             ("VM power is redrawn", world.power.period > 0),
-            ("raw input is moved before arrival", model._places_data)):
+            ("raw input is moved before arrival", places_data)):
         if bad:
             return why
     return ""
+
+
+def policy_params(policy) -> tuple[int, float, int, bool]:
+    """The loop's view of a pool policy: rule (:data:`KINDS`), beta, copy cap, random."""
+    return (_kind(policy), float(getattr(policy, "beta", 0.0)), policy.max_copies or 0,
+            policy.reassign == "random")
 
 
 def _kind(policy) -> int:
@@ -75,25 +167,35 @@ def _kind(policy) -> int:
     return -1
 
 
-def run(model) -> None:
-    """Run ``model`` to the end on the compiled loop, filling its engine and time series."""
-    e, wl, world, policy = model.engine, model.workload, model.world, model.policy
-    n, m = wl.n_jobs, world.n_slots
-    n_clusters = world.n_clusters
-    avail = world.availability
+def run(setup: PoolSetup, guards: RunGuards, stall_seconds: float) -> PoolOutcome:
+    """Run events to the end (or the horizon) on the compiled loop.
+
+    Args:
+        setup: The run's arrays, pool, policy and clock.
+        guards: The run's step and wall-clock limits, checked between kernel calls.
+        stall_seconds: Simulated seconds with alive jobs and no completion after which
+            the loop stops (the outcome's ``stalled`` then counts the alive jobs).
+
+    Raises:
+        GeosimError: ``run.max_steps`` or ``run.max_wall_seconds`` exceeded, or the
+            copies table would exceed its budget.
+    """
+    n, m = setup.arrival.size, setup.power.size
+    n_clusters = setup.slots.size
+    avail = setup.availability
     # The copies table keeps what the results read; a copy's progress, base and rate
     # matter only while it lives, so they are kept per live copy.
-    e.copies.keep(_COLUMNS + ("cluster",))
+    table = setup.copies
+    table.keep(_COLUMNS + ("cluster",))
     cap = max(1024, 4 * n)
-    copies = _copy_arrays(e.copies, cap)
-    rec_cap = 1024
-    records = _record_arrays(rec_cap, n_clusters)
-    fs = np.array([e.time, model._next_record, e.time, model._last_record])
+    copies = _copy_arrays(table, cap)
+    records = _record_arrays(1024, n_clusters)
+    fs = np.array([setup.time, setup.next_record, setup.time, setup.last_record])
     # next job, live copies, alive jobs, decision pending, steps, copies, samples, phase
     # change, jobs in and length of the SRPT order
     iv = np.zeros(10, dtype=np.int64)
     iv[3] = 1                                   # an event is pending: decide first
-    rng = np.array([int(policy.rng.integers(1, 2 ** 63))], dtype=np.uint64)
+    rng = np.array([setup.seed], dtype=np.uint64)
     level = np.ones(m) if avail is None else avail.level.copy()
     on = np.ones(m, dtype=bool) if avail is None else avail.on.copy()
     chunk_end = math.inf if avail is None else -math.inf
@@ -108,39 +210,39 @@ def run(model) -> None:
     scratch = (np.zeros(n), np.full(n, -1, i64), np.zeros(n, i64), np.zeros(n, i64),
                np.zeros(m, i64), np.empty(n + m + 1, i64), np.empty(n, i64),
                np.empty(n + m + 1, i64))
-    kind = _kind(policy)
-    beta = float(getattr(policy, "beta", 0.0))
-    params = np.array([kind, policy.max_copies or 0, policy.reassign == "random"],
-                      dtype=np.int64)
-    from geosim.guards import STALL_SECONDS
-    fparams = np.array([beta, model.horizon, model.record_interval, 0.0, STALL_SECONDS])
+    kind, beta, max_copies, random = setup.policy
+    params = np.array([kind, max_copies, random], dtype=np.int64)
+    fparams = np.array([beta, setup.horizon, setup.record_interval, 0.0, stall_seconds])
+    slots = (setup.power, setup.slot_cluster, level, on, setup.slot_used, setup.slot_copies)
+    task_state = setup.tasks[0]
     while True:
         if avail is not None and not chunk_end > fs[0]:
             chunk_end = fs[0] + CHUNK_SECONDS
             ch = avail.changes(chunk_end)
             iv[7] = 0
         fparams[3] = chunk_end
-        code = _loop(fs, iv, rng, params, fparams, wl.arrival, wl.task_work, world.power.level,
-                     world.slot_cluster, level, on, ch[0], ch[1], ch[2],
-                     e.task_state, e.task_saved, e.task_ready, e.task_start, e.task_done,
-                     e.task_cluster, e.task_copies, e.task_checkpoints, e.task_live,
-                     e.job_work_left, e.job_checkpoints, e.slot_used, e.slot_copies,
-                     *copies, live, per_live, alive, *scratch, *records)
-        model.check_budget(int(iv[4]))
+        code = _loop(fs, iv, rng, params, fparams, setup.arrival, setup.work, slots, ch,
+                     setup.tasks, copies, live, per_live, alive, scratch, records)
+        guards.check(int(iv[4]), float(fs[0]), int(np.count_nonzero(task_state == DONE)), n)
         if code == _CHUNK:
             continue
         if code == _COPIES:
-            e.copies.n = int(iv[5])        # the rows to keep
-            copies = _copy_arrays(e.copies, _grown(e.copies))
+            table.n = int(iv[5])        # the rows to keep
+            copies = _copy_arrays(table, _grown(table))
             continue
         if code == _RECORDS:
             records = _grow(records, _record_arrays(2 * records[0].size, n_clusters))
             continue
         break
-    _write_back(model, copies, live[:iv[1]], records, int(iv[6]), fs, iv)
-    e.copies.resize_in_place(e.copies.n)    # the run is over: keep no unused rows
-    if code == _STALLED:
-        raise model.stalled(int(iv[2]))
+    n_copies = table.n = int(iv[5])
+    _clusters_of(copies[1], setup.slot_cluster, table.cols["cluster"], n_copies)
+    table.resize_in_place(n_copies)     # the run is over: keep no unused rows
+    return PoolOutcome(
+        time=float(fs[0]), steps=int(iv[4]),
+        jobs_done=int(np.count_nonzero(task_state == DONE)), next_job=int(iv[0]),
+        next_record=float(fs[1]), last_record=float(fs[3]), live=live[:iv[1]].copy(),
+        samples=_samples(records, int(iv[6]), setup.slots),
+        stalled=int(iv[2]) if code == _STALLED else 0)
 
 
 #: Columns of the engine's copies table the loop fills, in the order it takes them.
@@ -184,34 +286,24 @@ def _grow(old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...]) -> tuple[np.
     return new
 
 
-def _write_back(model, copies, live, records, n_rec, fs, iv) -> None:
-    """Put the loop's copies, job times and samples where the general step keeps them."""
-    e, world = model.engine, model.world
-    n_copies = e.copies.n = int(iv[5])
-    _clusters_of(copies[1], world.slot_cluster, e.copies.cols["cluster"], n_copies)
-    e.live = live.copy()
-    done = e.task_state == DONE
-    e.job_done[done] = e.task_done[done]
-    e.job_last[done] = e.task_done[done]
-    e.job_left[done] = 0
-    e.job_live[:] = e.task_live
-    e.n_ready = int(np.count_nonzero(e.task_state == READY))
-    e.next_job = int(iv[0])
-    e.next_announced = max(e.next_announced, e.next_job)
-    e.time = float(fs[0])
-    model.steps_run = int(iv[4])
-    model.jobs_done = int(np.count_nonzero(done))
-    model._next_record, model._last_record = float(fs[1]), float(fs[3])
+def _samples(records, n_rec: int, slots: np.ndarray) -> dict[str, np.ndarray] | None:
+    """The loop's samples as one block of cluster-series rows, sample by sample.
+
+    A pool has no outages, queues of data or network traffic: every cluster is
+    reachable, and its queue and traffic are zero.
+    """
     t, avail_slots, busy, count = records
-    c = world.n_clusters
+    c = slots.size
     rows = n_rec * c
-    if rows:                        # every sample in one block of rows, sample by sample
-        model.recorder.add(ClusterAgent, {
-            "time": np.repeat(t[:n_rec], c), "cluster": np.tile(np.arange(c), n_rec),
-            "reachable": np.ones(rows, bool), "slots": np.tile(world.slots, n_rec),
-            "available_slots": avail_slots[:n_rec].flatten(), "busy": busy[:n_rec].flatten(),
-            "copies": count[:n_rec].flatten(), "queue": np.zeros(rows, dtype=np.int64),
-            "egress_mbps": np.zeros(rows), "ingress_mbps": np.zeros(rows)})
+    if not rows:
+        return None
+    values = {
+        "time": np.repeat(t[:n_rec], c), CLUSTER_INDEX: np.tile(np.arange(c), n_rec),
+        "reachable": np.ones(rows, bool), "slots": np.tile(slots, n_rec),
+        "available_slots": avail_slots[:n_rec].flatten(), "busy": busy[:n_rec].flatten(),
+        "copies": count[:n_rec].flatten(), "queue": np.zeros(rows, dtype=np.int64),
+        "egress_mbps": np.zeros(rows), "ingress_mbps": np.zeros(rows)}
+    return {name: values[name] for name in CLUSTER_SERIES}
 
 
 # ---------------------------------------------------------------------- compiled
@@ -358,304 +450,438 @@ def _launch(j, s, share, t, iv, work, power, level, saved, tstate, tstart, tcopi
     return n_live + 1
 
 
+
 @njit(cache=True)
-def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, level, on,
-          ch_e, ch_t, ch_lv, tstate, saved, tready, tstart, tdone, tcluster, tcopies, tckpt,
-          tlive, jwork_left, jckpt, slot_used, slot_copies,
-          ctask, cslot, cshare, cstart, cend, cexec, cwaste, cshare_t, cout,
-          live, per_live, alive, cmax, clead, want, have, units, cand, order, counts, rec_t,
-          rec_avail, rec_busy, rec_copies):  # pragma: no cover - compiled
+def _catch_up_all(t, n_live, live, per_live, work, copies):  # pragma: no cover - compiled
+    """Bring every live copy's progress and integrals to ``t``."""
+    lprog, lt0, lrate = per_live[0], per_live[2], per_live[3]
+    ctask, cshare, cexec, cshare_t = copies[0], copies[2], copies[5], copies[7]
+    for i in range(n_live):
+        _catch_up(i, live[i], t, work, ctask, cshare, cexec, cshare_t, lprog, lt0, lrate)
+
+
+@njit(cache=True)
+def _sample(t, k, slots, records):  # pragma: no cover - compiled
+    """Sample ``k``: each cluster's available slots, busy share and copies at ``t``."""
+    power, slot_cluster, on, slot_used, slot_copies = slots[0], slots[1], slots[3], \
+        slots[4], slots[5]
+    rec_t, rec_avail, rec_busy, rec_copies = records
+    rec_t[k] = t
+    for c in range(rec_avail.shape[1]):
+        rec_avail[k, c] = 0
+        rec_busy[k, c] = 0.0
+        rec_copies[k, c] = 0
+    for s in range(power.size):
+        c = slot_cluster[s]
+        rec_avail[k, c] += on[s]
+        rec_busy[k, c] += slot_used[s]
+        rec_copies[k, c] += slot_copies[s]
+
+
+@njit(cache=True)
+def _arrive(t, iv, arrival, tasks, alive, n_alive):  # pragma: no cover - compiled
+    """Jobs arrived by ``t`` become ready and alive (a decision is then due)."""
+    tstate, tready = tasks[0], tasks[2]
+    while iv[0] < arrival.size and arrival[iv[0]] <= t:
+        j = iv[0]
+        tstate[j] = READY
+        tready[j] = t
+        alive[n_alive] = j
+        n_alive += 1
+        iv[0] = j + 1
+        iv[3] = 1
+    return n_alive
+
+
+@njit(cache=True)
+def _checkpoint(t, n_live, live, per_live, work, tasks, copies, cmax,
+                clead):  # pragma: no cover - compiled
+    """Checkpoint every job (002 §3): every copy of a task continues from its best copy."""
+    lprog, lbase, lt0, lrate = per_live[0], per_live[1], per_live[2], per_live[3]
+    ctask, cshare, cexec, cwaste, cshare_t = copies[0], copies[2], copies[5], copies[6], \
+        copies[7]
+    saved, tckpt, jwork_left, jckpt = tasks[1], tasks[7], tasks[9], tasks[10]
+    for i in range(n_live):
+        c = live[i]
+        _catch_up(i, c, t, work, ctask, cshare, cexec, cshare_t, lprog, lt0, lrate)
+        j = ctask[c]
+        if clead[j] < 0 or lprog[i] > cmax[j]:
+            clead[j] = c
+            cmax[j] = lprog[i]
+    for i in range(n_live):
+        c = live[i]
+        j = ctask[c]
+        lv = max(saved[j], cmax[j])
+        if not (c == clead[j] and lprog[i] >= lv - _EPS):
+            cwaste[c] += (lprog[i] - lbase[i]) * work[j]
+        lprog[i] = lv
+        lbase[i] = lv
+    for i in range(n_live):
+        j = ctask[live[i]]
+        if clead[j] >= 0:
+            lv = max(saved[j], cmax[j])
+            jwork_left[j] -= (lv - saved[j]) * work[j]
+            saved[j] = lv
+            tckpt[j] += 1
+            jckpt[j] += 1
+            clead[j] = -1
+
+
+@njit(cache=True)
+def _order_jobs(kind, n_alive, iv, tasks, alive, order):  # pragma: no cover - compiled
+    """The alive jobs in the policy's order: SRPT by remaining work, else by arrival."""
+    tstate, jwork_left = tasks[0], tasks[9]
+    if kind == 0:
+        # SRPT order by remaining work, ties by arrival: last decision's order, less the
+        # jobs gone, plus the new ones, re-sorted by insertion (it is nearly sorted: only
+        # running jobs' remaining work moved).
+        k = 0
+        for i in range(iv[9]):
+            if tstate[order[i]] != DONE:
+                order[k] = order[i]
+                k += 1
+        for j in range(iv[8], iv[0]):
+            order[k] = j
+            k += 1
+        iv[8], iv[9] = iv[0], k
+        for i in range(1, k):
+            j = order[i]
+            key = max(jwork_left[j], 0.0)
+            q = i - 1
+            while q >= 0 and (max(jwork_left[order[q]], 0.0) > key or
+                              max(jwork_left[order[q]], 0.0) == key and order[q] > j):
+                order[q + 1] = order[q]
+                q -= 1
+            order[q + 1] = j
+    else:
+        for i in range(n_alive):
+            order[i] = alive[i]
+
+
+@njit(cache=True)
+def _want(kind, beta, max_copies, n_alive, m, order, want,
+          counts):  # pragma: no cover - compiled
+    """Copies each alive job should have, and their share; whether one wants several."""
+    share = _allocate(kind, beta, n_alive, m, counts)
+    any_multi = False
+    for i in range(n_alive):
+        r = counts[i]
+        if max_copies > 0 and r > max_copies:
+            r = max_copies
+        want[order[i]] = r
+        if r > 1:
+            any_multi = True
+    return share, any_multi
+
+
+@njit(cache=True)
+def _keep(t, share, any_multi, random, n_live, live, per_live, work, slots, tasks, copies,
+          scratch):  # pragma: no cover - compiled
+    """Keep, resize or kill each live copy for the new allocation; return the live count.
+
+    Copies stay by copy id within the task, then within the machine; the rest are killed.
+    """
+    lprog, lbase, lt0, lrate, lfin = per_live[0], per_live[1], per_live[2], per_live[3], \
+        per_live[4]
+    power, level, slot_used, slot_copies = slots[0], slots[2], slots[4], slots[5]
+    tstate, tlive = tasks[0], tasks[8]
+    ctask, cslot, cshare, cend, cwaste, cout = copies[0], copies[1], copies[2], copies[4], \
+        copies[6], copies[8]
+    want, have, units, cand = scratch[2], scratch[3], scratch[4], scratch[5]
+    m = power.size
+    per_machine = int(math.floor(1.0 / share + 1e-9))
+    for i in range(n_live):
+        j = ctask[live[i]]
+        keep = not random and have[j] < want[j]
+        if keep:
+            have[j] += 1
+        cand[i] = 1 if keep else 0
+    for i in range(n_live):
+        have[ctask[live[i]]] = 0
+    if not random:
+        if share < 1.0 and any_multi:
+            for s in range(m):
+                units[s] = 0
+            for i in range(n_live):
+                c = live[i]
+                if cand[i] == 1 and want[ctask[c]] == 1:
+                    if units[cslot[c]] >= per_machine - 1:
+                        cand[i] = 0
+                    units[cslot[c]] += 1
+        for s in range(m):
+            units[s] = 0
+        for i in range(n_live):
+            c = live[i]
+            if cand[i] == 1:
+                if units[cslot[c]] >= per_machine:
+                    cand[i] = 0
+                units[cslot[c]] += 1
+    for i in range(n_live):
+        c = live[i]
+        if cand[i] == 0:
+            _end(i, c, t, KILLED, work, ctask, cslot, cshare, cend, cwaste, cout,
+                 lprog, lbase, slot_used, slot_copies, tlive)
+    for i in range(n_live):
+        c = live[i]
+        j = ctask[c]
+        if cand[i] == 1:
+            if abs(cshare[c] - share) > 1e-12:
+                slot_used[cslot[c]] += share - cshare[c]
+                cshare[c] = share
+        elif tlive[j] == 0 and tstate[j] == RUNNING:
+            tstate[j] = READY
+    n_live = _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin)
+    for i in range(n_live):
+        _set_rate(i, live[i], t, work, power, level, ctask, cslot, cshare, lprog,
+                  lrate, lfin)
+    return n_live
+
+
+@njit(cache=True)
+def _place(t, share, n_live, n_alive, rng, iv, live, per_live, work, slots, tasks, copies,
+           scratch):  # pragma: no cover - compiled
+    """Launch the missing copies on free units drawn at random (pool._place).
+
+    A job that needs several copies, or has one already, draws among the machines it is
+    not on; the other jobs' single copies are drawn together from the free units.
+    """
+    power, level, slot_used, slot_copies = slots[0], slots[2], slots[4], slots[5]
+    tstate, saved, tstart, tcopies, tlive = tasks[0], tasks[1], tasks[3], tasks[6], tasks[8]
+    ctask, cslot, cshare, cstart, cend, cexec, cwaste, cshare_t, cout = copies
+    want, units, cand, order, counts = scratch[2], scratch[4], scratch[5], scratch[6], \
+        scratch[7]
+    m = power.size
+    for s in range(m):
+        units[s] = int(math.floor((1.0 - slot_used[s] + 1e-9) / share))
+    whole = share >= 1.0 - 1e-12
+    n_single = 0
+    for i in range(n_alive):
+        j = order[i]
+        miss = want[j] - tlive[j]
+        if miss <= 0:
+            continue
+        if whole or not (miss > 1 or tlive[j] > 0):
+            for _ in range(miss):
+                counts[n_single] = j        # counts: scratch for the singles
+                n_single += 1
+            continue
+        n_cand = 0
+        for s in range(m):
+            if units[s] > 0:
+                cand[n_cand] = s
+                n_cand += 1
+        for i2 in range(n_live):        # not on a machine the task is on
+            c = live[i2]
+            if ctask[c] == j:
+                for q in range(n_cand):
+                    if cand[q] == cslot[c]:
+                        cand[q] = cand[n_cand - 1]
+                        n_cand -= 1
+                        break
+        cand[:n_cand].sort()            # candidates in slot order
+        k = min(miss, n_cand)
+        _choose(rng, cand, n_cand, k)
+        for q in range(k):
+            s = cand[q]
+            units[s] -= 1
+            n_live = _launch(j, s, share, t, iv, work, power, level, saved, tstate,
+                             tstart, tcopies, tlive, slot_used, slot_copies, ctask,
+                             cslot, cshare, cstart, cend, cexec, cwaste, cshare_t,
+                             cout, live, per_live, n_live)
+    n_pool = 0
+    for s in range(m):
+        for _ in range(units[s]):
+            cand[n_pool] = s
+            n_pool += 1
+    k = min(n_single, n_pool)
+    _choose(rng, cand, n_pool, k)
+    for q in range(k):
+        n_live = _launch(counts[q], cand[q], share, t, iv, work, power, level, saved,
+                         tstate, tstart, tcopies, tlive, slot_used, slot_copies, ctask,
+                         cslot, cshare, cstart, cend, cexec, cwaste, cshare_t, cout,
+                         live, per_live, n_live)
+    return n_live
+
+
+@njit(cache=True)
+def _decide(t, n_live, n_alive, rng, iv, params, beta, live, per_live, alive, work, slots,
+            tasks, copies, scratch):  # pragma: no cover - compiled
+    """A decision: checkpoint every job, allocate, kill, resize, launch; return live copies."""
+    kind, max_copies, random = params[0], params[1], params[2] != 0
+    cmax, clead, want, order, counts = scratch[0], scratch[1], scratch[2], scratch[6], \
+        scratch[7]
+    _checkpoint(t, n_live, live, per_live, work, tasks, copies, cmax, clead)
+    _order_jobs(kind, n_alive, iv, tasks, alive, order)
+    share, any_multi = _want(kind, beta, max_copies, n_alive, slots[0].size, order, want,
+                             counts)
+    n_live = _keep(t, share, any_multi, random, n_live, live, per_live, work, slots, tasks,
+                   copies, scratch)
+    n_live = _place(t, share, n_live, n_alive, rng, iv, live, per_live, work, slots, tasks,
+                    copies, scratch)
+    for i in range(n_alive):
+        want[alive[i]] = 0
+    return n_live
+
+
+@njit(cache=True)
+def _next_instant(fs, iv, arrival, horizon, ch_t, chunk_end, n_live,
+                  lfin):  # pragma: no cover - compiled
+    """The next stop (arrival, sample, horizon, phase change, chunk end), first finish."""
+    t_next = fs[1]
+    if iv[0] < arrival.size:
+        t_next = min(t_next, arrival[iv[0]])
+    if horizon > 0:
+        t_next = min(t_next, horizon)
+    if iv[7] < ch_t.size:
+        t_next = min(t_next, ch_t[iv[7]])
+    else:
+        t_next = min(t_next, chunk_end)
+    first = math.inf
+    for i in range(n_live):
+        first = min(first, lfin[i])
+    return t_next, first
+
+
+@njit(cache=True)
+def _complete(t, t_next, n_live, n_alive, live, per_live, alive, work, slots, tasks, copies,
+              scratch):  # pragma: no cover - compiled
+    """Completions at ``t_next``: the first copy of a task to finish wins it.
+
+    Returns:
+        The live copies and alive jobs left.
+    """
+    lprog, lbase, lt0, lrate, lfin = per_live[0], per_live[1], per_live[2], per_live[3], \
+        per_live[4]
+    slot_cluster, slot_used, slot_copies = slots[1], slots[4], slots[5]
+    tstate, saved, tdone, tcluster, tlive, jwork_left = tasks[0], tasks[1], tasks[4], \
+        tasks[5], tasks[8], tasks[9]
+    ctask, cslot, cshare, cend, cexec, cwaste, cshare_t, cout = copies[0], copies[1], \
+        copies[2], copies[4], copies[5], copies[6], copies[7], copies[8]
+    cmax, clead = scratch[0], scratch[1]
+    span = t_next - t
+    for i in range(n_live):
+        c = live[i]
+        if lfin[i] - t <= span * (1.0 + _EPS) or lfin[i] <= t_next:
+            j = ctask[c]
+            if clead[j] < 0 or lfin[i] < cmax[j]:
+                clead[j] = c
+                cmax[j] = lfin[i]
+    for i in range(n_live):
+        c = live[i]
+        j = ctask[c]
+        if clead[j] < 0:
+            continue
+        w, at = clead[j], cmax[j]
+        _catch_up(i, c, max(min(at, t_next), t), work, ctask, cshare, cexec, cshare_t,
+                  lprog, lt0, lrate)
+        if c == w:
+            cexec[c] += (1.0 - lprog[i]) * work[j]
+            lprog[i] = 1.0
+        _end(i, c, at, WON if c == w else LOST, work, ctask, cslot, cshare, cend,
+             cwaste, cout, lprog, lbase, slot_used, slot_copies, tlive)
+        if tlive[j] == 0:
+            tstate[j] = DONE
+            tdone[j] = at
+            tcluster[j] = slot_cluster[cslot[w]]
+            jwork_left[j] -= (1.0 - saved[j]) * work[j]
+            saved[j] = 1.0
+            clead[j] = -1
+    n_live = _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin)
+    k = 0
+    for i in range(n_alive):
+        if tstate[alive[i]] != DONE:
+            alive[k] = alive[i]
+            k += 1
+    return n_live, k
+
+
+@njit(cache=True)
+def _phase_changes(t, iv, ch, n_live, live, per_live, work, slots,
+                   copies):  # pragma: no cover - compiled
+    """Availability phase changes at ``t``: the copies on those machines change rate."""
+    ch_e, ch_t, ch_lv = ch
+    lprog, lt0, lrate, lfin = per_live[0], per_live[2], per_live[3], per_live[4]
+    power, level, on = slots[0], slots[2], slots[3]
+    ctask, cslot, cshare, cexec, cshare_t = copies[0], copies[1], copies[2], copies[5], \
+        copies[7]
+    while iv[7] < ch_t.size and ch_t[iv[7]] <= t:
+        s = ch_e[iv[7]]
+        for i in range(n_live):
+            c = live[i]
+            if cslot[c] == s:
+                _catch_up(i, c, t, work, ctask, cshare, cexec, cshare_t, lprog, lt0,
+                          lrate)
+        level[s] = ch_lv[iv[7]]
+        on[s] = not on[s]
+        for i in range(n_live):
+            c = live[i]
+            if cslot[c] == s:
+                _set_rate(i, c, t, work, power, level, ctask, cslot, cshare, lprog,
+                          lrate, lfin)
+        iv[7] += 1
+
+
+@njit(cache=True)
+def _loop(fs, iv, rng, params, fparams, arrival, work, slots, ch, tasks, copies, live,
+          per_live, alive, scratch, records):  # pragma: no cover - compiled
     """Run events until the end, the chunk's end, or a full table (see the return codes).
 
     A copy's progress is brought up to date only when something reads or changes it (a
     decision, its completion, a phase change of its machine): between those instants its
     rate is constant and ``lfin`` is when it finishes. ``live[i]`` is a live copy and
     ``lprog[i]``, ``lbase[i]``, ``lt0[i]``, ``lrate[i]``, ``lfin[i]`` (the rows of
-    ``per_live``) its state.
+    ``per_live``) its state. The tuples hold the arrays in these orders: ``slots``
+    (power, cluster, level, on, used share, copies), ``ch`` (machine, instant, level of
+    the chunk's phase changes), ``tasks`` (:data:`TASK_ARRAYS`), ``copies``
+    (:data:`_COLUMNS`), ``scratch`` (best progress, leading copy, wanted and kept
+    copies per job, free units per machine, candidates, job order, counts) and
+    ``records`` (time, available slots, busy share, copies per cluster).
     """
-    lprog, lbase, lt0, lrate, lfin = per_live[0], per_live[1], per_live[2], per_live[3], \
-        per_live[4]
-    n, m = arrival.size, power.size
-    kind, max_copies, random = params[0], params[1], params[2] != 0
+    n, m = arrival.size, slots[0].size
     beta, horizon, interval, chunk_end, stall = (fparams[0], fparams[1], fparams[2],
                                                  fparams[3], fparams[4])
+    ch_t, lfin = ch[1], per_live[4]
     t = fs[0]
     n_live, n_alive = iv[1], iv[2]
     while True:
         # ---- a sample is due: the state at this instant, before any decision
         if t >= fs[1] - 1e-9:
             k = iv[6]
-            if k >= rec_t.size:
+            if k >= records[0].size:
                 iv[1], iv[2] = n_live, n_alive
                 return _RECORDS
-            rec_t[k] = t
-            for c in range(rec_avail.shape[1]):
-                rec_avail[k, c] = 0
-                rec_busy[k, c] = 0.0
-                rec_copies[k, c] = 0
-            for s in range(m):
-                c = slot_cluster[s]
-                rec_avail[k, c] += on[s]
-                rec_busy[k, c] += slot_used[s]
-                rec_copies[k, c] += slot_copies[s]
+            _sample(t, k, slots, records)
             iv[6] = k + 1
             fs[3] = t
             while fs[1] <= t + 1e-9:
                 fs[1] += interval
-        # ---- arrivals
-        while iv[0] < n and arrival[iv[0]] <= t:
-            j = iv[0]
-            tstate[j] = READY
-            tready[j] = t
-            alive[n_alive] = j
-            n_alive += 1
-            iv[0] = j + 1
-            iv[3] = 1
+        n_alive = _arrive(t, iv, arrival, tasks, alive, n_alive)
         if horizon > 0 and t >= horizon - 1e-9 or iv[0] >= n and n_alive == 0:
-            for i in range(n_live):
-                _catch_up(i, live[i], t, work, ctask, cshare, cexec, cshare_t, lprog, lt0,
-                          lrate)
+            _catch_up_all(t, n_live, live, per_live, work, copies)
             iv[1], iv[2] = n_live, n_alive
             fs[0] = t
             return _DONE
-        # ---- a decision: checkpoint every job, allocate, kill, resize, launch
         if iv[3] != 0 and n_alive > 0:
-            if iv[5] + n_alive + m >= ctask.size:
+            if iv[5] + n_alive + m >= copies[0].size:
                 iv[1], iv[2] = n_live, n_alive
                 fs[0] = t
                 return _COPIES
             iv[3] = 0
-            # checkpoint (002 §3): every copy of a task continues from its best copy
-            for i in range(n_live):
-                c = live[i]
-                _catch_up(i, c, t, work, ctask, cshare, cexec, cshare_t, lprog, lt0, lrate)
-                j = ctask[c]
-                if clead[j] < 0 or lprog[i] > cmax[j]:
-                    clead[j] = c
-                    cmax[j] = lprog[i]
-            for i in range(n_live):
-                c = live[i]
-                j = ctask[c]
-                lv = max(saved[j], cmax[j])
-                if not (c == clead[j] and lprog[i] >= lv - _EPS):
-                    cwaste[c] += (lprog[i] - lbase[i]) * work[j]
-                lprog[i] = lv
-                lbase[i] = lv
-            for i in range(n_live):
-                j = ctask[live[i]]
-                if clead[j] >= 0:
-                    lv = max(saved[j], cmax[j])
-                    jwork_left[j] -= (lv - saved[j]) * work[j]
-                    saved[j] = lv
-                    tckpt[j] += 1
-                    jckpt[j] += 1
-                    clead[j] = -1
-            # allocation, in the policy's order of jobs
-            if kind == 0:
-                # SRPT order by remaining work, ties by arrival: last decision's order,
-                # less the jobs gone, plus the new ones, re-sorted by insertion (it is
-                # nearly sorted: only running jobs' remaining work moved).
-                k = 0
-                for i in range(iv[9]):
-                    if tstate[order[i]] != DONE:
-                        order[k] = order[i]
-                        k += 1
-                for j in range(iv[8], iv[0]):
-                    order[k] = j
-                    k += 1
-                iv[8], iv[9] = iv[0], k
-                for i in range(1, k):
-                    j = order[i]
-                    key = max(jwork_left[j], 0.0)
-                    q = i - 1
-                    while q >= 0 and (max(jwork_left[order[q]], 0.0) > key or
-                                      max(jwork_left[order[q]], 0.0) == key and order[q] > j):
-                        order[q + 1] = order[q]
-                        q -= 1
-                    order[q + 1] = j
-            else:
-                for i in range(n_alive):
-                    order[i] = alive[i]
-            share = _allocate(kind, beta, n_alive, m, counts)
-            any_multi = False
-            for i in range(n_alive):
-                r = counts[i]
-                if max_copies > 0 and r > max_copies:
-                    r = max_copies
-                want[order[i]] = r
-                if r > 1:
-                    any_multi = True
-            # which copies stay: by copy id within the task, then within the machine
-            per_machine = int(math.floor(1.0 / share + 1e-9))
-            for i in range(n_live):
-                j = ctask[live[i]]
-                keep = not random and have[j] < want[j]
-                if keep:
-                    have[j] += 1
-                cand[i] = 1 if keep else 0
-            for i in range(n_live):
-                have[ctask[live[i]]] = 0
-            if not random:
-                if share < 1.0 and any_multi:
-                    for s in range(m):
-                        units[s] = 0
-                    for i in range(n_live):
-                        c = live[i]
-                        if cand[i] == 1 and want[ctask[c]] == 1:
-                            if units[cslot[c]] >= per_machine - 1:
-                                cand[i] = 0
-                            units[cslot[c]] += 1
-                for s in range(m):
-                    units[s] = 0
-                for i in range(n_live):
-                    c = live[i]
-                    if cand[i] == 1:
-                        if units[cslot[c]] >= per_machine:
-                            cand[i] = 0
-                        units[cslot[c]] += 1
-            for i in range(n_live):
-                c = live[i]
-                j = ctask[c]
-                if cand[i] == 0:
-                    _end(i, c, t, KILLED, work, ctask, cslot, cshare, cend, cwaste, cout,
-                         lprog, lbase, slot_used, slot_copies, tlive)
-            for i in range(n_live):
-                c = live[i]
-                j = ctask[c]
-                if cand[i] == 1:
-                    if abs(cshare[c] - share) > 1e-12:
-                        slot_used[cslot[c]] += share - cshare[c]
-                        cshare[c] = share
-                elif tlive[j] == 0 and tstate[j] == RUNNING:
-                    tstate[j] = READY
-            n_live = _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin)
-            for i in range(n_live):
-                _set_rate(i, live[i], t, work, power, level, ctask, cslot, cshare, lprog,
-                          lrate, lfin)
-            # place the missing copies on free units drawn at random (pool._place)
-            for s in range(m):
-                units[s] = int(math.floor((1.0 - slot_used[s] + 1e-9) / share))
-            whole = share >= 1.0 - 1e-12
-            n_single = 0
-            for i in range(n_alive):
-                j = order[i]
-                miss = want[j] - tlive[j]
-                if miss <= 0:
-                    continue
-                if whole or not (miss > 1 or tlive[j] > 0):
-                    for _ in range(miss):
-                        counts[n_single] = j        # counts: scratch for the singles
-                        n_single += 1
-                    continue
-                n_cand = 0
-                for s in range(m):
-                    if units[s] > 0:
-                        cand[n_cand] = s
-                        n_cand += 1
-                for i2 in range(n_live):        # not on a machine the task is on
-                    c = live[i2]
-                    if ctask[c] == j:
-                        for q in range(n_cand):
-                            if cand[q] == cslot[c]:
-                                cand[q] = cand[n_cand - 1]
-                                n_cand -= 1
-                                break
-                cand[:n_cand].sort()            # candidates in slot order
-                k = min(miss, n_cand)
-                _choose(rng, cand, n_cand, k)
-                for q in range(k):
-                    s = cand[q]
-                    units[s] -= 1
-                    n_live = _launch(j, s, share, t, iv, work, power, level, saved, tstate,
-                                     tstart, tcopies, tlive, slot_used, slot_copies, ctask,
-                                     cslot, cshare, cstart, cend, cexec, cwaste, cshare_t,
-                                     cout, live, per_live, n_live)
-            n_pool = 0
-            for s in range(m):
-                for _ in range(units[s]):
-                    cand[n_pool] = s
-                    n_pool += 1
-            k = min(n_single, n_pool)
-            _choose(rng, cand, n_pool, k)
-            for q in range(k):
-                n_live = _launch(counts[q], cand[q], share, t, iv, work, power, level, saved,
-                                 tstate, tstart, tcopies, tlive, slot_used, slot_copies, ctask,
-                                 cslot, cshare, cstart, cend, cexec, cwaste, cshare_t, cout,
-                                 live, per_live, n_live)
-            for i in range(n_alive):
-                want[alive[i]] = 0
+            n_live = _decide(t, n_live, n_alive, rng, iv, params, beta, live, per_live,
+                             alive, work, slots, tasks, copies, scratch)
         # ---- the next event: arrival, completion, phase change, sample, horizon, chunk
-        t_next = fs[1]
-        if iv[0] < n:
-            t_next = min(t_next, arrival[iv[0]])
-        if horizon > 0:
-            t_next = min(t_next, horizon)
-        if iv[7] < ch_t.size:
-            t_next = min(t_next, ch_t[iv[7]])
-        else:
-            t_next = min(t_next, chunk_end)
-        first = math.inf
-        for i in range(n_live):
-            first = min(first, lfin[i])
+        t_next, first = _next_instant(fs, iv, arrival, horizon, ch_t, chunk_end, n_live,
+                                      lfin)
         if first < t_next:
-            # ---- completions: the first copy of a task to finish wins it
             t_next = first
-            span = t_next - t
-            for i in range(n_live):
-                c = live[i]
-                if lfin[i] - t <= span * (1.0 + _EPS) or lfin[i] <= t_next:
-                    j = ctask[c]
-                    if clead[j] < 0 or lfin[i] < cmax[j]:
-                        clead[j] = c
-                        cmax[j] = lfin[i]
-            for i in range(n_live):
-                c = live[i]
-                j = ctask[c]
-                if clead[j] < 0:
-                    continue
-                w, at = clead[j], cmax[j]
-                _catch_up(i, c, max(min(at, t_next), t), work, ctask, cshare, cexec, cshare_t,
-                          lprog, lt0, lrate)
-                if c == w:
-                    cexec[c] += (1.0 - lprog[i]) * work[j]
-                    lprog[i] = 1.0
-                _end(i, c, at, WON if c == w else LOST, work, ctask, cslot, cshare, cend,
-                     cwaste, cout, lprog, lbase, slot_used, slot_copies, tlive)
-                if tlive[j] == 0:
-                    tstate[j] = DONE
-                    tdone[j] = at
-                    tcluster[j] = slot_cluster[cslot[w]]
-                    jwork_left[j] -= (1.0 - saved[j]) * work[j]
-                    saved[j] = 1.0
-                    clead[j] = -1
-            n_live = _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin)
-            k = 0
-            for i in range(n_alive):
-                if tstate[alive[i]] != DONE:
-                    alive[k] = alive[i]
-                    k += 1
-            n_alive = k
+            n_live, n_alive = _complete(t, t_next, n_live, n_alive, live, per_live, alive,
+                                        work, slots, tasks, copies, scratch)
             iv[3] = 1
             fs[2] = t_next
         t = t_next
         fs[0] = t
         iv[4] += 1
-        # ---- availability phase changes at this instant: copies there change rate
-        while iv[7] < ch_t.size and ch_t[iv[7]] <= t:
-            s = ch_e[iv[7]]
-            for i in range(n_live):
-                c = live[i]
-                if cslot[c] == s:
-                    _catch_up(i, c, t, work, ctask, cshare, cexec, cshare_t, lprog, lt0,
-                              lrate)
-            level[s] = ch_lv[iv[7]]
-            on[s] = not on[s]
-            for i in range(n_live):
-                c = live[i]
-                if cslot[c] == s:
-                    _set_rate(i, c, t, work, power, level, ctask, cslot, cshare, lprog,
-                              lrate, lfin)
-            iv[7] += 1
+        _phase_changes(t, iv, ch, n_live, live, per_live, work, slots, copies)
         if n_alive > 0 and t - fs[2] > stall:
             iv[1], iv[2] = n_live, n_alive
             return _STALLED
@@ -664,4 +890,3 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, power, slot_cluster, leve
         if iv[7] >= ch_t.size and t >= chunk_end:
             iv[1], iv[2] = n_live, n_alive
             return _CHUNK
-

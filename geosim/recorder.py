@@ -114,5 +114,17 @@ class Recorder:
             table = {k: v.astype(dtypes[k]) if k in dtypes else v for k, v in table.items()}
         return pd.DataFrame(table)
 
+    def get_index_vars_dataframe(self, index: str,
+                                 dtypes: Mapping[str, Any] | None = None) -> pd.DataFrame:
+        """:meth:`get_agenttype_vars_dataframe` of the agent type indexed by column ``index``.
+
+        For readers that know a series by its index column (``"cluster"``, ``"link"``)
+        rather than by the agents' class.
+        """
+        for agent_type, name in self.index.items():
+            if name == index:
+                return self.get_agenttype_vars_dataframe(agent_type, dtypes)
+        return pd.DataFrame({k: np.empty(0, dtype=t) for k, t in (dtypes or {}).items()})
+
     def _index(self, agent_type: type) -> str:
         return self.index.get(agent_type, "agent")

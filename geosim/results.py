@@ -30,11 +30,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from geosim import state
 from geosim.engine import OUTCOMES, WON
 from geosim.errors import GeosimError
 from geosim.flowcost import flow_costs, has_flows
-from geosim.state import CLUSTER_STATES, cluster_state_codes
+from geosim.series import CLUSTER_INDEX, CLUSTER_SERIES, LINK_INDEX, LINK_SERIES
+from geosim.state import (
+    CLUSTER_STATES,
+    cluster_state_codes,
+    copy_columns,
+    job_columns,
+    task_columns,
+    totals,
+    work_balance,
+)
 from geosim.topology import TIERS
 
 if TYPE_CHECKING:
@@ -44,10 +52,6 @@ if TYPE_CHECKING:
     from geosim.world import World
 
 TABLES = ("jobs", "tasks", "copies", "clusters", "links")
-#: Columns of the link time series and their types.
-LINK_COLUMNS = {"time": np.float64, "link": np.int64, "u": np.int64, "v": np.int64,
-                "bandwidth": np.float64, "forward_mbps": np.float64,
-                "backward_mbps": np.float64}
 #: Age (s) after which a temporary directory of a save is stale even if a process with its
 #: writer's pid runs (the pid was reused) or it names no writer (written by older versions).
 STALE_SECONDS = 3600.0
@@ -375,12 +379,11 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
             the geosim version and code fingerprint are added.
         run: How the run went (steps, wall times) and its scenario.
     """
-    from geosim.agents import ClusterAgent, LinkAgent
     from geosim.version import __version__
 
     wl = workload
-    job_cols, task_cols, c = (state.job_columns(engine), state.task_columns(engine),
-                              state.copy_columns(engine))
+    job_cols, task_cols, c = (job_columns(engine), task_columns(engine),
+                              copy_columns(engine))
     task_job, job_done = task_cols["job"], job_cols["completion"]
     type_names = np.asarray(wl.type_names, dtype=object)
     job_data = np.bincount(task_job, weights=wl.task_data, minlength=wl.n_jobs)
@@ -430,7 +433,7 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
         "slot_seconds": c["share_time"],
         "wasted_slot_seconds": wasted_slot,
     }, copy=False)  # columns share the engine's arrays: no second copy of millions of rows
-    clusters = recorder.get_agenttype_vars_dataframe(ClusterAgent)
+    clusters = recorder.get_index_vars_dataframe(CLUSTER_INDEX, CLUSTER_SERIES)
     if not clusters.empty:
         codes = cluster_state_codes(clusters["reachable"].to_numpy(),
                                     clusters["available_slots"].to_numpy(),
@@ -440,7 +443,7 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
         clusters.insert(2, "tier", pd.Categorical(
             np.asarray(TIERS, dtype=object)[world.tier[clusters["cluster"].to_numpy()]],
             categories=list(TIERS)))
-    links = recorder.get_agenttype_vars_dataframe(LinkAgent, LINK_COLUMNS)
+    links = recorder.get_index_vars_dataframe(LINK_INDEX, LINK_SERIES)
     meta = {**meta, "geosim": __version__, "code": code_fingerprint()}
     result = Result(jobs, tasks, copies, clusters, {}, meta, run.scenario_toml, links)
     result.summary = summarise(result, engine, world, run)
@@ -468,7 +471,7 @@ def service_levels(wl: Workload) -> pd.DataFrame:
 
 def _link_table() -> pd.DataFrame:
     """An empty link time series, typed."""
-    return pd.DataFrame({k: np.empty(0, dtype=t) for k, t in LINK_COLUMNS.items()})
+    return pd.DataFrame({k: np.empty(0, dtype=t) for k, t in LINK_SERIES.items()})
 
 
 def summarise(result: Result, engine: Engine, world: World, run: RunInfo) -> dict[str, Any]:
@@ -480,7 +483,7 @@ def summarise(result: Result, engine: Engine, world: World, run: RunInfo) -> dic
     jobs, copies = result.jobs, result.copies
     done = jobs[jobs["finished"]]
     flow = done["flowtime"].to_numpy()
-    now = {**state.totals(engine), **state.work_balance(engine)}
+    now = {**totals(engine), **work_balance(engine)}
     elapsed = max(now["time"], 1e-12)
     codes = copies["outcome"].cat.codes.to_numpy()     # counted without a row-sized temporary
     outcome = {name: np.count_nonzero(codes == k) for k, name in enumerate(OUTCOMES)}

@@ -12,6 +12,7 @@ from geosim.errors import GeosimError
 from geosim.experiment import compare
 from geosim.flowcost import METRICS, flow_bounds, flow_costs
 from geosim.flowflex import Flow, Job, Metric, fair_schedule, fifo_schedule, plan
+from geosim.inputs import world_and_workload
 from geosim.workload import concat, flow_instance, flow_workload
 
 SCENARIO = "scenarios/flowflex.toml"
@@ -168,8 +169,8 @@ def test_compare_reports_costs_and_bounds_that_no_schedule_beats():
     assert np.allclose(flows["ratio"], (flows["cost"] + 1) / (flows["bound"] + 1))
     text = comparison.format()
     assert "minisum weighted_completion_time" in text and "(mean/worst)" in text
-    model = GeoModel(_small(), seed=2)
-    bounds = flow_bounds(model.workload, 25, 10.0)
+    _, workload = world_and_workload(_small(), seed=2)
+    bounds = flow_bounds(workload, 25, 10.0)
     mine = flows[(flows["seed"] == 2) & (flows["label"] == "fifo")]
     assert dict(zip(mine["metric"], mine["bound"], strict=True)) == pytest.approx(bounds)
 

@@ -58,9 +58,9 @@ def test_checked_pool_runs_take_the_general_step(monkeypatch):
     world = closed_world(slots=4, rate=0.5, n_jobs=40, availability=True, scheduler="srpt+r")
     world["run"]["timing"] = "event"
     scenario = load_scenario(world)
-    assert not poolsim.unsupported(GeoModel(scenario))
+    assert not GeoModel(scenario).why_not_compiled()
 
-    def refuse(model):
+    def refuse(*args):
         raise AssertionError("the compiled loop ran under checks")
 
     monkeypatch.setattr(poolsim, "run", refuse)

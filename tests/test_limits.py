@@ -12,6 +12,7 @@ from geosim import GeosimError, footprint
 from geosim.cli import main
 from geosim.engine import COPY_SPEC, Table
 from geosim.guards import Budget
+from geosim.inputs import world_and_workload
 from geosim.model import GeoModel
 from geosim.scenario import load_scenario
 from geosim.schedulers import Scheduler
@@ -45,11 +46,11 @@ def test_counts_have_upper_bounds(key, value, message):
 
 def test_estimate_counts_close_to_the_built_run():
     scenario, fp = _estimate(MEDIUM)
-    model = GeoModel(scenario)
-    assert fp.clusters == model.world.n_clusters
-    assert fp.slots == pytest.approx(model.world.n_slots, rel=0.1)
-    assert fp.route_entries == pytest.approx(model.world.pair_res.size, rel=0.1)
-    assert fp.tasks == pytest.approx(model.workload.n_tasks, rel=0.1)
+    world, workload = world_and_workload(scenario)
+    assert fp.clusters == world.n_clusters
+    assert fp.slots == pytest.approx(world.n_slots, rel=0.1)
+    assert fp.route_entries == pytest.approx(world.pair_res.size, rel=0.1)
+    assert fp.tasks == pytest.approx(workload.n_tasks, rel=0.1)
 
 
 def test_a_run_too_big_for_the_memory_limit_is_refused_naming_its_key():

@@ -8,7 +8,6 @@ import pytest
 from conftest import closed_world
 
 import geosim
-from geosim import poolsim
 
 
 def pool_world(n_jobs: int, rate: float, availability: bool, slots: int = 20,
@@ -86,7 +85,7 @@ def test_exact_against_the_phases_on_one_machine():
     world = pool_world(150, 0.04, availability=True, slots=1)
     world["workload"]["work"] = {"distribution": "exponential", "mean": 5.0}
     model = geosim.GeoModel(geosim.load_scenario(world), "srpt+r")
-    assert not poolsim.unsupported(model)
+    assert not model.why_not_compiled()
     jobs = model.run().jobs
     starts, levels = availability_phases(world, jobs["completion"].max() + 1)
     arrival, left = jobs["arrival"].to_numpy(), jobs["work"].to_numpy().copy()
@@ -115,9 +114,9 @@ def test_reproducible_and_used_only_where_it_applies():
     b = geosim.run(world, scheduler="srpt+r[reassign=random]")
     assert a.copies.equals(b.copies) and a.jobs.equals(b.jobs)
     scenario = geosim.load_scenario(world)
-    assert "pool policies" in poolsim.unsupported(geosim.GeoModel(scenario, "srpt"))
+    assert "pool policies" in geosim.GeoModel(scenario, "srpt").why_not_compiled()
     slotted = geosim.load_scenario(dict(world, run={**world["run"], "timing": "slot"}))
-    assert "timing" in poolsim.unsupported(geosim.GeoModel(slotted, "srpt+r"))
+    assert "timing" in geosim.GeoModel(slotted, "srpt+r").why_not_compiled()
 
 
 def test_the_copies_table_keeps_what_the_results_read():

@@ -9,7 +9,6 @@ import pytest
 from conftest import tiny_workload
 
 from geosim.errors import GeosimError
-from geosim.model import build_workload
 from geosim.scenario import load_scenario
 from geosim.workload import (
     GOOGLE_PRIORITY_PROBS,
@@ -18,6 +17,7 @@ from geosim.workload import (
     bounded_pareto,
     bounded_pareto_mean,
     bounded_pareto_shape,
+    build_workload,
     concat,
     empty_workload,
     google_jobs,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from geosim.errors import GeosimError
+from geosim.experiment.outcome import RunOutcome
 from geosim.results import code_fingerprint
 from geosim.scenario import Scenario, default_scenario
 from geosim.schedulers.spec import Spec
@@ -44,23 +45,6 @@ if TYPE_CHECKING:
 MANIFEST = "compare.json"
 #: Columns of a run's jobs table that the summary needs.
 JOB_COLUMNS = ("job", "arrival", "work", "weight", "flowtime", "finished")
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """What the comparison needs of one run.
-
-    Attributes:
-        label: The scheduler's label.
-        seed: The run's seed.
-        summary: The run's summary (JSON values; missing numbers are NaN).
-        jobs: The run's jobs table, columns :data:`JOB_COLUMNS`.
-    """
-
-    label: str
-    seed: int
-    summary: dict[str, Any]
-    jobs: pd.DataFrame
 
 
 #: The tables every saved run holds (as ``<name>.parquet`` or ``<name>.csv``).

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from geosim.experiment.outcome import RunOutcome
 from geosim.experiment.stats import (
     _ci95,
     _weighted_mean,
@@ -49,7 +50,6 @@ from geosim.experiment.stats import (
     reductions,
     verdict,
 )
-from geosim.experiment.store import RunOutcome
 from geosim.scenario import Scenario
 
 #: Default ``within`` thresholds (s): the fraction of jobs finishing within each.
@@ -255,13 +255,13 @@ def flow_table(scenario: Scenario, outcomes: Sequence[RunOutcome], labels: Seque
     replication divides by the same number.
     """
     from geosim.flowcost import flow_bounds, ratio
-    from geosim.model import GeoModel
+    from geosim.inputs import world_and_workload
     unit = scenario["workload"]["flow_time_unit"]
     by_key = {(o.label, o.seed): o for o in outcomes}
     rows = []
     for seed in seeds:
-        model = GeoModel(scenario, scheduler="fifo", seed=seed)
-        bounds = flow_bounds(model.workload, model.world.n_slots, unit)
+        world, workload = world_and_workload(scenario, seed)
+        bounds = flow_bounds(workload, world.n_slots, unit)
         for label in labels:
             summary = by_key[(label, seed)].summary
             rows += [{"label": label, "seed": seed, "metric": m, "cost": summary[f"flow {m}"],

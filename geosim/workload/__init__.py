@@ -25,10 +25,13 @@ Modules
     * :mod:`~geosim.workload.spark_apps` -- :func:`spark_app_jobs`: the Spark applications of
       PingAn's prototype (003 §5, Table 1), WordCount, iterative ML and PageRank, each a
       chain of stages with shuffles and cached partitions.
+    * :mod:`~geosim.workload.build` -- :func:`build_workload`: a scenario's ``[workload]``
+      table turned into jobs on a world, with the run's workload stream.
 
 Every public name is re-exported here, so ``from geosim.workload import montage_jobs`` works.
 """
 
+from geosim.workload.build import build_workload
 from geosim.workload.core import (
     BYTES_PER_MB,
     REFERENCE_MIPS,
@@ -85,6 +88,7 @@ __all__ = [
     "bounded_pareto",
     "bounded_pareto_mean",
     "bounded_pareto_shape",
+    "build_workload",
     "concat",
     "empty_workload",
     "flow_instance",

@@ -19,10 +19,10 @@ Also here: :func:`poisson_arrivals` (cumulative exponential inter-arrival times)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -72,10 +72,15 @@ _DEFAULT_ZEROS = ("task_stage", "task_cv", "task_cap")
 _DEFAULT_EMPTY = ("stage_edge_job", "stage_edge_src", "stage_edge_dst", "sla_time", "sla_height")
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
+def readonly(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a``."""
     view = a.view()
     view.setflags(write=False)
     return view
+
+
+#: Raises the validation error with a message.
+_Fail = Callable[[str], NoReturn]
 
 
 def _more(count: int) -> str:
@@ -194,7 +199,7 @@ class Workload:
                         raise GeosimError(f"Workload.{name}[{i}] = {a[i]!r} is not an integer",
                                           source="workload")
                 a = a.astype(dtype)
-            object.__setattr__(self, name, _readonly(a))
+            object.__setattr__(self, name, readonly(a))
         object.__setattr__(self, "type_names", tuple(str(t) for t in self.type_names))
 
     # ----------------------------------------------------------------------------- properties
@@ -222,19 +227,19 @@ class Workload:
     def n_stages(self) -> np.ndarray:
         """int64[n_jobs]: the number of stages of each job (its last task's stage + 1)."""
         last = self.task_ptr[1:] - 1
-        return _readonly(self.task_stage[last].astype(np.int64) + 1)
+        return readonly(self.task_stage[last].astype(np.int64) + 1)
 
     @cached_property
     def job_of_task(self) -> np.ndarray:
         """int64[n_tasks]: the job each task belongs to."""
         counts = np.diff(self.task_ptr)
-        return _readonly(np.repeat(np.arange(self.n_jobs, dtype=np.int64), counts))
+        return readonly(np.repeat(np.arange(self.n_jobs, dtype=np.int64), counts))
 
     @cached_property
     def raw_task(self) -> np.ndarray:
         """int64[n_raw]: the task each raw input belongs to."""
         counts = np.diff(self.raw_ptr)
-        return _readonly(np.repeat(np.arange(self.n_tasks, dtype=np.int64), counts))
+        return readonly(np.repeat(np.arange(self.n_tasks, dtype=np.int64), counts))
 
     @cached_property
     def task_data(self) -> np.ndarray:
@@ -242,7 +247,7 @@ class Workload:
         n = self.n_tasks
         data = np.bincount(self.raw_task, weights=self.raw_size, minlength=n)
         data += np.bincount(self.edge_dst, weights=self.edge_size, minlength=n)
-        return _readonly(data.astype(np.float64))
+        return readonly(data.astype(np.float64))
 
     # ----------------------------------------------------------------------------- checks
     def validate(self, n_clusters: int, source: str = "workload") -> None:
@@ -256,7 +261,7 @@ class Workload:
             GeosimError: With a one-line message naming the first problem found.
         """
 
-        def fail(message: str) -> None:
+        def fail(message: str) -> NoReturn:
             raise GeosimError(message, source=source)
 
         nj, nt, ne, nr = self.n_jobs, self.n_tasks, self.n_edges, self.n_raw
@@ -286,7 +291,19 @@ class Workload:
             if got != want:
                 fail(f"{name} has length {got}, expected {what} = {want}")
 
-        # pointer arrays
+        self._check_pointers(fail)
+        self._check_jobs(fail)
+        job = self.job_of_task      # the pointers are sound
+        self._check_tasks(fail, job)
+        self._check_edges(fail, job)
+        self._check_stages(fail, job)
+        self._check_caps(fail, job)
+        self._check_service_levels(fail)
+        self._check_raw_inputs(fail, job, n_clusters)
+
+    def _check_pointers(self, fail: _Fail) -> None:
+        """Task and raw-input pointer arrays run from 0 to their end without gaps."""
+        nt, nr = self.n_tasks, self.n_raw
         if self.task_ptr[0] != 0 or self.task_ptr[-1] != nt:
             fail(f"task_ptr must run from 0 to n_tasks = {nt}, "
                  f"got {self.task_ptr[0]}..{self.task_ptr[-1]}")
@@ -302,7 +319,8 @@ class Workload:
             t = int(np.flatnonzero(rcounts < 0)[0])
             fail(f"bad raw_ptr: decreases at task {t}")
 
-        # jobs
+    def _check_jobs(self, fail: _Fail) -> None:
+        """Arrival times are finite, non-negative and non-decreasing; weights are positive."""
         bad = ~np.isfinite(self.arrival) | (self.arrival < 0)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
@@ -317,7 +335,8 @@ class Workload:
             j = int(np.flatnonzero(bad)[0])
             fail(f"job {j} has non-positive weight {self.weight[j]!r}{_more(int(bad.sum()))}")
 
-        # tasks
+    def _check_tasks(self, fail: _Fail, job: np.ndarray) -> None:
+        """Every task has positive work, a known type and a valid work variability."""
         job = self.job_of_task
         bad = ~np.isfinite(self.task_work) | (self.task_work <= 0)
         if bad.any():
@@ -335,7 +354,10 @@ class Workload:
             fail(f"task {t} (job {job[t]}) has invalid work coefficient of variation "
                  f"{self.task_cv[t]!r} (must be finite and >= 0){_more(int(bad.sum()))}")
 
-        # edges
+    def _check_edges(self, fail: _Fail, job: np.ndarray) -> None:
+        """Edges join two tasks of one job, go forward, have sizes and are not repeated."""
+        nt, ne = self.n_tasks, self.n_edges
+        src, dst = self.edge_src, self.edge_dst
         src, dst = self.edge_src, self.edge_dst
         bad = (src < 0) | (src >= nt) | (dst < 0) | (dst >= nt)
         if bad.any():
@@ -364,7 +386,10 @@ class Workload:
                 e = int(first[np.flatnonzero(cnt > 1)[0]])
                 fail(f"duplicate edge {src[e]} -> {dst[e]} (job {job[src[e]]})")
 
-        # stages
+    def _check_stages(self, fail: _Fail, job: np.ndarray) -> None:
+        """Stages start at 0, grow without gaps, and stage edges stay within their jobs."""
+        nj, nt = self.n_jobs, self.n_tasks
+        src, dst = self.edge_src, self.edge_dst
         stage = self.task_stage
         bad = stage[src] > stage[dst]
         if bad.any():
@@ -406,7 +431,10 @@ class Workload:
                 k = int(np.flatnonzero(key == uniq[cnt > 1][0])[0])
                 fail(f"duplicate stage edge {ss[k]} -> {sd[k]} (job {sj[k]})")
 
-        # malleability caps
+    def _check_caps(self, fail: _Fail, job: np.ndarray) -> None:
+        """Caps are non-negative, one per stage, and no task edge leads into a capped stage."""
+        nt, stage = self.n_tasks, self.task_stage
+        src, dst = self.edge_src, self.edge_dst
         cap = self.task_cap
         if nt:
             bad = cap < 0
@@ -425,7 +453,8 @@ class Workload:
                 fail(f"edge {e} ({src[e]} -> {dst[e]}, job {job[dst[e]]}) leads into a capped "
                      "stage; a capped stage waits for whole stages only")
 
-        # service levels
+    def _check_service_levels(self, fail: _Fail) -> None:
+        """Deadlines and SLA steps are valid."""
         bad = np.isnan(self.deadline) | (self.deadline < 0)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
@@ -440,7 +469,8 @@ class Workload:
             fail(f"SLA step {k} has time {self.sla_time[k]!r} and height "
                  f"{self.sla_height[k]!r} (both must be finite and >= 0)")
 
-        # raw inputs
+    def _check_raw_inputs(self, fail: _Fail, job: np.ndarray, n_clusters: int) -> None:
+        """Raw inputs have sizes and lie on existing clusters."""
         rtask = self.raw_task
         bad = ~np.isfinite(self.raw_size) | (self.raw_size < 0)
         if bad.any():
@@ -650,7 +680,8 @@ def concat(workloads: Sequence[Workload], *, sort_by_arrival: bool = False) -> W
 
 
 # =================================================================================== helpers
-def _check_count(value: Any, name: str) -> int:
+def check_count(value: Any, name: str) -> int:
+    """``value`` as a non-negative integer; a :class:`GeosimError` naming ``name`` if not."""
     ok = isinstance(value, int | float | np.integer | np.floating) and \
         not isinstance(value, bool) and math.isfinite(value) and int(value) == value and value >= 0
     if not ok:
@@ -658,7 +689,8 @@ def _check_count(value: Any, name: str) -> int:
     return int(value)
 
 
-def _check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
+def check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
+    """``value`` as a positive (or, with ``allow_zero``, non-negative) finite number."""
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -668,7 +700,7 @@ def _check_positive(value: Any, name: str, *, allow_zero: bool = False) -> float
     return v
 
 
-def _check_range(value: Any, name: str, *, integer: bool, minimum: float) -> tuple[Any, Any]:
+def check_range(value: Any, name: str, *, integer: bool, minimum: float) -> tuple[Any, Any]:
     """Parse a (lo, hi) range from a scalar or a pair, with minimum <= lo <= hi."""
     lo, hi = (value, value) if np.isscalar(value) else tuple(value)
     for v in (lo, hi):
@@ -681,7 +713,7 @@ def _check_range(value: Any, name: str, *, integer: bool, minimum: float) -> tup
     return (int(lo), int(hi)) if integer else (float(lo), float(hi))
 
 
-def _gamma_noise(rng: np.random.Generator, cv: float, size: int) -> np.ndarray:
+def gamma_noise(rng: np.random.Generator, cv: float, size: int) -> np.ndarray:
     """Gamma factors of mean 1 and coefficient of variation ``cv`` (ones if cv == 0)."""
     if cv == 0:
         return np.ones(size)
@@ -689,7 +721,8 @@ def _gamma_noise(rng: np.random.Generator, cv: float, size: int) -> np.ndarray:
     return rng.gamma(shape, 1.0 / shape, size)
 
 
-def _input_sites(input_clusters: Any, input_probs: Any) -> tuple[np.ndarray, np.ndarray | None]:
+def input_sites(input_clusters: Any, input_probs: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """The input sites as integer cluster indices, and their probabilities (None: uniform)."""
     clusters = np.asarray(input_clusters)
     if clusters.ndim != 1 or clusters.size == 0:
         raise GeosimError("input_clusters must be a non-empty list of cluster indices")
@@ -710,7 +743,7 @@ def _input_sites(input_clusters: Any, input_probs: Any) -> tuple[np.ndarray, np.
     return clusters, probs / probs.sum()
 
 
-def _place_inputs(rng: np.random.Generator, clusters: np.ndarray, probs: np.ndarray | None,
+def place_inputs(rng: np.random.Generator, clusters: np.ndarray, probs: np.ndarray | None,
                   k: int, n_items: int) -> np.ndarray:
     """Pick k distinct sites (weighted, without replacement); put each item on one of them."""
     sites = rng.choice(clusters, size=k, replace=False, p=probs)
@@ -731,7 +764,7 @@ def poisson_arrivals(n_jobs: int, rate: float, rng: np.random.Generator,
     Returns:
         float64[n_jobs], non-decreasing.
     """
-    n_jobs = _check_count(n_jobs, "n_jobs")
-    rate = _check_positive(rate, "arrival rate")
-    start = _check_positive(start, "arrival start", allow_zero=True)
+    n_jobs = check_count(n_jobs, "n_jobs")
+    rate = check_positive(rate, "arrival rate")
+    start = check_positive(start, "arrival start", allow_zero=True)
     return start + np.cumsum(rng.exponential(1.0 / rate, n_jobs))

@@ -65,8 +65,8 @@ import numpy as np
 from scipy.optimize import brentq
 
 from geosim.errors import GeosimError
-from geosim.workload.core import Workload, _check_count, _check_positive, poisson_arrivals
-from geosim.workload.mapreduce import _two_stage_workload
+from geosim.workload.core import Workload, check_count, check_positive, poisson_arrivals
+from geosim.workload.mapreduce import two_stage_workload
 
 __all__ = [
     "GOOGLE_PRIORITY_PROBS",
@@ -119,8 +119,8 @@ def task_count_exponent(mean_tasks: float, max_tasks: int) -> float:
     Raises:
         GeosimError: If no exponent in [-20, 20] gives that mean.
     """
-    max_tasks = _check_count(max_tasks, "max_tasks")
-    mean_tasks = _check_positive(mean_tasks, "mean_tasks")
+    max_tasks = check_count(max_tasks, "max_tasks")
+    mean_tasks = check_positive(mean_tasks, "mean_tasks")
     if not 1.0 < mean_tasks < max_tasks:
         raise GeosimError(f"mean_tasks must lie strictly between 1 and max_tasks = {max_tasks}, "
                           f"got {mean_tasks!r}")
@@ -147,12 +147,12 @@ def google_task_counts(n_jobs: int, rng: np.random.Generator, *, mean_tasks: flo
     Returns:
         int64[n_jobs], each in ``1..max_tasks``.
     """
-    n_jobs = _check_count(n_jobs, "n_jobs")
+    n_jobs = check_count(n_jobs, "n_jobs")
     return _draw_counts(_count_cdf(mean_tasks, max_tasks), n_jobs, rng)
 
 
 def _count_cdf(mean_tasks: float, max_tasks: int) -> np.ndarray:
-    max_tasks = _check_count(max_tasks, "max_tasks")
+    max_tasks = check_count(max_tasks, "max_tasks")
     cdf = np.cumsum(task_count_pmf(task_count_exponent(mean_tasks, max_tasks), max_tasks))
     return cdf / cdf[-1]
 
@@ -193,9 +193,9 @@ def bounded_pareto_shape(low: float, high: float, mean: float) -> float:
     Raises:
         GeosimError: If the bounds or mean are out of order, or no shape in [-20, 20] fits.
     """
-    low = _check_positive(low, "duration_min")
-    high = _check_positive(high, "duration_max")
-    mean = _check_positive(mean, "duration_mean")
+    low = check_positive(low, "duration_min")
+    high = check_positive(high, "duration_max")
+    mean = check_positive(mean, "duration_mean")
     if not low < mean < high:
         raise GeosimError(f"need duration_min < duration_mean < duration_max, got "
                           f"{low:g}, {mean:g}, {high:g}")
@@ -221,7 +221,7 @@ def bounded_pareto(n: int, rng: np.random.Generator, low: float, high: float,
     Returns:
         float64[n], each in ``[low, high]``.
     """
-    n = _check_count(n, "sample size")
+    n = check_count(n, "sample size")
     u = rng.random(n)
     span = math.log(high / low)
     if abs(shape * span) < 1e-12:  # log-uniform
@@ -284,11 +284,11 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
     cdf = _count_cdf(mean_tasks, max_tasks)
     shape = bounded_pareto_shape(duration_min, duration_max, duration_mean)
     cv_lo, cv_hi = _cv_range(task_cv)
-    fraction = _check_positive(reduce_fraction, "reduce_fraction", allow_zero=True)
+    fraction = check_positive(reduce_fraction, "reduce_fraction", allow_zero=True)
     if fraction >= 1.0:
         raise GeosimError(f"reduce_fraction must be in [0, 1), got {reduce_fraction!r}")
     probs = _check_probs(priority_probs)
-    scale = _check_positive(work_scale, "work_scale")
+    scale = check_positive(work_scale, "work_scale")
 
     arrival = poisson_arrivals(n_jobs, arrival_rate, rng, start)
     nj = arrival.shape[0]
@@ -302,7 +302,7 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
         map_cv = reduce_cv = cv_lo
     else:
         map_cv, reduce_cv = rng.uniform(cv_lo, cv_hi, size=(2, nj))
-    return _two_stage_workload(arrival, priority + 1.0, n - r, r, map_work, reduce_work,
+    return two_stage_workload(arrival, priority + 1.0, n - r, r, map_work, reduce_work,
                                map_cv, reduce_cv)
 
 
@@ -311,7 +311,7 @@ def _cv_range(task_cv: float | Sequence[float]) -> tuple[float, float]:
     values = list(task_cv) if isinstance(task_cv, list | tuple | np.ndarray) else [task_cv]
     if len(values) not in (1, 2):
         raise GeosimError(f"task_cv must be a number or a [low, high] pair, got {task_cv!r}")
-    lo, hi = (_check_positive(v, "task_cv", allow_zero=True) for v in (values[0], values[-1]))
+    lo, hi = (check_positive(v, "task_cv", allow_zero=True) for v in (values[0], values[-1]))
     if lo > hi:
         raise GeosimError(f"task_cv low must not exceed high, got {task_cv!r}")
     return lo, hi

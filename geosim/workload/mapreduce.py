@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from geosim.errors import GeosimError
-from geosim.workload.core import Workload, _check_positive, _check_range, poisson_arrivals
+from geosim.workload.core import Workload, check_positive, check_range, poisson_arrivals
 
 __all__ = ["MAPREDUCE_TYPES", "mapreduce_jobs"]
 
@@ -39,13 +39,13 @@ def _range(value: Any, name: str, *, integer: bool, minimum: float,
         if len(seq) not in (1, 2):
             raise GeosimError(f"{name} must be a number or a (low, high) pair, got {value!r}")
         value = seq if len(seq) == 2 else seq[0]
-    lo, hi = _check_range(value, name, integer=integer, minimum=minimum)
+    lo, hi = check_range(value, name, integer=integer, minimum=minimum)
     if positive and lo <= 0:
         raise GeosimError(f"{name} must be > 0, got {value!r}")
     return lo, hi
 
 
-def _two_stage_workload(arrival: np.ndarray, weight: np.ndarray, m: np.ndarray, r: np.ndarray,
+def two_stage_workload(arrival: np.ndarray, weight: np.ndarray, m: np.ndarray, r: np.ndarray,
                        map_work: np.ndarray, reduce_work: np.ndarray,
                        map_cv: float | np.ndarray, reduce_cv: float | np.ndarray) -> Workload:
     """Build a map-then-reduce workload from per-job counts and phase mean work.
@@ -123,9 +123,9 @@ def mapreduce_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *
     mm_lo, mm_hi = _range(map_mean, "map_mean", integer=False, minimum=0, positive=True)
     rm_lo, rm_hi = _range(reduce_mean, "reduce_mean", integer=False, minimum=0, positive=True)
     w_lo, w_hi = _range(weight, "weight", integer=True, minimum=1)
-    map_cv = _check_positive(map_cv, "map_cv", allow_zero=True)
-    reduce_cv = _check_positive(reduce_cv, "reduce_cv", allow_zero=True)
-    scale = _check_positive(work_scale, "work_scale")
+    map_cv = check_positive(map_cv, "map_cv", allow_zero=True)
+    reduce_cv = check_positive(reduce_cv, "reduce_cv", allow_zero=True)
+    scale = check_positive(work_scale, "work_scale")
 
     arrival = poisson_arrivals(n_jobs, arrival_rate, rng, start)
     nj = arrival.shape[0]
@@ -134,4 +134,4 @@ def mapreduce_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *
     map_work = rng.uniform(mm_lo, mm_hi, nj) * scale
     reduce_work = rng.uniform(rm_lo, rm_hi, nj) * scale
     w = rng.integers(w_lo, w_hi + 1, nj).astype(np.float64)
-    return _two_stage_workload(arrival, w, m, r, map_work, reduce_work, map_cv, reduce_cv)
+    return two_stage_workload(arrival, w, m, r, map_work, reduce_work, map_cv, reduce_cv)

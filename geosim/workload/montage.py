@@ -93,14 +93,14 @@ from geosim.workload.core import (
     BYTES_PER_MB,
     REFERENCE_MIPS,
     Workload,
-    _check_count,
-    _check_positive,
-    _check_range,
-    _gamma_noise,
-    _input_sites,
-    _place_inputs,
-    _readonly,
+    check_count,
+    check_positive,
+    check_range,
+    gamma_noise,
+    input_sites,
+    place_inputs,
     poisson_arrivals,
+    readonly,
 )
 
 __all__ = ["FACEBOOK_SIZE_MIX", "MONTAGE_TYPES", "montage_jobs", "montage_task_counts"]
@@ -159,7 +159,7 @@ def _grid_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
             extra.append(pairs)
     t = np.concatenate(tree).astype(np.int64).reshape(-1, 2)
     e = np.concatenate(extra).astype(np.int64).reshape(-1, 2)
-    return _readonly(t), _readonly(e)
+    return readonly(t), readonly(e)
 
 
 def _montage_shape(T: int, rho: float) -> tuple[int, int] | None:
@@ -258,7 +258,7 @@ def montage_task_counts(n_jobs: int, rng: np.random.Generator,
     Returns:
         int64[n_jobs] task counts.
     """
-    n_jobs = _check_count(n_jobs, "n_jobs")
+    n_jobs = check_count(n_jobs, "n_jobs")
     p, lo, hi = _check_size_mix(size_mix)
     cls = rng.choice(p.shape[0], size=n_jobs, p=p)
     return rng.integers(lo[cls], hi[cls] + 1).astype(np.int64)
@@ -297,13 +297,13 @@ def montage_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
     Raises:
         GeosimError: On an invalid parameter.
     """
-    clusters, probs = _input_sites(input_clusters, input_probs)
+    clusters, probs = input_sites(input_clusters, input_probs)
     usable = int(np.count_nonzero(probs)) if probs is not None else clusters.shape[0]
-    k_lo, k_hi = _check_range(sites_per_job, "sites_per_job", integer=True, minimum=1)
-    r_lo, r_hi = _check_range(overlap_ratio, "overlap_ratio", integer=False, minimum=1.0)
-    work_cv = _check_positive(work_cv, "work_cv", allow_zero=True)
-    size_cv = _check_positive(size_cv, "size_cv", allow_zero=True)
-    mips = _check_positive(reference_mips, "reference_mips")
+    k_lo, k_hi = check_range(sites_per_job, "sites_per_job", integer=True, minimum=1)
+    r_lo, r_hi = check_range(overlap_ratio, "overlap_ratio", integer=False, minimum=1.0)
+    work_cv = check_positive(work_cv, "work_cv", allow_zero=True)
+    size_cv = check_positive(size_cv, "size_cv", allow_zero=True)
+    mips = check_positive(reference_mips, "reference_mips")
     _check_size_mix(size_mix)
 
     arrival = poisson_arrivals(n_jobs, arrival_rate, rng, start)
@@ -333,7 +333,7 @@ def montage_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
         types_l.append(types)
         src_l.append(src + offset)
         dst_l.append(dst + offset)
-        raw_cl.append(_place_inputs(rng, clusters, probs, int(k_sites[j]), n))
+        raw_cl.append(place_inputs(rng, clusters, probs, int(k_sites[j]), n))
         offset += t
 
     nt = offset
@@ -348,12 +348,12 @@ def montage_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
 
     # data each task's children read
     is_proj = ttype == _PROJ
-    mosaic = _MOSAIC_MB_PER_IMAGE * job_n * _gamma_noise(rng, size_cv, nj)
+    mosaic = _MOSAIC_MB_PER_IMAGE * job_n * gamma_noise(rng, size_cv, nj)
     mosaic_t = np.repeat(mosaic, T)
     out = np.zeros(nt)
-    out[is_proj] = 2.0 * _PROJECTED_IMAGE_MB * _gamma_noise(rng, size_cv, int(is_proj.sum()))
+    out[is_proj] = 2.0 * _PROJECTED_IMAGE_MB * gamma_noise(rng, size_cv, int(is_proj.sum()))
     is_diff = ttype == _DIFF
-    out[is_diff] = _FIT_MB * _gamma_noise(rng, size_cv, int(is_diff.sum()))
+    out[is_diff] = _FIT_MB * gamma_noise(rng, size_cv, int(is_diff.sum()))
     out += np.select(
         [ttype == _CONCAT, ttype == _BGMODEL, ttype == _IMGTBL, ttype == _ADD,
          ttype == _SHRINK, ttype == _JPEG],
@@ -371,11 +371,11 @@ def montage_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
         [_RT_PROJ, _RT_DIFF, _RT_CONCAT_PER_DIFF * d_t, _RT_BGMODEL_PER_DIFF * d_t,
          _RT_BACKGROUND, _RT_IMGTBL_PER_IMAGE * n_t, _RT_ADD_PER_IMAGE * n_t,
          _RT_SHRINK_PER_IMAGE * n_t, out / _JPEG_RATE_MB_S], 0.0)
-    work = runtime * mips * _gamma_noise(rng, work_cv, nt)
+    work = runtime * mips * gamma_noise(rng, work_cv, nt)
 
     raw_ptr = np.concatenate(([0], np.cumsum(is_proj))).astype(np.int64)
     raw_cluster = np.concatenate(raw_cl) if nj else np.zeros(0, dtype=np.int64)
-    raw_size = _RAW_IMAGE_MB * _gamma_noise(rng, size_cv, raw_cluster.shape[0])
+    raw_size = _RAW_IMAGE_MB * gamma_noise(rng, size_cv, raw_cluster.shape[0])
     return Workload(arrival=arrival, weight=np.ones(nj), task_ptr=task_ptr, task_work=work,
                     task_type=ttype, type_names=MONTAGE_TYPES, edge_src=src, edge_dst=dst,
                     edge_size=edge_size, raw_ptr=raw_ptr, raw_cluster=raw_cluster,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from geosim.errors import GeosimError
-from geosim.workload.core import Workload, _check_count, _check_positive, poisson_arrivals
+from geosim.workload.core import Workload, check_count, check_positive, poisson_arrivals
 
 __all__ = ["WorkDistribution", "single_work_jobs"]
 
@@ -61,7 +61,7 @@ class WorkDistribution:
         for name in wanted:
             if name not in given:
                 raise GeosimError(f"{self.kind} distribution needs parameter {name!r}")
-            clean[name] = _check_positive(given[name], f"{self.kind} parameter {name!r}")
+            clean[name] = check_positive(given[name], f"{self.kind} parameter {name!r}")
         if self.kind == "uniform" and clean["high"] < clean["low"]:
             raise GeosimError(f"uniform parameter 'high' ({clean['high']:g}) must be >= "
                               f"'low' ({clean['low']:g})")
@@ -110,7 +110,7 @@ class WorkDistribution:
         Returns:
             float64[n], all > 0.
         """
-        n = _check_count(n, "sample size")
+        n = check_count(n, "sample size")
         p = self.params
         if self.kind == "pareto":
             # numpy's pareto is the Lomax (Pareto II) law; shift and scale to Pareto I.
@@ -148,7 +148,7 @@ def single_work_jobs(n_jobs: int, arrival_rate: float, work: WorkDistribution,
     if input_cluster is None:
         raw_ptr, raw_cluster, raw_size = np.zeros(n + 1, dtype=np.int64), i0, np.zeros(0)
     else:
-        c = _check_count(input_cluster, "input_cluster")
+        c = check_count(input_cluster, "input_cluster")
         raw_ptr = np.arange(n + 1, dtype=np.int64)
         raw_cluster, raw_size = np.full(n, c, dtype=np.int64), w.copy()
     return Workload(arrival=arrival, weight=np.ones(n), task_ptr=np.arange(n + 1),

@@ -102,11 +102,11 @@ from geosim.errors import GeosimError
 from geosim.workload.core import (
     REFERENCE_MIPS,
     Workload,
-    _check_count,
-    _check_positive,
-    _check_range,
-    _gamma_noise,
-    _input_sites,
+    check_count,
+    check_positive,
+    check_range,
+    gamma_noise,
+    input_sites,
     poisson_arrivals,
 )
 
@@ -164,7 +164,7 @@ class SparkCosts:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _check_positive(getattr(self, f.name), f"SparkCosts.{f.name}")
+            check_positive(getattr(self, f.name), f"SparkCosts.{f.name}")
 
 
 def spark_type_names(ml_iterations: int, pagerank_iterations: int) -> tuple[str, ...]:
@@ -225,7 +225,7 @@ def spark_app_draws(n_jobs: int, rng: np.random.Generator, *,
         ``(app, size_class)``: int64[n_jobs] indices into :data:`SPARK_APPS` and into
         (small, medium, large).
     """
-    n = _check_count(n_jobs, "n_jobs")
+    n = check_count(n_jobs, "n_jobs")
     pa = _shares(app_weights, "app_weights", 3)
     pc = _shares(size_mix, "size_mix", 3)
     if exact_mix:
@@ -363,20 +363,20 @@ def spark_app_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *
     Raises:
         GeosimError: On an invalid parameter.
     """
-    clusters, probs = _input_sites(input_clusters, input_probs)
+    clusters, probs = input_sites(input_clusters, input_probs)
     c = costs if costs is not None else SparkCosts()
     ranges = np.asarray(input_mb, dtype=np.float64)
     if ranges.shape != (3, 3, 2) or not np.all(np.isfinite(ranges)) or \
             (ranges[..., 0] <= 0).any() or (ranges[..., 1] < ranges[..., 0]).any():
         raise GeosimError("input_mb must give a (low, high) MB range with 0 < low <= high "
                           f"for each of 3 applications and 3 classes, got {input_mb!r}")
-    block = _check_positive(block_mb, "block_mb")
-    ml_lo, ml_hi = _check_range(ml_iterations, "ml_iterations", integer=True, minimum=1)
-    pr_lo, pr_hi = _check_range(pagerank_iterations, "pagerank_iterations", integer=True,
+    block = check_positive(block_mb, "block_mb")
+    ml_lo, ml_hi = check_range(ml_iterations, "ml_iterations", integer=True, minimum=1)
+    pr_lo, pr_hi = check_range(pagerank_iterations, "pagerank_iterations", integer=True,
                                 minimum=1)
-    work_cv = _check_positive(work_cv, "work_cv", allow_zero=True)
-    task_cv = _check_positive(task_cv, "task_cv", allow_zero=True)
-    mips = _check_positive(reference_mips, "reference_mips")
+    work_cv = check_positive(work_cv, "work_cv", allow_zero=True)
+    task_cv = check_positive(task_cv, "task_cv", allow_zero=True)
+    mips = check_positive(reference_mips, "reference_mips")
 
     arrival = poisson_arrivals(n_jobs, arrival_rate, rng, start)
     nj = arrival.shape[0]
@@ -414,7 +414,7 @@ def spark_app_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *
     raw_cluster = clusters[rng.choice(clusters.shape[0], size=raw_size.shape[0], p=probs)] \
         if raw_size.size else np.zeros(0, dtype=np.int64)
     nt = offset
-    work = seconds * mips * _gamma_noise(rng, work_cv, nt)
+    work = seconds * mips * gamma_noise(rng, work_cv, nt)
     return Workload(
         arrival=arrival, weight=np.ones(nj),
         task_ptr=np.concatenate(([0], np.cumsum(counts))).astype(np.int64),

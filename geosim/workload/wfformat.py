@@ -24,11 +24,11 @@ from geosim.workload.core import (
     BYTES_PER_MB,
     REFERENCE_MIPS,
     Workload,
-    _check_count,
-    _check_positive,
-    _check_range,
-    _input_sites,
-    _place_inputs,
+    check_count,
+    check_positive,
+    check_range,
+    input_sites,
+    place_inputs,
     poisson_arrivals,
 )
 
@@ -339,9 +339,9 @@ def read_wfformat(path: str | Path, *, arrival: float = 0.0, input_cluster: int 
         GeosimError: With ``source=path`` for an unreadable or malformed file, a missing
             parent, an unknown file, a missing runtime or a dependency cycle.
     """
-    mips = _check_positive(reference_mips, "reference_mips")
-    min_runtime = _check_positive(min_runtime, "min_runtime")
-    c = _check_count(input_cluster, "input_cluster")
+    mips = check_positive(reference_mips, "reference_mips")
+    min_runtime = check_positive(min_runtime, "min_runtime")
+    c = check_count(input_cluster, "input_cluster")
     tpl = _parse_wfformat(path, min_runtime)
     return _template_job(tpl, np.full(tpl.n_raw_files, c, dtype=np.int64), float(arrival), mips)
 
@@ -387,11 +387,11 @@ def wfformat_jobs(paths: Sequence[str | Path], n_jobs: int, arrival_rate: float,
     paths = list(paths)
     if not paths:
         raise GeosimError("wfformat_jobs needs at least one WfFormat file")
-    clusters, probs = _input_sites(input_clusters, input_probs)
+    clusters, probs = input_sites(input_clusters, input_probs)
     usable = int(np.count_nonzero(probs)) if probs is not None else clusters.shape[0]
-    k_lo, k_hi = _check_range(sites_per_job, "sites_per_job", integer=True, minimum=1)
-    mips = _check_positive(reference_mips, "reference_mips")
-    min_runtime = _check_positive(min_runtime, "min_runtime")
+    k_lo, k_hi = check_range(sites_per_job, "sites_per_job", integer=True, minimum=1)
+    mips = check_positive(reference_mips, "reference_mips")
+    min_runtime = check_positive(min_runtime, "min_runtime")
     templates = [_parse_wfformat(p, min_runtime) for p in paths]
 
     name_index: dict[str, int] = {}
@@ -413,7 +413,7 @@ def wfformat_jobs(paths: Sequence[str | Path], n_jobs: int, arrival_rate: float,
     for j in range(nj):
         tpl = templates[which[j]]
         off = task_ptr[j]
-        file_cluster = _place_inputs(rng, clusters, probs, int(k_sites[j]), tpl.n_raw_files)
+        file_cluster = place_inputs(rng, clusters, probs, int(k_sites[j]), tpl.n_raw_files)
         parts["work"].append(tpl.runtime * mips)
         parts["type"].append(remaps[which[j]][tpl.task_type])
         parts["src"].append(tpl.edge_src + off)

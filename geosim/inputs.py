@@ -1,0 +1,74 @@
+"""A run's world and workload, built from a scenario and a seed without a model.
+
+:func:`build_inputs` is what :class:`~geosim.model.GeoModel` builds its world and jobs
+with (the same streams of the same seed, the same checks in the same order), so what it
+returns is what a model of the scenario and seed runs. It serves what needs them without
+running anything: validating a scenario, the flow lower bounds of a comparison,
+benchmarks and tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import geosim.footprint as footprint
+import geosim.guards as guards
+from geosim.scenario import Scenario
+from geosim.workload import Workload, build_workload
+from geosim.world import World, build_graph, build_world, spawn_streams
+
+
+@dataclass
+class RunInputs:
+    """The world and jobs of a run, and the random streams of its seed.
+
+    Attributes:
+        streams: The run's random streams (:func:`~geosim.world.spawn_streams`); those
+            of the world and workload have been drawn from.
+        footprint: The run's size and memory estimate.
+        world: The world.
+        workload: The jobs.
+    """
+
+    streams: dict[str, np.random.Generator]
+    footprint: footprint.Footprint
+    world: World
+    workload: Workload
+
+
+def build_inputs(scenario: Scenario, seed: int | None = None,
+                 workload: Workload | None = None) -> RunInputs:
+    """Build and check the world and jobs of ``scenario`` under ``seed``.
+
+    The memory estimate is checked before the world is built, so a run too large for
+    ``run.max_memory_gb`` is refused before it takes the memory.
+
+    Args:
+        scenario: A validated scenario.
+        seed: Seed of every random draw; default: the scenario's ``run.seed``.
+        workload: Jobs to use instead of the scenario's generator.
+
+    Raises:
+        GeosimError: A run over its memory, pace or record limits, or a workload that
+            does not fit the world.
+    """
+    seed = scenario["run"]["seed"] if seed is None else int(seed)
+    streams = spawn_streams(seed)
+    graph = build_graph(scenario, streams["topology"])
+    size = footprint.estimate(scenario, graph, workload)
+    footprint.check_memory(size, scenario)
+    world = build_world(scenario, streams, graph)
+    if workload is None:
+        workload = build_workload(scenario, world, streams["workload"])
+    workload.validate(world.n_clusters, source=scenario.source)
+    footprint.check_pace(scenario, world, workload, guards.STALL_SECONDS, guards.STALL_STEPS)
+    footprint.check_records(scenario, world, workload)
+    return RunInputs(streams, size, world, workload)
+
+
+def world_and_workload(scenario: Scenario, seed: int | None = None) -> tuple[World, Workload]:
+    """The world and the jobs of ``scenario`` under ``seed`` (default: ``run.seed``)."""
+    inputs = build_inputs(scenario, seed)
+    return inputs.world, inputs.workload
