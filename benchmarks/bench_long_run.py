@@ -34,6 +34,13 @@ scenario = geosim.load_scenario("scenarios/redundancy-gamma.toml", {
     "workload.n_jobs": jobs, "workload.arrival_rate": 2.0, "run.timing": "event",
     "run.max_memory_gb": 20})
 model = GeoModel(scenario, "srpt+r", 1)
+build_result = model.result
+
+def marked_result():                       # the simulation is over: tables built next
+    print(json.dumps({"simulated": time.time()}), flush=True)
+    return build_result()
+
+model.result = marked_result
 print("start", flush=True)
 start = time.perf_counter()
 result = model.run()
@@ -79,29 +86,33 @@ def main() -> None:
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "start"
     samples: list[tuple[float, float]] = []
-    t0 = time.perf_counter()
+    t0 = time.time()
     while proc.poll() is None:
         rss = rss_mib(proc.pid)
         if rss is not None:
-            samples.append((time.perf_counter() - t0, rss))
+            samples.append((time.time(), rss))
         time.sleep(0.2)
         if samples and len(samples) % 50 == 0:
-            print(f"  {samples[-1][0]:7.1f} s  {samples[-1][1]:8.1f} MiB", flush=True)
-    report = json.loads(proc.stdout.read().strip().splitlines()[-1])
+            print(f"  {samples[-1][0] - t0:7.1f} s  {samples[-1][1]:8.1f} MiB", flush=True)
+    lines = proc.stdout.read().strip().splitlines()
+    simulated = json.loads(lines[0])["simulated"]
+    report = json.loads(lines[-1])
     warm = samples[0][1]
+    before_tables = max(r for t, r in samples if t <= simulated)
     peak = max(r for _, r in samples)
     mib = 2**20
     print(f"{args.jobs} jobs, {report['copies']} copies, mean flowtime "
           f"{report['mean']:.2f} s, run {report['wall']:.1f} s")
-    print(f"RSS after warm-up {warm:.0f} MiB, peak {peak:.0f} MiB: growth "
-          f"{peak - warm:.0f} MiB")
     for key in ("engine arrays", "engine tables", "recorded samples", "result tables"):
         print(f"  {key:<18} {report[key] / mib:8.0f} MiB")
-    # Allocated while the run goes on: the growing tables, the samples, the results (the
-    # engine's per-job and per-task arrays exist before the run starts).
-    kept = (report["engine tables"] + report["recorded samples"] + report["result tables"]) \
-        / mib
-    print(f"growth beyond what the run keeps: {peak - warm - kept:.0f} MiB")
+    # While the simulation goes on, only the engine's growing tables (copies, inputs) and
+    # the samples may grow; the engine's per-job and per-task arrays exist before.
+    during = before_tables - warm
+    kept = (report["engine tables"] + report["recorded samples"]) / mib
+    print(f"RSS after warm-up {warm:.0f} MiB; at the end of the simulation "
+          f"{before_tables:.0f} MiB (+{during:.0f} MiB, against {kept:.0f} MiB of growing "
+          f"tables and samples: {during - kept:+.0f} MiB beyond them); peak with the result "
+          f"tables {peak:.0f} MiB")
 
 
 if __name__ == "__main__":
