@@ -105,11 +105,13 @@ class Scheduler(Parametrised):
     #: Whether :meth:`place_data` moves raw input before jobs arrive (when the scenario's
     #: ``workload.data_lag`` gives it time to).
     places_data: bool = False
-    #: Whether the policy acts only when something happened (an arrival, a completion, a
-    #: failure, a change of reachable slots) and otherwise leaves the slot as it is. On a
-    #: world whose rates are constant the model then runs the quiet slots between events
-    #: in one engine call (:meth:`~geosim.model.GeoModel.step`).
+    #: Whether the policy acts only at decision points (:meth:`at_event`: an arrival, a
+    #: completion, a failure, a change of the reachable clusters) and otherwise leaves the
+    #: slot as it is. On a world whose rates are constant the model then runs the quiet
+    #: slots between events in one engine call (:meth:`~geosim.model.GeoModel.step`).
     event_driven: bool = False
+    #: Whether the last :meth:`at_event` call saw the reachable clusters change.
+    reach_changed: bool = False
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Prepare for a new run (called once before the first slot).
@@ -119,18 +121,27 @@ class Scheduler(Parametrised):
             rng: The scheduler's own random stream (from the run's seed).
         """
         self.rng = rng
-        self._pool = -1
+        self._seen_reachable: np.ndarray | None = None
+        self.reach_changed = False
 
     def at_event(self, view: SchedulerView) -> bool:
-        """Whether this boundary is a decision point of an event-driven policy.
+        """Whether this boundary is a decision point: the one rule of event-driven policies.
 
-        True after an arrival, a task completion or a copy lost to an outage, and when
-        the number of reachable slots changed since the last call.
+        A boundary is a decision point after a job arrival, a task completion or a copy
+        lost to an outage, and when the set of reachable clusters (hence the reachable
+        slots) differs from the one the previous call saw: an outage's start or end, with
+        or without anything else happening then. The first call is a decision point.
+
+        Call it once per boundary the policy is asked to decide at: it remembers the
+        reachable clusters, and sets :attr:`reach_changed` for policies that also act on
+        that change alone (PingAn renews its candidates then).
         """
-        pool = view.total_slots
-        changed = pool != self._pool
-        self._pool = pool
-        return bool(view.arrivals or view.completions or view.failures or changed)
+        reach = view.reachable
+        seen = self._seen_reachable
+        self.reach_changed = seen is None or not np.array_equal(reach, seen)
+        if self.reach_changed:
+            self._seen_reachable = np.array(reach, dtype=bool)
+        return bool(view.arrivals or view.completions or view.failures or self.reach_changed)
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Act at the current slot boundary."""

@@ -48,7 +48,7 @@ class Fair(Scheduler):
 
     name = "fair"
     description = "equal slot shares among alive jobs (optionally multitasking), locality"
-    event_driven = True     # shares change only at arrivals and departures
+    event_driven = True     # shares change only at decision points (at_event)
     params = {"multitasking": Field(False, "bool", doc="share slots fractionally among "
                                     "copies when jobs outnumber slots (002 §5)")}
 
@@ -59,7 +59,7 @@ class Fair(Scheduler):
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Rebalance shares if multitasking, then fill slots towards fair targets."""
         jobs = view.alive_jobs
-        event = view.arrivals or view.completions or view.failures
+        event = self.at_event(view)
         slots = view.total_slots
         if jobs.size == 0 or slots == 0 or not (view.n_ready or event):
             return

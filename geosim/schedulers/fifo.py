@@ -19,9 +19,9 @@ class FIFO(Scheduler):
 
     name = "fifo"
     description = "first come first served, one copy per task, locality-first placement"
-    event_driven = True     # free slots and ready tasks change only at events
+    event_driven = True     # free slots and ready tasks change only at decision points
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:
-        """Fill free slots with ready tasks in arrival order."""
-        if view.n_ready:
+        """At a decision point (:meth:`at_event`), fill free slots in arrival order."""
+        if self.at_event(view) and view.n_ready:
             fill_in_order(view, actions, view.alive_jobs)

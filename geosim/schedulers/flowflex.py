@@ -79,7 +79,6 @@ class FlowFlex(Scheduler):
         self.plans: list[Plan] = []          # every plan made, in order
         self.planning_seconds: list[float] = []
         self._lo = np.empty(0, dtype=np.int64)   # first task of each planned stage
-        self._slots = -1
 
     # ------------------------------------------------------------------ planning
     def _flow_cost(self, view: SchedulerView, job: int, work: float) -> CostFunction:
@@ -166,11 +165,11 @@ class FlowFlex(Scheduler):
 
     # ------------------------------------------------------------------ execution
     def decide(self, view: SchedulerView, actions: Actions) -> None:
-        """Re-plan at arrivals (or a change of slots), then start the bricks the plan needs."""
+        """Re-plan at arrivals (or a change of reachable clusters), then start the bricks needed."""
+        self.at_event(view)     # the one rule's reach_changed: an outage started or ended
         if view.alive_jobs.size == 0 or view.total_slots == 0:
             return
-        if view.arrivals or view.total_slots != self._slots:
-            self._slots = view.total_slots
+        if view.arrivals or self.reach_changed:
             self._plan(view)
         if self._lo.size == 0 or not view.n_ready:
             return

@@ -30,7 +30,7 @@ class SRPT(Scheduler):
 
     name = "srpt"
     description = "least remaining work first, checkpointed preemption, locality placement"
-    event_driven = True     # ranks change only at arrivals and departures
+    event_driven = True     # ranks change only at decision points (at_event)
     params = {"preemptive": Field(True, "bool", doc="higher-ranked jobs take slots from "
                                   "running lower-ranked ones (checkpointed)")}
 
@@ -41,7 +41,7 @@ class SRPT(Scheduler):
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Rank jobs by remaining work; preempt if allowed; fill free slots in rank order."""
         jobs = view.alive_jobs
-        event = view.arrivals or view.completions or view.failures
+        event = self.at_event(view)
         if jobs.size == 0 or not (view.n_ready or (self.preemptive and event)):
             return
         order = jobs[np.argsort(view.remaining_work(jobs), kind="stable")]

@@ -52,7 +52,7 @@ class SRPTMSOffline(Scheduler):
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Fill free machines with the ready tasks of the highest-priority jobs."""
         jobs = view.alive_jobs
-        if jobs.size == 0 or view.n_ready == 0:
+        if not self.at_event(view) or jobs.size == 0 or view.n_ready == 0:
             return
         free = int(view.free_slots().sum())
         if free == 0:

@@ -241,7 +241,6 @@ class PingAn(Scheduler):
         # group, (copy, source, egress MB/s); the first ``_n_held`` entries of each.
         self._held = _held_arrays(64, 256)
         self._n_held = np.zeros(2, dtype=np.int64)
-        self._reachable = view.reachable.copy()
         self._total_slots = view.total_slots
         self._gate_mb = np.asarray(view.gate, dtype=float)
         self._rows = _RowCache(view.task_state.size, view.n_clusters, self.candidates)
@@ -256,15 +255,13 @@ class PingAn(Scheduler):
         if self.learn_from == "all":
             self._observe_ended(view)
         refreshed = self.model.refresh(view.time)
-        reach = view.reachable
-        reach_changed = not np.array_equal(reach, self._reachable)
-        if view.n_ready == 0 or not (view.arrivals or view.completions or view.failures
-                                     or reach_changed or refreshed):
-            return
-        if reach_changed:
-            self._reachable = reach.copy()
+        # The decision points of every event-driven policy, and the model's refresh.
+        event = self.at_event(view)
+        if self.reach_changed:
             self._total_slots = view.total_slots
             self._reach_epoch += 1
+        if view.n_ready == 0 or not (event or refreshed):
+            return
         self._release(view)
         free = view.free_slots()
         n_free = int(free.sum())
