@@ -154,7 +154,9 @@ class Watch:
         frame_seconds: Wall time of the last frame of each view, by view name.
         lock: Held while the page steps the model (:func:`step`) and while a view reads
             it: the page steps in a thread of its own while a click (pause, reset) may
-            render the views in another.
+            render the views in another. Mesa's SolaraViz steps without it; the views
+            then read arrays of fixed size and the collector's rows, which are consistent
+            on their own.
     """
 
     step_seconds: float = 0.0
