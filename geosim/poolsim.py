@@ -451,7 +451,7 @@ def _launch(j, s, share, t, iv, work, power, level, saved, tstate, tstart, tcopi
 
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _catch_up_all(t, n_live, live, per_live, work, copies):  # pragma: no cover - compiled
     """Bring every live copy's progress and integrals to ``t``."""
     lprog, lt0, lrate = per_live[0], per_live[2], per_live[3]
@@ -460,7 +460,7 @@ def _catch_up_all(t, n_live, live, per_live, work, copies):  # pragma: no cover 
         _catch_up(i, live[i], t, work, ctask, cshare, cexec, cshare_t, lprog, lt0, lrate)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _sample(t, k, slots, records):  # pragma: no cover - compiled
     """Sample ``k``: each cluster's available slots, busy share and copies at ``t``."""
     power, slot_cluster, on, slot_used, slot_copies = slots[0], slots[1], slots[3], \
@@ -478,7 +478,7 @@ def _sample(t, k, slots, records):  # pragma: no cover - compiled
         rec_copies[k, c] += slot_copies[s]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _arrive(t, iv, arrival, tasks, alive, n_alive):  # pragma: no cover - compiled
     """Jobs arrived by ``t`` become ready and alive (a decision is then due)."""
     tstate, tready = tasks[0], tasks[2]
@@ -493,7 +493,7 @@ def _arrive(t, iv, arrival, tasks, alive, n_alive):  # pragma: no cover - compil
     return n_alive
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _checkpoint(t, n_live, live, per_live, work, tasks, copies, cmax,
                 clead):  # pragma: no cover - compiled
     """Checkpoint every job (002 §3): every copy of a task continues from its best copy."""
@@ -527,7 +527,7 @@ def _checkpoint(t, n_live, live, per_live, work, tasks, copies, cmax,
             clead[j] = -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _order_jobs(kind, n_alive, iv, tasks, alive, order):  # pragma: no cover - compiled
     """The alive jobs in the policy's order: SRPT by remaining work, else by arrival."""
     tstate, jwork_left = tasks[0], tasks[9]
@@ -558,7 +558,7 @@ def _order_jobs(kind, n_alive, iv, tasks, alive, order):  # pragma: no cover - c
             order[i] = alive[i]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _want(kind, beta, max_copies, n_alive, m, order, want,
           counts):  # pragma: no cover - compiled
     """Copies each alive job should have, and their share; whether one wants several."""
@@ -574,7 +574,7 @@ def _want(kind, beta, max_copies, n_alive, m, order, want,
     return share, any_multi
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _keep(t, share, any_multi, random, n_live, live, per_live, work, slots, tasks, copies,
           scratch):  # pragma: no cover - compiled
     """Keep, resize or kill each live copy for the new allocation; return the live count.
@@ -637,7 +637,7 @@ def _keep(t, share, any_multi, random, n_live, live, per_live, work, slots, task
     return n_live
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _place(t, share, n_live, n_alive, rng, iv, live, per_live, work, slots, tasks, copies,
            scratch):  # pragma: no cover - compiled
     """Launch the missing copies on free units drawn at random (pool._place).
@@ -703,7 +703,7 @@ def _place(t, share, n_live, n_alive, rng, iv, live, per_live, work, slots, task
     return n_live
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _decide(t, n_live, n_alive, rng, iv, params, beta, live, per_live, alive, work, slots,
             tasks, copies, scratch):  # pragma: no cover - compiled
     """A decision: checkpoint every job, allocate, kill, resize, launch; return live copies."""
@@ -723,7 +723,7 @@ def _decide(t, n_live, n_alive, rng, iv, params, beta, live, per_live, alive, wo
     return n_live
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _next_instant(fs, iv, arrival, horizon, ch_t, chunk_end, n_live,
                   lfin):  # pragma: no cover - compiled
     """The next stop (arrival, sample, horizon, phase change, chunk end), first finish."""
@@ -742,7 +742,7 @@ def _next_instant(fs, iv, arrival, horizon, ch_t, chunk_end, n_live,
     return t_next, first
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _complete(t, t_next, n_live, n_alive, live, per_live, alive, work, slots, tasks, copies,
               scratch):  # pragma: no cover - compiled
     """Completions at ``t_next``: the first copy of a task to finish wins it.
@@ -795,7 +795,7 @@ def _complete(t, t_next, n_live, n_alive, live, per_live, alive, work, slots, ta
     return n_live, k
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _phase_changes(t, iv, ch, n_live, live, per_live, work, slots,
                    copies):  # pragma: no cover - compiled
     """Availability phase changes at ``t``: the copies on those machines change rate."""

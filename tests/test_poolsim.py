@@ -132,3 +132,51 @@ def test_the_copies_table_keeps_what_the_results_read():
     assert result.copies["end"].notna().all() and (result.copies["start"] >= 0).all()
     s = result.summary
     assert s["executed_work"] == pytest.approx(s["demanded_work"] + s["wasted_work"])
+
+
+def test_the_loop_takes_plain_values_and_returns_an_outcome():
+    # The loop runs from a PoolSetup and the guards alone, and what it returns is what the
+    # model applies: its time, steps, jobs done and samples.
+    import ast
+    from pathlib import Path
+
+    from geosim import poolsim
+    from geosim.series import CLUSTER_SERIES
+    tree = ast.parse(Path(poolsim.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert not {"geosim.model", "geosim.agents", "geosim"} & imported
+
+    scenario = geosim.load_scenario(pool_world(120, 1.5, availability=True))
+    model = geosim.GeoModel(scenario, "fair+r")
+    seen = {}
+    real_run = poolsim.run
+
+    def spy(setup, guards, stall_seconds):
+        out = real_run(setup, guards, stall_seconds)
+        seen["setup"], seen["out"] = setup, out
+        return out
+
+    poolsim_run, poolsim.run = poolsim.run, spy
+    try:
+        result = model.run()
+    finally:
+        poolsim.run = poolsim_run
+    setup, out = seen["setup"], seen["out"]
+    assert isinstance(setup, poolsim.PoolSetup) and isinstance(out, poolsim.PoolOutcome)
+    assert out.jobs_done == model.jobs_done == 120 and out.stalled == 0
+    assert out.steps == model.steps_run == result.summary["steps"] > 120
+    assert out.time == model.engine.time and out.next_job == 120
+    assert list(out.samples) == list(CLUSTER_SERIES)
+    assert len(out.samples["time"]) == len(result.clusters)
+    assert out.next_record > out.last_record == result.clusters["time"].max()
+
+
+def test_both_loops_record_the_columns_of_the_one_schema():
+    from geosim.series import CLUSTER_SERIES
+    fast, slow = both(pool_world(60, 0.9, availability=True, slots=4), "srpt+r")
+    for result in (fast, slow):
+        cols = [c for c in result.clusters.columns if c not in ("tier", "state")]
+        assert cols == list(CLUSTER_SERIES)
+        assert [str(t) for t in result.clusters[cols].dtypes] == \
+            [np.dtype(t).name for t in CLUSTER_SERIES.values()]
