@@ -19,7 +19,6 @@ from geosim import state
 from geosim.topology import TIERS
 
 if TYPE_CHECKING:
-    from geosim.model import GeoModel
     from geosim.schedulers import Scheduler
 
 
@@ -56,7 +55,7 @@ class ClusterAgent(GeoAgent):
     ``model.agents_by_type[ClusterAgent].select(lambda c: not c.reachable)``.
     """
 
-    def __init__(self, model: GeoModel, index: int):
+    def __init__(self, model: mesa.Model, index: int):
         super().__init__(model)
         self.index = index
 
@@ -119,7 +118,7 @@ class ClusterAgent(GeoAgent):
 class LinkAgent(GeoAgent):
     """One WAN link (an edge of the topology) and its current bandwidth."""
 
-    def __init__(self, model: GeoModel, index: int):
+    def __init__(self, model: mesa.Model, index: int):
         super().__init__(model)
         self.index = index
         self.ends = (int(model.world.link_u[index]), int(model.world.link_v[index]))
@@ -139,7 +138,7 @@ class LinkAgent(GeoAgent):
 class JobAgent(GeoAgent):
     """An alive job: created at its arrival, removed at its completion."""
 
-    def __init__(self, model: GeoModel, job: int):
+    def __init__(self, model: mesa.Model, job: int):
         super().__init__(model)
         self.job = job
         wl = model.workload
@@ -184,7 +183,7 @@ class JobAgent(GeoAgent):
 class SchedulerAgent(GeoAgent):
     """Runs the scheduling policy at every slot boundary."""
 
-    def __init__(self, model: GeoModel, policy: Scheduler):
+    def __init__(self, model: mesa.Model, policy: Scheduler):
         super().__init__(model)
         self.policy = policy
 

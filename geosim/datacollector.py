@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import mesa
 import numpy as np
@@ -46,11 +46,8 @@ import pandas as pd
 
 from geosim import state
 
-if TYPE_CHECKING:
-    from geosim.model import GeoModel
 
-
-def model_reporters() -> dict[str, tuple[Callable[[GeoModel], Any], type]]:
+def model_reporters() -> dict[str, tuple[Callable[[mesa.Model], Any], type]]:
     """Model variables: name -> (reporter of the model, column type).
 
     ``time`` (simulated seconds), ``alive_jobs``, ``jobs_done``, ``busy_slots`` (slot
@@ -73,7 +70,7 @@ MODEL_REPORTERS = tuple(model_reporters())
 
 #: Cluster variables: name -> reporter of the model returning one value per cluster,
 #: in cluster index order.
-CLUSTER_REPORTERS: dict[str, Callable[[GeoModel], np.ndarray]] = {
+CLUSTER_REPORTERS: dict[str, Callable[[mesa.Model], np.ndarray]] = {
     "cluster": lambda m: np.arange(m.world.n_clusters),
     "reachable": lambda m: state.reachable(m.engine).copy(),
     "state": lambda m: np.asarray(state.CLUSTER_STATES, dtype=object)[
@@ -217,7 +214,7 @@ class GeoDataCollector(mesa.DataCollector):
         model: The model it collects from (held to read the clusters when asked).
     """
 
-    def __init__(self, model: GeoModel):
+    def __init__(self, model: mesa.Model):
         super().__init__()
         reporters = model_reporters()
         self.model_reporters = {name: report for name, (report, _) in reporters.items()}
@@ -241,7 +238,7 @@ class GeoDataCollector(mesa.DataCollector):
         """Mean flowtime (s) of the jobs finished so far; NaN before the first."""
         return self._flow_sum / self._flow_count if self._flow_count else float("nan")
 
-    def collect(self, model: GeoModel) -> None:
+    def collect(self, model: mesa.Model) -> None:
         """Take the model variables now (the end of step ``model.steps``)."""
         self.model_vars.append(tuple([report(model) for report in self._report]))
 
