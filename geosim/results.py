@@ -1,4 +1,4 @@
-"""Result tables of a run (DESIGN.md, "Results").
+"""Result tables of a run.
 
 A :class:`Result` holds tidy pandas tables (``jobs``, ``tasks``, ``copies``,
 ``clusters``) and a ``summary`` dict. :meth:`Result.save` writes them as Parquet (or CSV)

@@ -51,7 +51,8 @@ from geosim.model import GeoModel
 from geosim.params import check_value, values_outside
 from geosim.results import Result
 from geosim.scenario import load_scenario
-from geosim.schedulers.base import Scheduler, make_scheduler, registered
+from geosim.schedulers.base import Scheduler
+from geosim.schedulers.registry import make_scheduler, registered
 
 #: Steps per world after which a checked run is stopped and its check fails.
 MAX_STEPS = {"flows": 1_000, "closed": 8_000, "mapreduce": 5_000, "geo": 40_000}

@@ -1,6 +1,6 @@
 """What a scheduler sees (:class:`SchedulerView`) and what it may do (:class:`Actions`).
 
-The view is read-only and holds no hidden truth (DESIGN.md, "What a scheduler may
+The view is read-only and holds no hidden truth (``docs/model.md``, "What schedulers
 know"): static facts (topology, slots, gates, task work, data sizes and input
 locations, DAGs), the current state (reachability, free slots, running copies and,
 for policies that monitor progress, their progress), and the statistics the

@@ -18,7 +18,7 @@ import pytest
 
 from geosim import GeoModel, load_scenario
 from geosim.modeler import PerformanceModel
-from geosim.schedulers import base
+from geosim.schedulers import registry
 from geosim.testing import check_scheduler, scheduler_checks
 from geosim.view import Actions
 
@@ -56,7 +56,7 @@ def example():
     Its ``@register`` is undone after this module's tests.
     """
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(base, "_REGISTRY", dict(base._REGISTRY))
+        patch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
         namespace: dict = {"__name__": "readme_example"}
         with pytest.MonkeyPatch.context() as cwd:
             cwd.chdir(ROOT)    # the example names scenarios/quickstart.toml
@@ -66,7 +66,7 @@ def example():
 
 def test_the_example_runs_every_job_and_passes_the_contract(example):
     greedy = example["Greedy"]
-    assert base.registered()["greedy"] is greedy
+    assert registry.registered()["greedy"] is greedy
     jobs = example["result"].jobs
     assert len(jobs) == 10 and jobs["finished"].all()
     assert example["result"].summary["mean_flowtime"] > 0
@@ -77,7 +77,7 @@ def test_the_example_runs_every_job_and_passes_the_contract(example):
 
 def test_the_entry_point_names_the_example_class(example):
     (toml,) = blocks("toml")
-    points = tomllib.loads(toml)["project"]["entry-points"][base.ENTRY_POINT_GROUP]
+    points = tomllib.loads(toml)["project"]["entry-points"][registry.ENTRY_POINT_GROUP]
     name, value = next(iter(points.items()))
     assert name == example["Greedy"].name and value.endswith(":Greedy")
 

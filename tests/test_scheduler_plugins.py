@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from geosim import GeoModel, GeosimError, load_scenario, make_scheduler
-from geosim.schedulers import base, registered, unavailable
+from geosim.schedulers import registered, registry, unavailable
 from geosim.schedulers.fifo import FIFO
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +61,7 @@ def make_dist(root: Path, dist: str, entry_points: dict[str, str],
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
     lines = "".join(f"{name} = {value}\n" for name, value in entry_points.items())
-    (info / "entry_points.txt").write_text(f"[{base.ENTRY_POINT_GROUP}]\n{lines}")
+    (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}")
     for rel, text in (files or {}).items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,10 +74,10 @@ def fresh(monkeypatch, tmp_path):
 
     Returns a unique module-name prefix, so modules of one test never shadow another's.
     """
-    monkeypatch.setattr(base, "_REGISTRY", {n: c for n, c in base._REGISTRY.items()
+    monkeypatch.setattr(registry, "_REGISTRY", {n: c for n, c in registry._REGISTRY.items()
                                             if c.__module__.startswith("geosim.")})
-    monkeypatch.setattr(base, "_UNAVAILABLE", {})
-    monkeypatch.setattr(base, "_plugins_loaded", False)
+    monkeypatch.setattr(registry, "_UNAVAILABLE", {})
+    monkeypatch.setattr(registry, "_plugins_loaded", False)
     monkeypatch.syspath_prepend(str(tmp_path))
     return f"plug_{uuid.uuid4().hex[:10]}"
 

@@ -13,7 +13,8 @@ from typing import Any
 
 from geosim.errors import GeosimError
 from geosim.scenario import Scenario
-from geosim.schedulers.base import Scheduler, make_scheduler, registered
+from geosim.schedulers.base import Scheduler
+from geosim.schedulers.registry import make_scheduler, registered
 from geosim.schedulers.spec import Spec, parse_spec
 
 

@@ -1,6 +1,6 @@
 """Composite schedulers: a job order, a placement rule and a redundancy rule.
 
-DESIGN.md builds the baselines of 003 §6.1 from parts: ``flutter+mantri`` is Flutter's
+The baselines of 003 §6.1 are built from parts: ``flutter+mantri`` is Flutter's
 placement with Mantri's speculation, ``dolly`` is Dolly's cloning on locality placement.
 A part is a small class like a scheduler: parameters as keyword arguments of
 ``__init__``, declared in :attr:`Part.params` and validated there (raising ``ValueError``),
@@ -41,9 +41,10 @@ import numpy as np
 
 from geosim.modeler import PerformanceModel
 from geosim.params import Field
-from geosim.schedulers.base import Parametrised, Scheduler, register
+from geosim.schedulers.base import Parametrised, Scheduler
 from geosim.schedulers.fair import waterfill
 from geosim.schedulers.placement import locality_clusters
+from geosim.schedulers.registry import register
 from geosim.view import Actions, SchedulerView, rank_in_runs
 
 #: Job orders of a composite scheduler.

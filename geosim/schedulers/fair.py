@@ -7,8 +7,9 @@ import math
 import numpy as np
 
 from geosim.params import Field
-from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.base import Scheduler
 from geosim.schedulers.placement import fill_in_order
+from geosim.schedulers.registry import register
 from geosim.view import Actions, SchedulerView, rank_in_runs
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.base import Scheduler
 from geosim.schedulers.placement import fill_in_order
+from geosim.schedulers.registry import register
 from geosim.view import Actions, SchedulerView
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.base import Scheduler
 from geosim.schedulers.fair import waterfill
 from geosim.schedulers.placement import launch_from_stages
+from geosim.schedulers.registry import register
 from geosim.view import Actions, SchedulerView
 
 

@@ -10,8 +10,9 @@ from geosim.flowflex import KINDS, Flow, Instance, Job, LinearCost, Metric, Plan
 from geosim.flowflex.costs import CostFunction
 from geosim.flowflex.metrics import OBJECTIVES
 from geosim.params import Field
-from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.base import Scheduler
 from geosim.schedulers.placement import launch_from_stages
+from geosim.schedulers.registry import register
 from geosim.view import Actions, SchedulerView
 
 

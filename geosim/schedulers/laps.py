@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from geosim.params import Field
-from geosim.schedulers.base import register
 from geosim.schedulers.pool import PoolPolicy, split_machines
+from geosim.schedulers.registry import register
 from geosim.view import SchedulerView
 
 

@@ -38,7 +38,8 @@ from math import inf
 import numpy as np
 
 from geosim.params import Field
-from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.base import Scheduler
+from geosim.schedulers.registry import register
 from geosim.schedulers.srptms_c import launch_on_random_slots
 from geosim.variability import expected_min_factor
 from geosim.view import Actions, SchedulerView

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from geosim.schedulers.base import register
 from geosim.schedulers.pool import PoolPolicy, split_machines
+from geosim.schedulers.registry import register
 from geosim.view import SchedulerView
 
 

@@ -50,7 +50,8 @@ import numpy as np
 from numba import njit
 
 from geosim.params import Field
-from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.base import Scheduler
+from geosim.schedulers.registry import register
 from geosim.view import Actions, SchedulerView, rank_in_runs
 
 #: The multiplier ``r`` of a task's standard deviation in its effective workload.

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.base import Scheduler
+from geosim.schedulers.registry import register
 from geosim.schedulers.srptms_c import R_FIELD, effective_work, launch_on_random_slots
 from geosim.view import Actions, SchedulerView
 

@@ -13,7 +13,7 @@ from geosim.distributions import (
 )
 from geosim.modeler import ESTIMATES, LEARN_FROM, PerformanceModel
 from geosim.params import Field
-from geosim.schedulers.base import Scheduler, register
+from geosim.schedulers.base import Scheduler
 from geosim.schedulers.pingan.admission import _admit_pick
 from geosim.schedulers.pingan.candidates import (
     _any_unfit,
@@ -40,6 +40,7 @@ from geosim.schedulers.pingan.rounds import (
     _second_prep,
     _second_serve,
 )
+from geosim.schedulers.registry import register
 from geosim.view import Actions, SchedulerView
 
 #: Insurance principles of rounds 1 and 2 (003 §6.3).
