@@ -1,9 +1,11 @@
 """The shape of the code: layers without import cycles, public names across packages."""
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
@@ -33,6 +35,15 @@ def test_the_layers_hold():
     proc = lint_imports(ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "Contracts: 2 kept, 0 broken." in proc.stdout
+
+
+def test_every_module_has_a_layer():
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c for c in contract["contracts"] if c["id"] == "layers")["layers"]
+    placed = {name.strip(" ()") for layer in layers for name in re.split(r"[|:]", layer)}
+    top = {f"geosim.{p.stem}" for p in (ROOT / "geosim").iterdir()
+           if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    assert top - placed == set()
 
 
 def test_a_planted_cycle_breaks_the_contract(tmp_path):
