@@ -9,6 +9,7 @@ reach the arrays through the engine's properties (``task_state``, ``job_done``,
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 
 import numpy as np
 
@@ -63,8 +64,11 @@ _NO_FLOWS = Flows(*([NO_INT] * len(Flows._fields)))
 
 
 def _field(record: str, name: str, doc: str) -> property:
-    """A read-only property for ``self.<record>.<name>``."""
-    return property(lambda self: getattr(getattr(self, record), name), doc=doc)
+    """A read-only property for ``self.<record>.<name>``.
+
+    Its getter is C-level: readers call these thousands of times a step.
+    """
+    return property(attrgetter(f"{record}.{name}"), doc=doc)
 
 
 class Engine:
@@ -197,18 +201,18 @@ class Engine:
     in_size = _field("graph", "in_size", "Size of each parent edge's data (MB).")
     out_ptr = _field("graph", "out_ptr", "Each task's child edges: ``out_ptr[t]:out_ptr[t+1]``.")
     out_dst = _field("graph", "out_dst", "Child task of each child edge.")
-    group_of = _field("_groups", "of", "Stage group of each task.")
-    group_ptr = _field("_groups", "ptr", "Each group's tasks: ``group_ptr[g]:group_ptr[g+1]``.")
-    group_left = _field("_groups", "left", "Unfinished tasks of each group.")
-    group_child_ptr = _field("_groups", "child_ptr", "Each group's child groups (CSR).")
-    group_child = _field("_groups", "child", "Child group of each group edge.")
-    group_waiting = _field("_groups", "waiting", "Unfinished parent groups of each group.")
-    group_ready = _field("_groups", "ready", "Ready tasks of each group.")
-    group_running = _field("_groups", "running", "Running tasks of each group.")
-    job_groups = _field("_groups", "job_groups", "Each job's groups (CSR).")
-    group_capped = _field("_groups", "capped", "Whether each group has a cap.")
-    group_room = _field("_groups", "room", "Tasks each capped group may still admit.")
-    group_next = _field("_groups", "next_task", "Next task each capped group admits.")
+    group_of = _field("stages.groups", "of", "Stage group of each task.")
+    group_ptr = _field("stages.groups", "ptr", "Each group's tasks (CSR).")
+    group_left = _field("stages.groups", "left", "Unfinished tasks of each group.")
+    group_child_ptr = _field("stages.groups", "child_ptr", "Each group's child groups (CSR).")
+    group_child = _field("stages.groups", "child", "Child group of each group edge.")
+    group_waiting = _field("stages.groups", "waiting", "Unfinished parent groups of each group.")
+    group_ready = _field("stages.groups", "ready", "Ready tasks of each group.")
+    group_running = _field("stages.groups", "running", "Running tasks of each group.")
+    job_groups = _field("stages.groups", "job_groups", "Each job's groups (CSR).")
+    group_capped = _field("stages.groups", "capped", "Whether each group has a cap.")
+    group_room = _field("stages.groups", "room", "Tasks each capped group may still admit.")
+    group_next = _field("stages.groups", "next_task", "Next task each capped group admits.")
     move_raw = _field("moves", "raw", "Raw input of each running move.")
     move_src = _field("moves", "src", "Source cluster of each running move.")
     move_dst = _field("moves", "dst", "Destination cluster of each running move.")
@@ -224,9 +228,6 @@ class Engine:
     link_mb = _field("traffic", "link", "MB over each link direction since the last "
                                         "sample (``2e`` u→v, ``2e+1`` v→u).")
 
-    @property
-    def _groups(self):
-        return self.stages.groups
 
     @property
     def wan_mb(self) -> float:
@@ -286,7 +287,7 @@ class Engine:
             For every input, grouped by task in the order of ``tasks``: the position of its
             task in ``tasks``, the cluster holding it, and its size (MB).
         """
-        return inputs_kernel(np.asarray(tasks, dtype=np.int64), self.graph,
+        return inputs_kernel(np.asarray(tasks, dtype=np.int64), tuple(self.graph),
                              self.tasks.cluster)
 
     def task_inputs(self, task: int) -> tuple[np.ndarray, np.ndarray]:
@@ -474,8 +475,9 @@ class Engine:
                 tasks, self.task_copies, self.task_cv, self.variability, self.copy_key)
         self._add_inputs(ids, tasks, self.task_saved[tasks])
         self.live, started = launch_kernel(
-            tasks, clusters, slots, share, rows.start, self.time, self.copies.rec, self.tasks,
-            self.jobs, self.slots, self.staged, self._groups, self.live)
+            tasks, clusters, slots, share, rows.start, self.time, self.copies.kernel_arg,
+            tuple(self.tasks), tuple(self.jobs), tuple(self.slots), self.staged,
+            tuple(self.stages.groups), self.live)
         self.n_ready -= started
         self._flows = None
         return ids
@@ -487,9 +489,10 @@ class Engine:
         """
         if not self.has_inputs:
             return          # in_lo = in_hi = 0: no inputs
-        rows = self.inputs.append(count_inputs(tasks, self.graph))
-        fill_inputs(tasks, copies, saved, rows.start, self.graph, self.tasks.cluster,
-                    self.inputs.rec, self.copies.rec)
+        graph = tuple(self.graph)
+        rows = self.inputs.append(count_inputs(tasks, graph))
+        fill_inputs(tasks, copies, saved, rows.start, graph, self.tasks.cluster,
+                    self.inputs.kernel_arg, self.copies.kernel_arg)
 
     def kill(self, copies: np.ndarray | int, outcome: int = KILLED) -> None:
         """End live copies now; their work since the last checkpoint is wasted."""
@@ -611,7 +614,7 @@ class Engine:
             return self._flows
         world, moves = self.world, self.moves
         self._flows = Flows(*flow_kernel(
-            self.live, self.copies.rec, self.inputs.rec, moves.src, moves.dst,
+            self.live, self.copies.kernel_arg, self.inputs.kernel_arg, moves.src, moves.dst,
             world.pair_ptr, world.pair_res, world.n_clusters,
             2 * world.n_links + 2 * world.n_clusters, 1.0 - EPS))
         return self._flows
@@ -619,7 +622,7 @@ class Engine:
     def _account(self, src: np.ndarray, dst: np.ndarray, moved: np.ndarray, res: np.ndarray,
                  starts: np.ndarray) -> None:
         """Add MB moved over the slot to the gate, link and WAN counters."""
-        account_kernel(src, dst, moved, res, starts, self.dt, self.traffic,
+        account_kernel(src, dst, moved, res, starts, self.dt, tuple(self.traffic),
                        2 * self.world.n_links + 2 * self.world.n_clusters)
         self._wan_mb += float(moved.sum())
 
@@ -674,9 +677,9 @@ class Engine:
         else:
             flows, cap = _NO_FLOWS, NO_FLOAT
         moved, arrived, win_at, done_tasks, done_time, ending, ending_at = step_kernel(
-            live, self.copies.rec, self.inputs.rec, self.task_work, world.power.level, factor,
-            Span(t, dt, dt * (1.0 + EPS), 1.0 + EPS, self.fetch), has_flows, flows, cap,
-            self.reachable, *self._scratch())
+            live, self.copies.kernel_arg, self.inputs.kernel_arg, self.task_work,
+            world.power.level, factor, tuple(Span(t, dt, dt * (1.0 + EPS), 1.0 + EPS, self.fetch)),
+            has_flows, tuple(flows), cap, self.reachable, *self._scratch())
         if has_flows:
             if self.fetch and arrived:
                 self._flows = None
@@ -734,8 +737,9 @@ class Engine:
             times: When each of them finished.
         """
         ready, done_jobs, self.live = complete_kernel(
-            ending, at, winners, tasks, times, self.live, self.copies.rec, self.tasks,
-            self.jobs, self.slots, self.graph, self.staged, self._groups, self._scratch()[1])
+            ending, at, winners, tasks, times, self.live, self.copies.kernel_arg,
+            tuple(self.tasks), tuple(self.jobs), tuple(self.slots), tuple(self.graph),
+            self.staged, tuple(self.stages.groups), self._scratch()[1])
         self._flows = None
         if ready.size:
             self._make_ready(ready, self._slot_end)

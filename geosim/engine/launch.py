@@ -7,6 +7,8 @@ from numba import njit
 
 from geosim.engine.base import EPS, NO_INT, READY, RUNNING, SchedulingError, rank_in_runs
 from geosim.engine.draw import whole_slot_assign, whole_slot_plan
+from geosim.engine.records import Groups, JobState, SlotState, TaskState
+from geosim.engine.tables import CopyCols
 from geosim.variability import copy_factors, keyed_uniforms
 
 
@@ -136,6 +138,9 @@ def launch_kernel(tasks, clusters, slots, share, row, now, copies, task, job, sl
     Returns:
         The live copies with the new ones, and how many ready tasks started running.
     """
+    copies, task, job, slot = CopyCols(*copies), TaskState(*task), JobState(*job), \
+        SlotState(*slot)
+    groups = Groups(*groups)
     n = tasks.size
     started = 0
     for i in range(n):

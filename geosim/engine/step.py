@@ -15,6 +15,8 @@ import numpy as np
 from numba import njit
 
 from geosim.engine.base import ALIVE, DONE, LOST, WON, fmax, fmin, sorted_unique
+from geosim.engine.records import Flows, Graph, Groups, JobState, SlotState, TaskState
+from geosim.engine.tables import CopyCols, InputCols
 
 
 class Span(NamedTuple):
@@ -202,6 +204,8 @@ def step_kernel(live, copies, inputs, task_work, level, avail, span, flows_on, f
         MB moved by each transfer, whether an input arrived in full, then what
         :func:`finish_kernel` returns but the time each copy ran.
     """
+    copies, inputs, flows, span = CopyCols(*copies), InputCols(*inputs), Flows(*flows), \
+        Span(*span)
     r = rates(live, copies, inputs, task_work, level, avail, span.fetch, flows_on, flows,
               cap, reachable)
     elapsed, win_pos, tasks, times, ending, ending_at = finish_kernel(
@@ -333,6 +337,9 @@ def complete_kernel(ending, at, winners, tasks, times, live, copies, task, job, 
         The children whose last parent finished (ascending, unique), the jobs that
         finished (ascending, unique), and the live copies left.
     """
+    copies, task, job, slot = CopyCols(*copies), TaskState(*task), JobState(*job), \
+        SlotState(*slot)
+    graph, groups = Graph(*graph), Groups(*groups)
     end_copies(ending, at, winners, tasks, copies, task, job, slot, mark)
     left = still_alive(live, copies.outcome)
     out_ptr, out_dst, pending = graph.out_ptr, graph.out_dst, task.pending

@@ -83,7 +83,7 @@ class Table:
         budget: The run's memory limit, asked before the table grows.
         max_rows: Most rows the table may hold.
         record: A ``NamedTuple`` type with one field per column of ``spec``; then
-            :attr:`rec` hands the columns to compiled kernels in one argument.
+            :attr:`kernel_arg` hands the columns to compiled kernels in one argument.
     """
 
     def __init__(self, spec: dict[str, tuple[np.dtype, float]], capacity: int = 1024,
@@ -102,10 +102,18 @@ class Table:
         return len(next(iter(self.cols.values())))
 
     @property
-    def rec(self):
-        """The columns as one ``record`` (see the constructor), made once per allocation."""
+    def kernel_arg(self) -> tuple:
+        """The columns as a plain tuple in the ``record``'s order, made once per allocation.
+
+        Compiled kernels name it on entry (see :mod:`geosim.engine.records`).
+
+        Raises:
+            TypeError: The table has no record type, or :meth:`keep` dropped columns.
+        """
         if self._rec is None:
-            self._rec = self._record(**self.cols)
+            if self._record is None:
+                raise TypeError(f"the {self.name} table has no record of its columns")
+            self._rec = tuple(self._record(**self.cols))
         return self._rec
 
     def set_rows(self, n: int) -> None:

@@ -12,7 +12,8 @@ import numpy as np
 from numba import njit
 
 from geosim.engine.base import EPS
-from geosim.engine.records import Flows, Traffic
+from geosim.engine.records import Flows, Graph, Traffic
+from geosim.engine.tables import CopyCols, InputCols
 
 
 class RawMoves:
@@ -79,9 +80,11 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, pair_ptr, pair_res, n_
                 n_res, done):  # pragma: no cover - compiled
     """The arrays of :class:`~geosim.engine.records.Flows` in one pass.
 
-    ``copies`` and ``inputs`` are the tables' records; ``done`` is the received fraction
-    from which an input counts as arrived.
+    ``copies`` and ``inputs`` are the tables' records (as plain tuples, see
+    :mod:`geosim.engine.records`); ``done`` is the received fraction from which an input
+    counts as arrived.
     """
+    copies, inputs = CopyCols(*copies), InputCols(*inputs)
     in_lo, in_hi, cluster = copies.in_lo, copies.in_hi, copies.cluster
     i_src, i_size, i_received = inputs.src, inputs.size, inputs.received
     total = 0
@@ -150,6 +153,7 @@ def account_kernel(src, dst, moved, res, starts, dt, traffic,
     The gates count MB per second of ``dt``. Sums run in the order of the transfers, as
     ``np.bincount`` adds its weights.
     """
+    traffic = Traffic(*traffic)
     gate_out, gate_in, link_mb = traffic.gate_out, traffic.gate_in, traffic.link
     n = gate_out.size
     out = np.zeros(n)
@@ -177,6 +181,7 @@ def inputs_kernel(tasks, graph, task_cluster):  # pragma: no cover - compiled
     ``graph`` is the :class:`~geosim.engine.records.Graph`; a parent's output is where
     the parent ran (``task_cluster``).
     """
+    graph = Graph(*graph)
     raw_ptr, in_ptr = graph.raw_ptr, graph.in_ptr
     total = 0
     for t in tasks:
@@ -199,6 +204,7 @@ def inputs_kernel(tasks, graph, task_cluster):  # pragma: no cover - compiled
 @njit(cache=True)
 def count_inputs(tasks, graph):  # pragma: no cover - compiled
     """Number of inputs (raw, then parents' outputs) of ``tasks`` together."""
+    graph = Graph(*graph)
     raw_ptr, in_ptr = graph.raw_ptr, graph.in_ptr
     total = 0
     for t in tasks:
@@ -215,6 +221,7 @@ def fill_inputs(tasks, ids, saved, row, graph, task_cluster, inputs,
     fraction; each copy's inputs are rows ``in_lo:in_hi`` (``copies``, ``inputs``: the
     tables' records).
     """
+    graph, inputs, copies = Graph(*graph), InputCols(*inputs), CopyCols(*copies)
     i_copy, i_src, i_size, i_received = inputs.copy, inputs.src, inputs.size, inputs.received
     j = row
     for i in range(tasks.size):
