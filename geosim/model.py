@@ -49,7 +49,7 @@ import geosim.poolsim as poolsim
 import geosim.state as state
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
 from geosim.datacollector import GeoDataCollector
-from geosim.engine import DONE, READY, Engine, concat_ranges
+from geosim.engine import Engine, concat_ranges
 from geosim.errors import GeosimError
 from geosim.guards import GIB, Budget, RunGuards
 from geosim.inputs import build_inputs
@@ -213,7 +213,7 @@ class GeoModel(mesa.Model):
         self.compiled = True
         check_timing(scenario, scheduler, self.world, self.workload)
         self._event = True     # event timing: something happened since the last decision
-        self._reachable_slots = self.view.total_slots
+        self._reachable = self.engine.reachable.copy()
         #: Conformance mode: :mod:`geosim.invariants` checked after every step.
         self.check_invariants = invariants.from_environment() if check_invariants is None \
             else bool(check_invariants)
@@ -381,7 +381,7 @@ class GeoModel(mesa.Model):
                 at = e.time + max(1, round((at - e.time) / self.dt)) * self.dt
             if self.world.availability is not None:
                 self.world.availability.advance(at)
-            e.time = at
+            e.jump_to(at)
             self._boundary(at)
             if at >= self._next_record - 1e-9:
                 self._record()
@@ -484,16 +484,7 @@ class GeoModel(mesa.Model):
             horizon=self.horizon, record_interval=self.record_interval,
             next_record=self._next_record, last_record=self._last_record)
         out = poolsim.run(setup, self.guards, guards.STALL_SECONDS)
-        e.live = out.live
-        done = e.task_state == DONE
-        e.job_done[done] = e.task_done[done]
-        e.job_last[done] = e.task_done[done]
-        e.job_left[done] = 0
-        e.job_live[:] = e.task_live
-        e.n_ready = int(np.count_nonzero(e.task_state == READY))
-        e.next_job = out.next_job
-        e.next_announced = max(e.next_announced, e.next_job)
-        e.time = out.time
+        e.apply_pool_outcome(out.live, out.n_copies, out.next_job, out.time)
         self.steps_run, self.jobs_done = out.steps, out.jobs_done
         self._next_record, self._last_record = out.next_record, out.last_record
         if out.samples is not None:
@@ -514,12 +505,12 @@ class GeoModel(mesa.Model):
         world.outages.advance(t)
         started = world.outages.count[1] - self._outages_seen
         self._outages_seen = world.outages.count[1].copy()
-        e.reachable = world.outages.on.copy()
+        e.set_reachable(world.outages.on)
         self.boundary.failures = e.fail_clusters(np.flatnonzero(started > 0))
-        if started.any() or self.view.total_slots != self._reachable_slots:
-            self._event = True
-            self._reachable_slots = self.view.total_slots
-        self.monitor.record_reachability(e.reachable, started, t - self._last_boundary)
+        if started.any() or not np.array_equal(e.reachable, self._reachable):
+            self._event = True      # an outage's start or end: a decision point
+            self._reachable = e.reachable.copy()
+        self.monitor.record_reachability(state.reachable(e), started, t - self._last_boundary)
         self._last_boundary = t
 
     def _observe(self, winners: np.ndarray) -> None:
@@ -546,9 +537,7 @@ class GeoModel(mesa.Model):
         e = self.engine
         self._sample_span = max(e.time - self._last_record, 1e-12)
         self.recorder.collect(self)
-        e.egress_mb[:] = 0.0
-        e.ingress_mb[:] = 0.0
-        e.link_mb[:] = 0.0
+        e.reset_traffic()
         self._last_record = e.time
         behind = (e.time + 1e-9 - self._next_record) / self.record_interval
         if behind > 1000:                       # many intervals per slot: skip them at once
@@ -564,14 +553,14 @@ class GeoModel(mesa.Model):
         """
         e, world = self.engine, self.world
         clusters = {
-            "reachable": lambda m: e.reachable.copy(),
+            "reachable": lambda m: state.reachable(e).copy(),
             "slots": lambda m: world.slots.copy(),
             "available_slots": lambda m: state.available_slots(world),
             "busy": lambda m: state.busy_slots(e),
             "copies": lambda m: state.running_copies(e),
             "queue": lambda m: state.queues(e),
-            "egress_mbps": lambda m: e.egress_mb / m._sample_span,
-            "ingress_mbps": lambda m: e.ingress_mb / m._sample_span,
+            "egress_mbps": lambda m: state.gate_traffic_mb(e)[0] / m._sample_span,
+            "ingress_mbps": lambda m: state.gate_traffic_mb(e)[1] / m._sample_span,
         }
         types = {ClusterAgent: {name: clusters[name] for name in readings(CLUSTER_SERIES)}}
         if world.n_links:
@@ -579,8 +568,8 @@ class GeoModel(mesa.Model):
                 "u": lambda m: world.link_u,
                 "v": lambda m: world.link_v,
                 "bandwidth": lambda m: state.link_bandwidth(world),
-                "forward_mbps": lambda m: e.link_mb[0::2] / m._sample_span,
-                "backward_mbps": lambda m: e.link_mb[1::2] / m._sample_span,
+                "forward_mbps": lambda m: state.link_traffic_mb(e)[0] / m._sample_span,
+                "backward_mbps": lambda m: state.link_traffic_mb(e)[1] / m._sample_span,
             }
             types[LinkAgent] = {name: links[name] for name in readings(LINK_SERIES)}
         return Recorder(agenttype_reporters=types,

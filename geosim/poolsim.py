@@ -113,6 +113,7 @@ class PoolOutcome:
         next_record: The instant of the next sample.
         last_record: The instant of the last sample.
         live: The copies alive at the end (ids in the copies table).
+        n_copies: Rows of the copies table the loop filled.
         samples: The cluster samples taken, one block of rows in the columns of
             :data:`~geosim.series.CLUSTER_SERIES` (None when none was taken).
         stalled: Jobs alive when the run stalled (0: it did not).
@@ -125,6 +126,7 @@ class PoolOutcome:
     next_record: float
     last_record: float
     live: np.ndarray
+    n_copies: int
     samples: dict[str, np.ndarray] | None
     stalled: int
 
@@ -227,20 +229,22 @@ def run(setup: PoolSetup, guards: RunGuards, stall_seconds: float) -> PoolOutcom
         if code == _CHUNK:
             continue
         if code == _COPIES:
-            table.n = int(iv[5])        # the rows to keep
+            table.set_rows(int(iv[5]))  # the rows to keep
             copies = _copy_arrays(table, _grown(table))
             continue
         if code == _RECORDS:
             records = _grow(records, _record_arrays(2 * records[0].size, n_clusters))
             continue
         break
-    n_copies = table.n = int(iv[5])
+    n_copies = int(iv[5])
+    table.set_rows(n_copies)
     _clusters_of(copies[1], setup.slot_cluster, table.cols["cluster"], n_copies)
     table.resize_in_place(n_copies)     # the run is over: keep no unused rows
     return PoolOutcome(
         time=float(fs[0]), steps=int(iv[4]),
         jobs_done=int(np.count_nonzero(task_state == DONE)), next_job=int(iv[0]),
         next_record=float(fs[1]), last_record=float(fs[3]), live=live[:iv[1]].copy(),
+        n_copies=n_copies,
         samples=_samples(records, int(iv[6]), setup.slots),
         stalled=int(iv[2]) if code == _STALLED else 0)
 
