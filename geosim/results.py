@@ -136,7 +136,7 @@ class Result:
             shutil.rmtree(tmp, ignore_errors=True)
             if old is not None and old.exists() and not dest.exists():
                 old.rename(dest)   # put the previous result back
-            if isinstance(exc, OSError) and exc.filename is None:
+            if isinstance(exc, OSError) and exc.filename is None and exc.errno is not None:
                 exc.filename = str(dest)       # name the result that could not be written
             raise
         if old is not None:

@@ -137,6 +137,7 @@ def test_a_second_writer_of_a_directory_is_refused_in_one_line(tmp_path):
                               f"{os.getpid()} on ")
     assert "\n" not in message and not out.exists()
     compare(out)                               # free again once released
+    assert not lock.lock_path(out).exists()    # and the command removes its lock file
 
 
 def test_the_lock_of_a_killed_process_is_free(tmp_path):

@@ -6,7 +6,8 @@ kernel's advisory lock on that file (``flock``), which ends with the process tha
 it however that process ends; the file also records the holder's pid, host and start,
 for the message a second command gets. So a second command on the same directory refuses
 in one line naming the holder, and the lock of a process that was killed is simply free:
-a crash never blocks a resume.
+a crash never blocks a resume. The holder removes the file when it is done (a file left
+by a killed holder is taken over by the next command).
 """
 
 from __future__ import annotations
@@ -42,23 +43,36 @@ def hold(directory: str | os.PathLike, command: str) -> Iterator[Path]:
     """
     lock = lock_path(directory)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _acquire(lock, directory)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise GeosimError(_held_by(fd), source=str(directory)) from None
         me = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
               "since": time.time()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(me).encode(), 0)
-        try:
-            yield lock
-        finally:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        yield lock
     finally:
-        os.close(fd)
+        with contextlib.suppress(OSError):
+            lock.unlink()           # while still holding it: a waiting taker retries
+        os.close(fd)                # releases the lock
+
+
+def _acquire(lock: Path, directory: str | os.PathLike) -> int:
+    """Open and lock ``lock``; the locked file is the one at that path (not a removed one)."""
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            message = _held_by(fd)
+            os.close(fd)
+            raise GeosimError(message, source=str(directory)) from None
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)                # the holder removed it as we opened it: try again
 
 
 def _held_by(fd: int) -> str:
