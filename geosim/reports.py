@@ -125,10 +125,10 @@ class Monitored:
         self.report_delay, self.report_to = report_delay, report_to
         self.monitoring_cost = monitoring_cost
 
-    def reset(self, view: SchedulerView, rng: np.random.Generator,
+    def prepare(self, view: SchedulerView, rng: np.random.Generator,
               model: PerformanceModel) -> None:
         """Reset the rule and start an empty board (None with ``"oracle"``)."""
-        super().reset(view, rng, model)  # type: ignore[misc]
+        super().prepare(view, rng, model)  # type: ignore[misc]
         #: The reports the rule reads, or None when it reads true progress.
         self.reports: ReportBoard | None = None
         if self.monitoring == "oracle":
@@ -140,7 +140,7 @@ class Monitored:
             0.0 if self.report_delay is None else float(self.report_delay),
             "home" if self.report_to is None else self.report_to,
             0.0 if self.monitoring_cost is None else float(self.monitoring_cost))
-        self.reports.reset(view)
+        self.reports.start(view)
 
     def act(self, view: SchedulerView, actions: Actions, place: PlaceFn,
             free: np.ndarray) -> None:
@@ -173,7 +173,7 @@ class ReportBoard:
     """The last report of every copy, as its job's master cluster received it.
 
     Per-copy state lives in arrays indexed by copy id; reports in flight in a queue of
-    arrays. Call :meth:`reset` once per run, :meth:`update` at every slot boundary
+    arrays. Call :meth:`start` once per run, :meth:`update` at every slot boundary
     (before reading), :meth:`charge` after launching copies.
 
     Args:
@@ -188,7 +188,7 @@ class ReportBoard:
                  report_to: str | int = "home", cost: float = 0.0):
         self.interval, self.delay, self.report_to, self.cost = interval, delay, report_to, cost
 
-    def reset(self, view: SchedulerView) -> None:
+    def start(self, view: SchedulerView) -> None:
         """Forget every report and master; check ``report_to`` against the world.
 
         Raises:

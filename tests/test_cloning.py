@@ -185,7 +185,7 @@ def _remote_cluster(view, task: int) -> int:
 def test_delay_scheduling_waits_locality_wait_then_relaxes():
     model, view, task = _ready_model()
     part = DelayScheduling(locality_wait=3.0)
-    part.reset(view, np.random.default_rng(0), None)
+    part.prepare(view, np.random.default_rng(0), None)
     other = _remote_cluster(view, task)
     home = int(view.task_home[task])
 
@@ -211,7 +211,7 @@ def test_delay_scheduling_waits_locality_wait_then_relaxes():
 def test_delay_scheduling_with_zero_wait_is_locality_placement():
     model, view, task = _ready_model()
     part = DelayScheduling(locality_wait=0.0)
-    part.reset(view, np.random.default_rng(0), None)
+    part.prepare(view, np.random.default_rng(0), None)
     other = _remote_cluster(view, task)
     free = np.zeros(view.n_clusters, dtype=np.int64)
     free[other] = 1

@@ -120,7 +120,7 @@ def test_flutter_on_a_tiny_world_follows_its_estimates():
     tasks = tasks[np.isin(np.arange(tasks.size), view.inputs_of(tasks)[0])][:4]
     assert tasks.size >= 2
     part = Flutter(compute="observed")
-    part.reset(view, np.random.default_rng(0), _model(view))
+    part.prepare(view, np.random.default_rng(0), _model(view))
     est = part.finish_estimates(view, tasks)
     # the estimate of the first task at a cluster holding none of its input, by hand
     pos, src, size = view.inputs_of(tasks[:1])
@@ -215,7 +215,7 @@ def test_iridium_places_within_free_slots_and_map_tasks_at_their_data():
     view = model.view
     tasks, _ = view.ready_in_order(view.alive_jobs)
     part = Iridium()
-    part.reset(view, np.random.default_rng(0), _model(view))
+    part.prepare(view, np.random.default_rng(0), _model(view))
     free = np.zeros(view.n_clusters, dtype=np.int64)
     free[view.task_home[tasks[0]]] = 1
     free[np.flatnonzero(view.reachable)[:2]] += 2

@@ -4,7 +4,7 @@ The baselines of 003 §6.1 are built from parts: ``flutter+mantri`` is Flutter's
 placement with Mantri's speculation, ``dolly`` is Dolly's cloning on locality placement.
 A part is a small class like a scheduler: parameters as keyword arguments of
 ``__init__``, declared in :attr:`Part.params` and validated there (raising ``ValueError``),
-per-run state in :meth:`Part.reset`.
+per-run state in :meth:`Part.prepare` (a scheduler's :meth:`reset` prepares its parts).
 
 - A :class:`Placement` says where ready tasks run (:meth:`Placement.place`).
 - A :class:`Redundancy` says how many copies a ready task starts with
@@ -61,11 +61,11 @@ def _order_field(default: str) -> Field:
 
 
 class Part(Parametrised):
-    """A placement or redundancy rule: parameters in ``__init__``, state in :meth:`reset`."""
+    """A placement or redundancy rule: parameters in ``__init__``, state in :meth:`prepare`."""
 
     name: ClassVar[str] = ""
 
-    def reset(self, view: SchedulerView, rng: np.random.Generator,
+    def prepare(self, view: SchedulerView, rng: np.random.Generator,
               model: PerformanceModel) -> None:
         """Prepare for a new run.
 
@@ -206,8 +206,8 @@ class Composite(Scheduler):
         super().reset(view, rng)
         self.model = PerformanceModel(view.monitor, np.asarray(view.gate), view.dt,
                                       refresh=self.model_refresh)
-        self.placement.reset(view, rng, self.model)
-        self.redundancy.reset(view, rng, self.model)
+        self.placement.prepare(view, rng, self.model)
+        self.redundancy.prepare(view, rng, self.model)
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:
         """Order jobs, place their ready tasks (with clones), then let redundancy act."""

@@ -153,10 +153,10 @@ class Dolly(Redundancy):
         self.small_tasks, self.straggler_ratio = small_tasks, straggler_ratio
         self.admission, self.delay = admission, delay
 
-    def reset(self, view: SchedulerView, rng: np.random.Generator,
+    def prepare(self, view: SchedulerView, rng: np.random.Generator,
               model: PerformanceModel) -> None:
         """Clear admissions, reservations and waiting clones."""
-        super().reset(view, rng, model)
+        super().prepare(view, rng, model)
         n_jobs = len(view.job_arrival)
         self.n_tasks = np.diff(np.asarray(view.job_task_ptr)).astype(np.int64)
         self.copies = np.ones(n_jobs, dtype=np.int64)     # c of each job (1: not cloned)

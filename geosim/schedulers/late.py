@@ -122,9 +122,9 @@ class LATE(Monitored, Redundancy):
         self._init_monitoring(monitoring, report_interval, report_delay, report_to,
                               monitoring_cost)
 
-    def reset(self, view, rng, model) -> None:
+    def prepare(self, view, rng, model) -> None:
         """Forget the backups."""
-        super().reset(view, rng, model)
+        super().prepare(view, rng, model)
         self._backed = np.zeros(len(view.task_work), dtype=bool)
         self._spec = np.empty(0, dtype=np.int64)     # backups launched, ascending ids
         #: Backups launched over the run.

@@ -171,9 +171,9 @@ class Mantri(Monitored, Redundancy):
         self._init_monitoring(monitoring, report_interval, report_delay, report_to,
                               monitoring_cost)
 
-    def reset(self, view, rng, model) -> None:
+    def prepare(self, view, rng, model) -> None:
         """Clear the restart counts and the report clock."""
-        super().reset(view, rng, model)
+        super().prepare(view, rng, model)
         self._restarts = np.zeros(len(view.task_work), dtype=np.int64)
         self._next = -np.inf
         # Copies Mantri launched, ascending, and when the model expected each to end.

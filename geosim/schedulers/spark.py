@@ -75,10 +75,10 @@ class DelayScheduling(Placement):
         self.validate_params(locality_wait=locality_wait)
         self.locality_wait = locality_wait
 
-    def reset(self, view: SchedulerView, rng: np.random.Generator,
+    def prepare(self, view: SchedulerView, rng: np.random.Generator,
               model: PerformanceModel) -> None:
         """Empty the per-stage locality levels and timers."""
-        super().reset(view, rng, model)
+        super().prepare(view, rng, model)
         self.stage, size = stage_ids(view)
         self.level = np.zeros(size.size, dtype=np.int8)        # 0 local, 1 any
         self.last = np.full(size.size, np.nan)                  # last launch (or timer start)
@@ -240,10 +240,10 @@ class SparkSpeculation(Monitored, Redundancy):
         # geosim.reports.check_monitoring.
         self._init_monitoring(monitoring, None, report_delay, report_to, monitoring_cost)
 
-    def reset(self, view: SchedulerView, rng: np.random.Generator,
+    def prepare(self, view: SchedulerView, rng: np.random.Generator,
               model: PerformanceModel) -> None:
         """Empty the record of successful durations."""
-        super().reset(view, rng, model)
+        super().prepare(view, rng, model)
         self.stage, self.stage_size = stage_ids(view)
         n_tasks = self.stage.size
         self.duration = np.full(n_tasks, np.nan)        # winning copy's duration, once done
