@@ -170,22 +170,22 @@ class Raw:
     text: str
 
 
-def _placeholders(value: Any, raws: dict[str, str]) -> Any:
+def _mark_raw(value: Any, raws: dict[str, str]) -> Any:
     """``value`` with every :class:`Raw` replaced by a unique string recorded in ``raws``."""
     if isinstance(value, Raw):
         key = f"@@raw-{len(raws)}@@"
         raws[toml_string(key)] = value.text
         return key
     if isinstance(value, list | tuple):
-        return [_placeholders(v, raws) for v in value]
+        return [_mark_raw(v, raws) for v in value]
     if isinstance(value, dict):
-        return {k: _placeholders(v, raws) for k, v in value.items()}
+        return {k: _mark_raw(v, raws) for k, v in value.items()}
     return value
 
 
 def _write(writer: Callable[[Any], str], value: Any) -> str:
     raws: dict[str, str] = {}
-    text = writer(_placeholders(value, raws))
+    text = writer(_mark_raw(value, raws))
     for quoted, raw in raws.items():
         text = text.replace(quoted, raw)
     return text

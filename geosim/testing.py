@@ -52,7 +52,7 @@ from geosim.params import check_value, values_outside
 from geosim.results import Result
 from geosim.scenario import load_scenario
 from geosim.schedulers.base import Scheduler
-from geosim.schedulers.registry import make_scheduler, registered
+from geosim.schedulers.registry import scheduler_class
 
 #: Steps per world after which a checked run is stopped and its check fails.
 MAX_STEPS = {"flows": 1_000, "closed": 8_000, "mapreduce": 5_000, "geo": 40_000}
@@ -138,8 +138,8 @@ def _require(condition: Any, message: str) -> None:
 
 
 def _resolve(scheduler: type[Scheduler] | str) -> type[Scheduler]:
-    if isinstance(scheduler, str):   # make_scheduler raises the one-line error of a bad name
-        return registered().get(scheduler) or type(make_scheduler(scheduler))
+    if isinstance(scheduler, str):   # the one-line error of a bad name
+        return scheduler_class(scheduler)
     if not (isinstance(scheduler, type) and issubclass(scheduler, Scheduler)):
         raise TypeError(f"not a geosim Scheduler subclass: {scheduler!r}")
     return scheduler

@@ -56,6 +56,7 @@ def example():
     Its ``@register`` is undone after this module's tests.
     """
     with pytest.MonkeyPatch.context() as patch:
+        registry.registered()   # the built-ins register as their modules load, once
         patch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
         namespace: dict = {"__name__": "readme_example"}
         with pytest.MonkeyPatch.context() as cwd:

@@ -74,6 +74,7 @@ def fresh(monkeypatch, tmp_path):
 
     Returns a unique module-name prefix, so modules of one test never shadow another's.
     """
+    registry.registered()       # the built-ins register as their modules load, once
     monkeypatch.setattr(registry, "_REGISTRY", {n: c for n, c in registry._REGISTRY.items()
                                             if c.__module__.startswith("geosim.")})
     monkeypatch.setattr(registry, "_UNAVAILABLE", {})

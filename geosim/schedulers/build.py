@@ -11,24 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from geosim.errors import GeosimError
 from geosim.scenario import Scenario
 from geosim.schedulers.base import Scheduler
-from geosim.schedulers.registry import make_scheduler, registered
+from geosim.schedulers.registry import make_scheduler, scheduler_class
 from geosim.schedulers.spec import Spec, parse_spec
 
 
 def check_scheduler_names(scenario: Scenario) -> None:
-    """Check that every name in ``scheduler.defaults`` is a registered scheduler.
+    """Check that every name in ``scheduler.defaults`` is a registered, loadable scheduler.
 
     Raises:
         GeosimError: An unknown name, naming the key.
     """
-    known = registered()
     for name in scenario["scheduler"]["defaults"]:
-        if name not in known:
-            raise GeosimError(f"unknown scheduler {name!r} (known: {', '.join(known)})",
-                              source=scenario.source, key=f"scheduler.defaults.{name}")
+        scheduler_class(name, scenario.source, key=f"scheduler.defaults.{name}")
 
 
 def scheduler_params(scenario: Scenario, spec: Spec | str | None = None) -> dict[str, Any]:
@@ -39,8 +35,8 @@ def scheduler_params(scenario: Scenario, spec: Spec | str | None = None) -> dict
     over ``scheduler.defaults`` for that name.
     """
     section = scenario["scheduler"]
-    spec = parse_spec(section["name"] if spec is None else spec) if not isinstance(
-        spec, Spec) else spec
+    if not isinstance(spec, Spec):
+        spec = parse_spec(spec or section["name"])
     params = spec.params or (section["params"] if spec.name == section["name"] else {})
     return {**section["defaults"].get(spec.name, {}), **params}
 

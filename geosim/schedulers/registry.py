@@ -132,6 +132,24 @@ def _finite(value: Any) -> bool:
     return True
 
 
+def scheduler_class(name: str, source: str = "scheduler",
+                    key: str = "scheduler.name") -> type[Scheduler]:
+    """The registered class of ``name``.
+
+    Raises:
+        GeosimError: Unknown or unavailable name (one line naming ``key``).
+    """
+    known = registered()
+    cls = known.get(name)
+    if cls is None and name in _UNAVAILABLE:
+        raise GeosimError(f"scheduler {name!r} is unavailable: {_UNAVAILABLE[name]}",
+                          source=source, key=key)
+    if cls is None:
+        raise GeosimError(f"unknown scheduler {name!r} (known: {', '.join(known)})",
+                          source=source, key=key)
+    return cls
+
+
 def make_scheduler(name: str, params: Mapping[str, Any] | None = None,
                    source: str = "scheduler") -> Scheduler:
     """Instantiate a registered scheduler.
@@ -139,14 +157,7 @@ def make_scheduler(name: str, params: Mapping[str, Any] | None = None,
     Raises:
         GeosimError: Unknown or unavailable name, or bad parameters (one line naming them).
     """
-    known = registered()
-    cls = known.get(name)
-    if cls is None and name in _UNAVAILABLE:
-        raise GeosimError(f"scheduler {name!r} is unavailable: {_UNAVAILABLE[name]}",
-                          source=source, key="scheduler.name")
-    if cls is None:
-        raise GeosimError(f"unknown scheduler {name!r} (known: {', '.join(known)})",
-                          source=source, key="scheduler.name")
+    cls = scheduler_class(name, source)
     for key, value in dict(params or {}).items():
         if not _finite(value):
             raise GeosimError(f"{name}: {key} must be finite (got {value!r})", source=source,
