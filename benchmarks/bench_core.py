@@ -13,7 +13,11 @@
 (f) ``pingan-medium`` with Flutter+Mantri; (g) with Iridium;
 (c10) case (c) with 10× the jobs (200 000): cost per job and memory per task at scale;
     with (c) in the same run, the table ends with the memory each task adds from (c) to
-    (c10), the fixed cost of a run left out.
+    (c10), the fixed cost of a run left out;
+(s100-KEY, s1000-KEY) 300 ``pingan-medium`` jobs on a Barabási–Albert world of 100 or
+    1 000 clusters with Fair, PingAn, Flutter+Mantri or Iridium (KEY: fair, pingan, fm,
+    iridium): with both sizes in one run, the table ends with the time and memory ratio
+    of 1 000 to 100 clusters (cost should follow the activity, not the world's size).
 
 Each run is a fresh process (its peak memory is its own, and compiled kernels load from
 the cache as in any new run). The machine is shared, so each case runs ``--repeat`` times
@@ -50,6 +54,17 @@ CASES = {
     "f": ("pingan-medium.toml", "flutter+mantri", {}),
     "g": ("pingan-medium.toml", "iridium", {}),
 }
+
+#: "Cost follows activity" (edge scale): the same 300 pingan-medium jobs on Barabási–Albert
+#: worlds of 100 and 1 000 clusters, for the schedulers that scan clusters;
+#: ``s<N>-<key>``, e.g. ``s1000-pingan``.
+SCALE_SCHEDULERS = {"fair": "fair", "pingan": "pingan[epsilon=0.6]",
+                    "fm": "flutter+mantri", "iridium": "iridium"}
+for _n in (100, 1000):
+    for _key, _name in SCALE_SCHEDULERS.items():
+        CASES[f"s{_n}-{_key}"] = ("pingan-medium.toml", _name, {
+            "topology.generator": "barabasi_albert", "topology.n_clusters": _n,
+            "workload.n_jobs": 300})
 
 #: Cases run without arguments.
 DEFAULT = ["a", "a1", "c", "c10", "b", "d", "f", "g", "e"]
@@ -140,6 +155,12 @@ def main(argv: list[str]) -> None:
         # compiled kernels) cancels out.
         (small, n_small), (large, n_large) = peaks["c"], peaks["c10"]
         print(f"\nc10 over c: {(large - small) * 1024 / (n_large - n_small):.2f} KiB per task")
+    walls = {case: (low, mib) for case, _, _, low, _, mib, *_ in table}
+    for key in SCALE_SCHEDULERS:
+        if f"s100-{key}" in walls and f"s1000-{key}" in walls:
+            (t1, m1), (t10, m10) = walls[f"s100-{key}"], walls[f"s1000-{key}"]
+            print(f"{key}: 1 000 over 100 clusters: {t10 / t1:.2f}x time (min), "
+                  f"{m10 / m1:.2f}x peak memory")
 
 
 if __name__ == "__main__":

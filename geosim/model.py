@@ -268,7 +268,8 @@ class GeoModel(mesa.Model):
         if self.compiled and self._invariants is None and not self.steps_run \
                 and not self.why_not_compiled():
             self._run_pool()
-        while not self.done:
+        self.running = not self.done
+        while self.running:
             self.step()
             self.check_budget(self.steps_run)
             if bar is not None and self.jobs_done != bar.n:

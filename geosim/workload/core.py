@@ -203,12 +203,12 @@ class Workload:
         object.__setattr__(self, "type_names", tuple(str(t) for t in self.type_names))
 
     # ----------------------------------------------------------------------------- properties
-    @property
+    @cached_property
     def n_jobs(self) -> int:
-        """Number of jobs."""
+        """Number of jobs (read at every step: computed once)."""
         return int(self.arrival.shape[0])
 
-    @property
+    @cached_property
     def n_tasks(self) -> int:
         """Number of tasks over all jobs."""
         return int(self.task_work.shape[0])
