@@ -29,7 +29,7 @@ import networkx as nx
 import numpy as np
 from numba import njit
 
-__all__ = ["PAIR_BYTES", "ROUTE_CACHE_BYTES", "ROUTE_ENTRY_BYTES", "TREE_CACHE_BYTES",
+__all__ = ["FULL_ROWS", "PAIR_BYTES", "ROUTE_CACHE_BYTES", "ROUTE_ENTRY_BYTES", "TREE_CACHE_BYTES",
            "HopCounts", "RouteView", "Routes", "adjacency_bytes", "tree_bytes"]
 
 #: Default memory budget of the cached shortest-path trees (bytes).
@@ -40,6 +40,9 @@ ROUTE_CACHE_BYTES = 64 * 2**20
 #: key, id and offset).
 ROUTE_ENTRY_BYTES = 8
 PAIR_BYTES = 24
+#: Worlds of at most this many clusters add every route of a source to the table at once
+#: (a few new sources rather than many new pairs per step).
+FULL_ROWS = 512
 #: Bytes per arc (a link in one direction) and per cluster of the CSR adjacency (with
 #: the cluster's slot in the tree cache).
 ARC_BYTES = 20
@@ -228,6 +231,11 @@ class Routes:
     def hop_rows(self, sources) -> np.ndarray:
         """Hop rows of ``sources``: row ``i`` is :meth:`hop_row` of ``sources[i]``."""
         sources = self._index(sources).ravel()
+        slots = self._slot[sources]
+        if sources.size and slots.min() >= 0:      # every tree at hand
+            self._tick += 1
+            self._used[slots] = self._tick
+            return self._depth[slots].astype(np.int64)
         out = np.empty((sources.size, self.n_clusters), dtype=np.int64)
         for chunk in self._chunks(sources):
             self._trees(chunk)
@@ -251,29 +259,37 @@ class Routes:
         self._rptr = np.zeros(16, dtype=np.int64)  # row p: _rres[_rptr[p]:_rptr[p+1]]
         self._rres = np.empty(64, dtype=np.int64)
         self._n_pairs = 0
+        self._table = None
+
+    def pair_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The table of routes as it is: sorted pair keys, their rows, offsets, resources.
+
+        The pair ``src * n + dst`` of ``keys[k]`` has row ``ids[k]``, whose resources are
+        ``res[ptr[row]:ptr[row + 1]]``. Valid until :meth:`add_pairs` is next called.
+        """
+        if self._table is None:
+            n_pairs = self._n_pairs
+            self._table = (self._keys, self._ids, self._rptr[: n_pairs + 1],
+                           self._rres[: self._rptr[n_pairs]])
+        return self._table
 
     def route_table(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Rows of the pairs ``keys`` (``src * n + dst``) in the table of routes.
 
-        Routes not yet in the table are computed and added. The rows are valid for the
-        table returned with them (a later call may empty the table to stay in budget).
+        Routes not yet in the table are computed and added first.
 
         Returns:
             The row of each key, and the table: the resources of row ``p`` are
-            ``res[ptr[p]:ptr[p+1]]``.
+            ``res[ptr[p]:ptr[p+1]]`` (valid until :meth:`add_pairs` is next called).
         """
         keys = np.asarray(keys, dtype=np.int64)
-        if keys.size:
+        pos = np.searchsorted(self._keys, keys)
+        if keys.size and (not self._keys.size or not np.array_equal(
+                self._keys.take(pos, mode="clip"), keys)):
+            self.add_pairs(keys)
             pos = np.searchsorted(self._keys, keys)
-            if not self._keys.size or not np.array_equal(self._keys.take(pos, mode="clip"),
-                                                         keys):
-                self._add_pairs(keys)
-                pos = np.searchsorted(self._keys, keys)
-            rows = self._ids[pos]
-        else:
-            rows = np.empty(0, dtype=np.int64)
-        n_pairs = self._n_pairs
-        return rows, self._rptr[: n_pairs + 1], self._rres[: self._rptr[n_pairs]]
+        _, ids, ptr, res = self.pair_table()
+        return ids[pos] if keys.size else np.empty(0, dtype=np.int64), ptr, res
 
     def route(self, src: int, dst: int) -> np.ndarray:
         """Resource ids of the route from ``src`` to ``dst`` (a fresh array)."""
@@ -281,30 +297,45 @@ class Routes:
         rows, ptr, res = self.route_table(np.array([src * self.n_clusters + dst]))
         return res[ptr[rows[0]]:ptr[rows[0] + 1]].copy()
 
-    def _add_pairs(self, keys: np.ndarray) -> None:
-        """Compute and add the routes of the ``keys`` not in the table.
+    def add_pairs(self, keys: np.ndarray, clear: bool = True) -> None:
+        """Add the routes of the pairs ``keys`` (``src * n + dst``) missing from the table.
 
-        A table that would grow past its budget is emptied first, and then holds the
-        routes of ``keys`` alone.
+        In a world of at most :data:`FULL_ROWS` clusters, every route from the sources of
+        ``keys`` is added at once. A table that would grow past its budget is emptied
+        first (unless ``clear`` is false: a caller whose own pairs did not fit goes
+        over the budget for them), and then holds the routes of ``keys`` alone.
         """
-        new = np.unique(keys)
+        n = self.n_clusters
+        keys = np.unique(np.asarray(keys, dtype=np.int64))
+        if n <= FULL_ROWS:
+            sources = np.unique(keys // n)
+            keys = (sources[:, None] * n + np.arange(n)).ravel()
+        new = keys
         if self._keys.size:
-            pos = np.minimum(np.searchsorted(self._keys, new), self._keys.size - 1)
-            new = new[self._keys[pos] != new]
+            pos = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
+            new = keys[self._keys[pos] != keys]
+        if new.size == 0:
+            return
         counts, res = self._compute(new)
         grown = (int(self._rptr[self._n_pairs]) + res.size) * ROUTE_ENTRY_BYTES \
             + (self._n_pairs + new.size) * PAIR_BYTES
-        if grown > self._route_budget and self._n_pairs:
+        if clear and grown > self._route_budget and self._n_pairs:
             self._clear_pairs()
-            new = np.unique(keys)
-            counts, res = self._compute(new)
+            if new.size < keys.size:
+                new = keys
+                counts, res = self._compute(new)
         self._append(new, counts, res)
 
     def _compute(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Resource counts and resources of the routes of sorted ``keys``."""
         n = self.n_clusters
         src, dst = keys // n, keys % n
-        counts, res = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.int64)]
+        if self._slot[src].min() >= 0:             # every tree at hand
+            self._tick += 1
+            self._used[self._slot[src]] = self._tick
+            return routes_kernel(src, dst, self._slot, self._via, self._depth, self._tail,
+                                 self._arc_res, self.n_links, n)
+        counts, res = [], []
         for chunk in self._chunks(src):
             self._trees(chunk)
             lo, hi = np.searchsorted(src, chunk[0]), np.searchsorted(src, chunk[-1], "right")
@@ -318,8 +349,8 @@ class Routes:
         """Add rows for sorted new ``keys``, with ``counts`` resources each in ``res``."""
         p, e = self._n_pairs, int(self._rptr[self._n_pairs])
         if p + keys.size + 1 > self._rptr.size:
-            self._rptr = np.concatenate([self._rptr, np.empty(
-                max(p + keys.size + 1, 2 * self._rptr.size) - self._rptr.size, np.int64)])
+            self._rptr = np.concatenate([self._rptr[:p + 1], np.empty(
+                max(p + keys.size + 1, 2 * self._rptr.size) - p - 1, np.int64)])
         if e + res.size > self._rres.size:
             self._rres = np.concatenate([self._rres[:e], np.empty(
                 max(e + res.size, 2 * self._rres.size) - e, np.int64)])
@@ -329,6 +360,7 @@ class Routes:
         self._keys = np.insert(self._keys, at, keys)
         self._ids = np.insert(self._ids, at, np.arange(p, p + keys.size, dtype=np.int64))
         self._n_pairs = p + keys.size
+        self._table = None
 
 
 class HopCounts:

@@ -79,9 +79,11 @@ def flow_structure(live: np.ndarray, copies: tuple, inputs: tuple, move_src: np.
                    move_dst: np.ndarray, routes: Routes, n_res: int, done: float) -> Flows:
     """The :class:`~geosim.engine.records.Flows` of the live copies and the raw-input moves.
 
-    The flows are listed first (:func:`list_flows`); the routes of their ``(src, dst)``
-    pairs come from ``routes`` (computed the first time a pair is used); then
-    :func:`flow_resources` lays out the resources each flow and move crosses.
+    One compiled pass (:func:`flow_kernel`) lists the flows, finds the routes of their
+    ``(src, dst)`` pairs in the routes' table and lays out the resources each flow and
+    move crosses. Pairs whose routes are not in the table yet are added to it, and the
+    pass runs again (a table emptied to stay in its budget is refilled, then allowed
+    over it for the pairs of these flows).
 
     Args:
         live: Live copies.
@@ -93,11 +95,14 @@ def flow_structure(live: np.ndarray, copies: tuple, inputs: tuple, move_src: np.
         n_res: Transfer resources (``2L + 2n``).
         done: Received fraction from which an input counts as arrived.
     """
-    idx, pos, src, dst = list_flows(live, copies, inputs, done)
-    n = routes.n_clusters
-    keys = np.concatenate([src * n + dst, move_src * n + move_dst])
-    rows, ptr, res = routes.route_table(keys)
-    return Flows(idx, pos, src, dst, *flow_resources(pos, rows, src.size, ptr, res, n_res))
+    clear = True
+    while True:
+        out = flow_kernel(live, copies, inputs, move_src, move_dst, *routes.pair_table(),
+                          routes.n_clusters, n_res, done)
+        if out[-1].size == 0:
+            return Flows._make(out[:-1])
+        routes.add_pairs(out[-1], clear)
+        clear = False
 
 
 # ---------------------------------------------------------------------- compiled kernels
@@ -134,6 +139,47 @@ def list_flows(live, copies, inputs, done):  # pragma: no cover - compiled
                 idx[n_flow], pos[n_flow], src[n_flow], dst[n_flow] = i, p, s, d
                 n_flow += 1
     return idx[:n_flow], pos[:n_flow], src[:n_flow], dst[:n_flow]
+
+
+@njit(cache=True)
+def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, ptr, route_res,
+                n_clusters, n_res, done):  # pragma: no cover - compiled
+    """The arrays of :class:`~geosim.engine.records.Flows`, and the pairs without a route.
+
+    Lists the flows (:func:`list_flows`), finds the row of each flow's and each move's
+    pair ``src * n + dst`` in the route table (``keys`` sorted, row ``ids[k]``; route
+    ``p``'s resources are ``route_res[ptr[p]:ptr[p+1]]``) and lays out the resources
+    (:func:`flow_resources`). When some pairs are not in the table, the flows come back
+    empty with those pairs' keys (repeats included), to be added before a second pass.
+    """
+    idx, pos, src, dst = list_flows(live, copies, inputs, done)
+    n_flow = src.size
+    rows = np.empty(n_flow + move_src.size, dtype=np.int64)
+    n_missing = 0
+    for j in range(rows.size):
+        if j < n_flow:
+            key = src[j] * n_clusters + dst[j]
+        else:
+            key = move_src[j - n_flow] * n_clusters + move_dst[j - n_flow]
+        k = np.searchsorted(keys, key)
+        if k < keys.size and keys[k] == key:
+            rows[j] = ids[k]
+        else:
+            rows[j] = -1 - key
+            n_missing += 1
+    missing = np.empty(n_missing, dtype=np.int64)
+    if n_missing:
+        m = 0
+        for j in range(rows.size):
+            if rows[j] < 0:
+                missing[m] = -1 - rows[j]
+                m += 1
+        rows = rows[:0]
+        idx, pos, src, dst = idx[:0], pos[:0], src[:0], dst[:0]
+        n_flow = 0
+    res, starts, group, users, move_res, move_starts = flow_resources(
+        pos, rows, n_flow, ptr, route_res, n_res)
+    return idx, pos, src, dst, res, starts, group, users, move_res, move_starts, missing
 
 
 @njit(cache=True)

@@ -8,6 +8,8 @@ with a free slot fewest hops from its data (ties: most free slots, then lowest i
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -65,9 +67,10 @@ def locality_clusters(view: SchedulerView, tasks: np.ndarray, free: np.ndarray,
     homes = np.asarray(view.task_home)[tasks]
     # Hop rows of the homes, fetched when a task first needs one: the kernel stops at a
     # task whose home has no row and goes on from there once the rows are in.
-    row_of = np.full(view.n_clusters, -1, dtype=np.int64)
-    rows = np.empty((0, view.n_clusters), dtype=np.int64)
+    row_of, rows = _no_rows(view.n_clusters)
     at = _locality_kernel(0, homes, ptr, src, size, free, rows, row_of, stop, out)
+    if at < tasks.size:
+        row_of = np.empty(view.n_clusters, dtype=np.int64)
     while at < tasks.size:
         ahead = homes[at:]
         first = np.sort(np.unique(ahead, return_index=True)[1])
@@ -78,6 +81,12 @@ def locality_clusters(view: SchedulerView, tasks: np.ndarray, free: np.ndarray,
         rows = view.routes.hop_rows(need)
         at = _locality_kernel(at, homes, ptr, src, size, free, rows, row_of, stop, out)
     return out
+
+
+@functools.cache
+def _no_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """No hop row yet, for ``n`` clusters (never written)."""
+    return np.full(n, -1, dtype=np.int64), np.empty((0, n), dtype=np.int64)
 
 
 @njit(cache=True)
