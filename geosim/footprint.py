@@ -3,11 +3,11 @@
 Three guards, each naming the scenario key that causes the problem:
 
 * :func:`estimate` and :func:`check_memory`: before the world and the workload are built,
-  the expected numbers of slots, cached route entries, jobs and tasks give a memory
-  estimate; a
-  run whose estimate exceeds ``run.max_memory_gb`` is refused, naming the key behind the
-  largest term. The per-item sizes are measured peaks of this implementation (see
-  ``docs/model.md``), rounded up, so the estimate errs on the large side.
+  the expected numbers of slots, clusters (their cached routes and the monitor's samples
+  per pair), jobs and tasks give a memory estimate; a run whose estimate exceeds
+  ``run.max_memory_gb`` is refused, naming the key behind the largest term. The
+  per-item sizes are measured peaks of this implementation (see ``docs/model.md``),
+  rounded up, so the estimate errs on the large side.
 * :class:`geosim.guards.Budget` keeps the same limit while the run goes on.
 * :func:`check_pace`: once the world and workload exist, a mean task alone on the slowest
   slot, gate and link must finish within the stall limits of :mod:`geosim.guards`
