@@ -3,10 +3,11 @@
 Three guards, each naming the scenario key that causes the problem:
 
 * :func:`estimate` and :func:`check_memory`: before the world and the workload are built,
-  the expected numbers of slots, route entries, jobs and tasks give a memory estimate; a
-  run whose estimate exceeds ``run.max_memory_gb`` is refused, naming the key behind the
-  largest term. The per-item sizes are measured peaks of this implementation (see
-  ``docs/model.md``), rounded up, so the estimate errs on the large side.
+  the expected numbers of slots, clusters (their cached routes and the monitor's samples
+  per pair), jobs and tasks give a memory estimate; a run whose estimate exceeds
+  ``run.max_memory_gb`` is refused, naming the key behind the largest term. The
+  per-item sizes are measured peaks of this implementation (see ``docs/model.md``),
+  rounded up, so the estimate errs on the large side.
 * :class:`geosim.guards.Budget` keeps the same limit while the run goes on.
 * :func:`check_pace`: once the world and workload exist, a mean task alone on the slowest
   slot, gate and link must finish within the stall limits of :mod:`geosim.guards`
@@ -24,6 +25,15 @@ import numpy as np
 
 from geosim.errors import GeosimError
 from geosim.guards import GIB
+from geosim.monitor import WINDOW
+from geosim.routes import (
+    PAIR_BYTES,
+    ROUTE_CACHE_BYTES,
+    ROUTE_ENTRY_BYTES,
+    TREE_CACHE_BYTES,
+    adjacency_bytes,
+    tree_bytes,
+)
 from geosim.scenario import Scenario
 from geosim.topology import TIERS, assign_tiers
 
@@ -32,10 +42,13 @@ BASE_BYTES = 320 * 2**20
 #: Bytes per slot: the blocks of its availability periods (two sequences of two draws,
 #: a ring of 64-item blocks that widens when slots drift apart), state and time series.
 SLOT_BYTES = 8192
-#: Bytes per route entry (a directed link of the route between two clusters) while the
-#: routes are built; the pairs themselves add :data:`PAIR_BYTES`.
-ROUTE_ENTRY_BYTES = 80
-PAIR_BYTES = 16
+#: Bytes per cluster and per link of the topology itself: its graph (and the scheduler
+#: view's frozen copy) and the Mesa agents of clusters and links.
+CLUSTER_BYTES = 8192
+LINK_BYTES = 4096
+#: Bytes per ordered pair of clusters of the monitor's transfer bandwidths: a ring of
+#: :data:`~geosim.monitor.WINDOW` samples and a count, for every pair.
+MONITOR_PAIR_BYTES = 8 * WINDOW + 8
 #: Bytes per task and per job over a run: the tables of tasks, copies, inputs and results.
 TASK_BYTES = 4096
 JOB_BYTES = 2048
@@ -61,7 +74,8 @@ class Footprint:
     Attributes:
         clusters: Clusters of the topology.
         slots: Expected slots in all clusters.
-        route_entries: Expected entries of the routes between all pairs of clusters.
+        route_entries: Expected entries of the routes the run may hold at once: those
+            between all pairs of clusters, or as many as the route cache's budget takes.
         jobs: Jobs of the workload.
         tasks: Expected tasks of the workload.
         terms: Estimated bytes per scenario key responsible for them.
@@ -102,7 +116,7 @@ def estimate(scenario: Scenario, graph: nx.Graph, workload=None) -> Footprint:
                            minlength=len(TIERS))
     slots = sum(float(k) * _mean(scenario[f"tiers.{t}"]["slots"])
                 for k, t in zip(per_tier, TIERS, strict=True))
-    entries = n * (n - 1) * (_mean_hops(graph) + 2.0) if n > 1 else 0.0
+    entries, topo_bytes = topology_bytes(graph)
     if workload is None:
         jobs, tasks, task_key = _tasks(scenario, slots)
     else:
@@ -110,7 +124,7 @@ def estimate(scenario: Scenario, graph: nx.Graph, workload=None) -> Footprint:
     topo_key = "topology.file" if scenario["topology"]["generator"] == "file" \
         else "topology.n_clusters"
     terms = {"tiers.*.slots": slots * SLOT_BYTES,
-             topo_key: entries * ROUTE_ENTRY_BYTES + n * n * PAIR_BYTES,
+             topo_key: topo_bytes,
              task_key: tasks * TASK_BYTES + jobs * JOB_BYTES}
     return Footprint(n, slots, entries, jobs, tasks, terms)
 
@@ -282,6 +296,28 @@ def _mean_factor(scenario: Scenario) -> float:
     down = av["unavailable_shape"] * av["unavailable_scale"]
     return (up * _mean(av["available_rate"]) + down * _mean(av["unavailable_rate"])) \
         / (up + down)
+
+
+def topology_bytes(graph: nx.Graph) -> tuple[float, float]:
+    """Route entries a run may hold at once, and the bytes that grow with the topology.
+
+    The routes are computed for the pairs in use and cached within budgets
+    (:mod:`geosim.routes`): the shortest-path trees of at most
+    :data:`~geosim.routes.TREE_CACHE_BYTES`, the table of routes of at most
+    :data:`~geosim.routes.ROUTE_CACHE_BYTES`, each charged whole unless every tree or
+    every route takes less. The graph, its adjacency and the agents of clusters and links
+    add their own bytes, and the monitor's bandwidth samples
+    :data:`MONITOR_PAIR_BYTES` per ordered pair of clusters.
+    """
+    n, links = graph.number_of_nodes(), graph.number_of_edges()
+    pairs = n * (n - 1)
+    per_route = _mean_hops(graph) + 2.0
+    per_pair = per_route * ROUTE_ENTRY_BYTES + PAIR_BYTES
+    table = min(pairs * per_pair, float(ROUTE_CACHE_BYTES))
+    trees = min(n, max(1, TREE_CACHE_BYTES // tree_bytes(n))) * tree_bytes(n) if n else 0
+    topology = n * CLUSTER_BYTES + links * LINK_BYTES + adjacency_bytes(n, links) \
+        + n * n * MONITOR_PAIR_BYTES
+    return table / per_pair * per_route if pairs else 0.0, topology + trees + table
 
 
 def _mean_hops(graph: nx.Graph) -> float:

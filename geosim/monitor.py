@@ -63,6 +63,10 @@ class _Ring:
         return self.buf[key, :n].copy() if n < self.window else self.buf[key].copy()
 
 
+#: Samples kept per key by default.
+WINDOW = 64
+
+
 class Monitor:
     """Empirical distributions learned from completed copies.
 
@@ -73,7 +77,7 @@ class Monitor:
         priors: Nominal parameters of the world, for estimators' cold start.
     """
 
-    def __init__(self, n_clusters: int, n_types: int, window: int = 64,
+    def __init__(self, n_clusters: int, n_types: int, window: int = WINDOW,
                  priors: Priors | None = None):
         self.n_clusters, self.n_types, self.window = n_clusters, n_types, window
         self.priors = priors

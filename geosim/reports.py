@@ -197,7 +197,7 @@ class ReportBoard:
         if self.report_to != "home" and not 0 <= int(self.report_to) < view.n_clusters:
             raise GeosimError(f"report_to = {self.report_to} is not a cluster "
                               f"(the world has {view.n_clusters})", key="scheduler.params")
-        self._hops = np.asarray(view.hops)
+        self._routes = view.routes
         self._master = np.full(len(view.job_arrival), -1, dtype=np.int64)
         self._largest = int(np.argmax(view.cluster_slots))
         self._prog = np.zeros(0)          # last delivered progress, per copy id
@@ -232,7 +232,8 @@ class ReportBoard:
                ) -> tuple[np.ndarray, np.ndarray]:
         """Master cluster and travel time (s) of a report (heartbeat or completion)."""
         master = self.masters(view, jobs)
-        return master, self.delay * self._hops[np.asarray(clusters, dtype=np.int64), master]
+        return master, self.delay * self._routes.hops(np.asarray(clusters, dtype=np.int64),
+                                                       master)
 
     # ------------------------------------------------------------------ heartbeats
     def _grow(self, n: int) -> None:

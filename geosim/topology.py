@@ -49,7 +49,8 @@ _Nodes = list[tuple[str, float, float]]
 _Edges = list[tuple[int, int, float | None, float | None]]
 
 
-#: Most clusters of a topology (generated or read): its routes grow as the square.
+#: Most clusters of a topology (generated or read): the monitor's statistics per pair of
+#: clusters grow as the square.
 MAX_CLUSTERS = 10_000
 #: Largest topology file read (bytes).
 MAX_FILE_BYTES = 64 * 2**20

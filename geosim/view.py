@@ -25,6 +25,7 @@ from geosim.engine import (
     rank_in_runs,
 )
 from geosim.monitor import Monitor, MonitorView
+from geosim.routes import HopCounts, RouteView
 
 __all__ = ["DONE", "READY", "RUNNING", "WAITING", "Actions", "Boundary", "SchedulerView",
            "concat_ranges", "first_of_runs", "rank_in_runs"]
@@ -86,7 +87,12 @@ class SchedulerView:
         self.cluster_slots = _ro(world.slots)
         self.cluster_tier = _ro(world.tier)
         self.gate = _ro(world.gate)
-        self.hops = _ro(world.hops)
+        #: Hop counts of the routes, indexed like an ``n × n`` matrix: ``hops[s, d]`` is
+        #: the length in links of the route ``s → d`` (scalars or arrays; computed on
+        #: demand, see :class:`~geosim.routes.HopCounts`).
+        self.hops = HopCounts(world.routes)
+        #: The routes: hop counts, hop rows of sources and paths.
+        self.routes = RouteView(world.routes)
         self.slot_ptr = _ro(world.slot_ptr)
         self.slot_cluster = _ro(world.slot_cluster)
         self.job_arrival = _ro(wl.arrival)

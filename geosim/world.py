@@ -22,6 +22,7 @@ from geosim.processes import (
     length_draw,
     uniform_draw,
 )
+from geosim.routes import Routes
 from geosim.scenario import Scenario
 from geosim.topology import TIERS, assign_tiers, barabasi_albert_topology, read_topology
 
@@ -48,13 +49,13 @@ class World:
         slot_cluster: Cluster of every slot.
         gate: Gate bandwidth per cluster (MB/s), the same for ingress and egress.
         outage_p: Outage probability per trial, per cluster.
-        link_u, link_v: End clusters of every WAN link (``link_u < link_v``).
-        pair_ptr: Resources used by a transfer from ``s`` to ``d`` are
-            ``pair_res[pair_ptr[s*n+d]:pair_ptr[s*n+d+1]]``: the directed links of the route,
-            then the egress gate of ``s``, then the ingress gate of ``d``.
-        pair_res: Resource ids: ``2e`` / ``2e+1`` for link ``e`` in the ``u→v`` / ``v→u``
-            direction, ``2L + c`` for cluster ``c``'s egress and ``2L + n + c`` for its ingress.
-        hops: Route length in links between every pair of clusters.
+        link_u, link_v: End clusters of every WAN link (``link_u < link_v``), sorted.
+        routes: The routes between clusters, computed for the pairs in use
+            (:class:`~geosim.routes.Routes`): hop counts, and the resources a transfer
+            from ``s`` to ``d`` uses (the directed links of the route, then the egress
+            gate of ``s``, then the ingress gate of ``d``). Resource ids: ``2e`` /
+            ``2e+1`` for link ``e`` in the ``u→v`` / ``v→u`` direction, ``2L + c`` for
+            cluster ``c``'s egress and ``2L + n + c`` for its ingress.
         input_clusters: Clusters that may hold raw input data.
         power: VM power per slot (MIPS), redrawn periodically.
         availability: Speed factor per slot (None when disabled).
@@ -72,9 +73,7 @@ class World:
     outage_p: np.ndarray
     link_u: np.ndarray
     link_v: np.ndarray
-    pair_ptr: np.ndarray
-    pair_res: np.ndarray
-    hops: np.ndarray
+    routes: Routes
     input_clusters: np.ndarray
     power: PeriodicNormal
     availability: AlternatingRenewal | None
@@ -97,7 +96,7 @@ class World:
         return len(self.link_u)
 
     def resource_capacity(self) -> np.ndarray:
-        """Current capacity (MB/s) of every transfer resource, indexed like ``pair_res``."""
+        """Current capacity (MB/s) of every transfer resource, indexed by resource id."""
         links = self.link_bw.level if self.link_bw is not None else np.empty(0)
         return np.concatenate([np.repeat(links, 2), self.gate, self.gate])
 
@@ -120,38 +119,6 @@ def _draw_range(value, n: int, rng: np.random.Generator, integer: bool = False) 
     if integer:
         return rng.integers(int(lo), int(hi) + 1, size=n)
     return rng.uniform(float(lo), float(hi), size=n)
-
-
-def _routes(graph: nx.Graph, weight: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                           np.ndarray, np.ndarray]:
-    n = graph.number_of_nodes()
-    edges = sorted((min(u, v), max(u, v)) for u, v in graph.edges())
-    link_u = np.array([e[0] for e in edges], dtype=np.int64)
-    link_v = np.array([e[1] for e in edges], dtype=np.int64)
-    edge_id = {e: i for i, e in enumerate(edges)}
-    n_links = len(edges)
-    hops = np.zeros((n, n), dtype=np.int64)
-    counts = np.zeros(n * n, dtype=np.int64)
-    res: list[list[int]] = [[] for _ in range(n * n)]
-    paths = dict(nx.all_pairs_dijkstra_path(graph, weight=weight)) if weight else \
-        dict(nx.all_pairs_shortest_path(graph))
-    for s in range(n):
-        for d in range(n):
-            if s == d:
-                continue
-            path = paths[s][d]
-            ids = []
-            for a, b in zip(path[:-1], path[1:], strict=True):
-                e = edge_id[(min(a, b), max(a, b))]
-                ids.append(2 * e + (0 if a < b else 1))
-            ids += [2 * n_links + s, 2 * n_links + n + d]
-            res[s * n + d] = ids
-            counts[s * n + d] = len(ids)
-            hops[s, d] = len(path) - 1
-    pair_ptr = np.zeros(n * n + 1, dtype=np.int64)
-    np.cumsum(counts, out=pair_ptr[1:])
-    pair_res = np.fromiter((r for ids in res for r in ids), dtype=np.int64, count=int(counts.sum()))
-    return link_u, link_v, pair_ptr, pair_res, hops
 
 
 def build_world(scenario: Scenario, streams: dict[str, np.random.Generator],
@@ -193,7 +160,8 @@ def build_world(scenario: Scenario, streams: dict[str, np.random.Generator],
 
     links = scenario["links"]
     weight = "length" if links["routing"] == "distance" else None
-    link_u, link_v, pair_ptr, pair_res, hops = _routes(graph, weight)
+    routes = Routes(graph, weight)
+    link_u, link_v = routes.link_u, routes.link_v
     link_bw = None
     if len(link_u):
         bw_mean = _draw_range(links["bandwidth_mean"], len(link_u), rng)
@@ -213,7 +181,7 @@ def build_world(scenario: Scenario, streams: dict[str, np.random.Generator],
 
     input_clusters = _input_clusters(scenario, tier, rng)
     return World(graph, tier, slots, slot_ptr, slot_cluster, gate, outage_p, link_u, link_v,
-                 pair_ptr, pair_res, hops, input_clusters, power, availability, outages, link_bw)
+                 routes, input_clusters, power, availability, outages, link_bw)
 
 
 def availability_rates(av: dict) -> tuple[tuple[float, float], tuple[float, float], float]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 
 import networkx as nx
+import numpy as np
 import pytest
 
 import geosim.guards
-from geosim import GeosimError, footprint
+from geosim import GeosimError, footprint, routes
 from geosim.cli import main
 from geosim.engine import COPY_SPEC, Table
 from geosim.guards import Budget
@@ -49,7 +50,10 @@ def test_estimate_counts_close_to_the_built_run():
     world, workload = world_and_workload(scenario)
     assert fp.clusters == world.n_clusters
     assert fp.slots == pytest.approx(world.n_slots, rel=0.1)
-    assert fp.route_entries == pytest.approx(world.pair_res.size, rel=0.1)
+    n = world.n_clusters
+    every = np.arange(n * n)
+    _, _, res = world.routes.route_table(every[every // n != every % n])
+    assert fp.route_entries == pytest.approx(res.size, rel=0.1)
     assert fp.tasks == pytest.approx(workload.n_tasks, rel=0.1)
 
 
@@ -60,20 +64,32 @@ def test_a_run_too_big_for_the_memory_limit_is_refused_naming_its_key():
         GeoModel(load_scenario(MEDIUM, {"workload.n_jobs": 20000}))
     scenario, fp = _estimate(MEDIUM, {"workload.n_jobs": 20000, "run.max_memory_gb": 12})
     footprint.check_memory(fp, scenario)                      # raised limit: accepted
-    scenario, fp = _estimate(QUICK, {"topology.n_clusters": 3000, "run.max_memory_gb": 1})
+    one_slot = {f"tiers.{t}.slots": 1 for t in ("large", "medium", "small")}
+    scenario, fp = _estimate(QUICK, {"topology.n_clusters": 3000, "run.max_memory_gb": 0.4,
+                                     **one_slot})
     with pytest.raises(GeosimError, match="most of it comes from topology.n_clusters = 3000"):
         footprint.check_memory(fp, scenario)
 
 
-def test_routes_of_a_chain_topology_are_estimated_before_they_are_built(tmp_path):
-    write_topology(nx.path_graph(1000), tmp_path / "chain.graphml")
-    (tmp_path / "chain.toml").write_text(
-        '[topology]\ngenerator = "file"\nfile = "chain.graphml"\n[workload]\nn_jobs = 1\n')
-    scenario, fp = _estimate(tmp_path / "chain.toml")
-    exact = sum(abs(s - d) + 2 for s in range(1000) for d in range(1000) if s != d)
+def test_routes_of_a_chain_topology_are_estimated_and_bounded_by_the_cache(tmp_path):
+    for n in (100, 1000):
+        write_topology(nx.path_graph(n), tmp_path / f"chain{n}.graphml")
+        (tmp_path / f"chain{n}.toml").write_text(
+            f'[topology]\ngenerator = "file"\nfile = "chain{n}.graphml"\n'
+            '[workload]\nn_jobs = 1\n[run]\nmax_memory_gb = 3\n')
+    # 100 clusters: every route fits the cache, and the estimate counts them all.
+    scenario, fp = _estimate(tmp_path / "chain100.toml")
+    exact = sum(abs(s - d) + 2 for s in range(100) for d in range(100) if s != d)
     assert fp.route_entries == pytest.approx(exact, rel=0.05)
-    with pytest.raises(GeosimError, match="topology.file: the run would need"):
-        GeoModel(scenario)
+    # 1000 clusters: 335 million entries in all, but only what the cache holds is charged.
+    scenario, fp = _estimate(tmp_path / "chain1000.toml")
+    per_pair = (1000 / 3 + 2) * routes.ROUTE_ENTRY_BYTES + routes.PAIR_BYTES
+    assert fp.route_entries == pytest.approx(
+        routes.ROUTE_CACHE_BYTES / per_pair * (1000 / 3 + 2), rel=0.05)
+    assert fp.terms["topology.file"] < routes.ROUTE_CACHE_BYTES + routes.TREE_CACHE_BYTES \
+        + 1000**2 * footprint.MONITOR_PAIR_BYTES + 2**25
+    model = GeoModel(scenario)                              # not refused: it fits in 3 GiB
+    assert model.world.routes.hops(0, 999) == 999
 
 
 @pytest.mark.parametrize(("overrides", "key"), [
@@ -183,3 +199,11 @@ def test_a_sampling_interval_far_below_the_slot_neither_spins_nor_overflows():
              "run.record_interval": 1e-6}
     with pytest.raises(GeosimError, match=r"run.record_interval: about [12]\.\d+e\+10 samples"):
         GeoModel(load_scenario("scenarios/redundancy-gamma.toml", event))
+
+
+def test_a_world_of_10000_clusters_is_charged_its_route_cache_not_every_route():
+    scenario, fp = _estimate(QUICK, {"topology.n_clusters": 10_000})
+    assert fp.route_entries < routes.ROUTE_CACHE_BYTES / routes.ROUTE_ENTRY_BYTES
+    monitor = 10_000**2 * footprint.MONITOR_PAIR_BYTES
+    assert 0 < fp.terms["topology.n_clusters"] - monitor \
+        < routes.ROUTE_CACHE_BYTES + routes.TREE_CACHE_BYTES + 2**28

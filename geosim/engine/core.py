@@ -48,7 +48,7 @@ from geosim.engine.transfers import (
     account_kernel,
     count_inputs,
     fill_inputs,
-    flow_kernel,
+    flow_structure,
     homes_kernel,
     inputs_kernel,
     new_traffic,
@@ -613,10 +613,9 @@ class Engine:
         if self._flows is not None:
             return self._flows
         world, moves = self.world, self.moves
-        self._flows = Flows(*flow_kernel(
+        self._flows = flow_structure(
             self.live, self.copies.kernel_arg, self.inputs.kernel_arg, moves.src, moves.dst,
-            world.pair_ptr, world.pair_res, world.n_clusters,
-            2 * world.n_links + 2 * world.n_clusters, 1.0 - EPS))
+            world.routes, 2 * world.n_links + 2 * world.n_clusters, 1.0 - EPS)
         return self._flows
 
     def _account(self, src: np.ndarray, dst: np.ndarray, moved: np.ndarray, res: np.ndarray,

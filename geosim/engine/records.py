@@ -102,7 +102,7 @@ class Groups(NamedTuple):
 
 
 class Flows(NamedTuple):
-    """The transfers running in a span (see :func:`geosim.engine.transfers.flow_kernel`).
+    """The transfers running in a span (see :func:`geosim.engine.transfers.flow_structure`).
 
     Copy inputs being fetched: their input row ``idx``, the position ``pos`` of their
     copy in the live copies, source and destination cluster, the resources each crosses

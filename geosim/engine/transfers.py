@@ -14,6 +14,7 @@ from numba import njit
 from geosim.engine.base import EPS
 from geosim.engine.records import Flows, Graph, Traffic
 from geosim.engine.tables import CopyCols, InputCols
+from geosim.routes import Routes
 
 
 class RawMoves:
@@ -74,15 +75,48 @@ class RawMoves:
         return moved, done
 
 
+def flow_structure(live: np.ndarray, copies: tuple, inputs: tuple, move_src: np.ndarray,
+                   move_dst: np.ndarray, routes: Routes, n_res: int, done: float) -> Flows:
+    """The :class:`~geosim.engine.records.Flows` of the live copies and the raw-input moves.
+
+    One compiled pass (:func:`flow_kernel`) lists the flows, finds the routes of their
+    ``(src, dst)`` pairs in the routes' table and lays out the resources each flow and
+    move crosses. Pairs whose routes are not in the table yet are added to it, and the
+    pass runs again (a table emptied to stay in its budget is refilled, then allowed
+    over it for the pairs of these flows).
+
+    Args:
+        live: Live copies.
+        copies: The copies table's records (see :mod:`geosim.engine.records`).
+        inputs: The inputs table's records.
+        move_src: Source cluster of each raw-input move.
+        move_dst: Destination cluster of each raw-input move.
+        routes: The world's routes.
+        n_res: Transfer resources (``2L + 2n``).
+        done: Received fraction from which an input counts as arrived.
+    """
+    clear = True
+    while True:
+        out = flow_kernel(live, copies, inputs, move_src, move_dst, *routes.pair_table(),
+                          routes.n_clusters, n_res, done)
+        if out[-1].size == 0:
+            return Flows._make(out[:-1])
+        routes.add_pairs(out[-1], clear)
+        clear = False
+
+
 # ---------------------------------------------------------------------- compiled kernels
 @njit(cache=True)
-def flow_kernel(live, copies, inputs, move_src, move_dst, pair_ptr, pair_res, n_clusters,
-                n_res, done):  # pragma: no cover - compiled
-    """The arrays of :class:`~geosim.engine.records.Flows` in one pass.
+def list_flows(live, copies, inputs, done):  # pragma: no cover - compiled
+    """Remote inputs of ``live`` copies still being fetched, copy by copy.
 
     ``copies`` and ``inputs`` are the tables' records (as plain tuples, see
     :mod:`geosim.engine.records`); ``done`` is the received fraction from which an input
     counts as arrived.
+
+    Returns:
+        Each flow's input row, the position of its copy in ``live``, its source and its
+        destination cluster.
     """
     copies, inputs = CopyCols(*copies), InputCols(*inputs)
     in_lo, in_hi, cluster = copies.in_lo, copies.in_hi, copies.cluster
@@ -96,7 +130,6 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, pair_ptr, pair_res, n_
     src = np.empty(total, dtype=np.int64)
     dst = np.empty(total, dtype=np.int64)
     n_flow = 0
-    n_hop = 0
     for p in range(live.size):
         c = live[p]
         d = cluster[c]
@@ -104,10 +137,65 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, pair_ptr, pair_res, n_
             s = i_src[i]
             if s != d and i_size[i] > 0 and i_received[i] < done:
                 idx[n_flow], pos[n_flow], src[n_flow], dst[n_flow] = i, p, s, d
-                pair = s * n_clusters + d
-                n_hop += pair_ptr[pair + 1] - pair_ptr[pair]
                 n_flow += 1
-    idx, pos, src, dst = idx[:n_flow], pos[:n_flow], src[:n_flow], dst[:n_flow]
+    return idx[:n_flow], pos[:n_flow], src[:n_flow], dst[:n_flow]
+
+
+@njit(cache=True)
+def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, ptr, route_res,
+                n_clusters, n_res, done):  # pragma: no cover - compiled
+    """The arrays of :class:`~geosim.engine.records.Flows`, and the pairs without a route.
+
+    Lists the flows (:func:`list_flows`), finds the row of each flow's and each move's
+    pair ``src * n + dst`` in the route table (``keys`` sorted, row ``ids[k]``; route
+    ``p``'s resources are ``route_res[ptr[p]:ptr[p+1]]``) and lays out the resources
+    (:func:`flow_resources`). When some pairs are not in the table, the flows come back
+    empty with those pairs' keys (repeats included), to be added before a second pass.
+    """
+    idx, pos, src, dst = list_flows(live, copies, inputs, done)
+    n_flow = src.size
+    rows = np.empty(n_flow + move_src.size, dtype=np.int64)
+    n_missing = 0
+    for j in range(rows.size):
+        if j < n_flow:
+            key = src[j] * n_clusters + dst[j]
+        else:
+            key = move_src[j - n_flow] * n_clusters + move_dst[j - n_flow]
+        k = np.searchsorted(keys, key)
+        if k < keys.size and keys[k] == key:
+            rows[j] = ids[k]
+        else:
+            rows[j] = -1 - key
+            n_missing += 1
+    missing = np.empty(n_missing, dtype=np.int64)
+    if n_missing:
+        m = 0
+        for j in range(rows.size):
+            if rows[j] < 0:
+                missing[m] = -1 - rows[j]
+                m += 1
+        rows = rows[:0]
+        idx, pos, src, dst = idx[:0], pos[:0], src[:0], dst[:0]
+        n_flow = 0
+    res, starts, group, users, move_res, move_starts = flow_resources(
+        pos, rows, n_flow, ptr, route_res, n_res)
+    return idx, pos, src, dst, res, starts, group, users, move_res, move_starts, missing
+
+
+@njit(cache=True)
+def flow_resources(pos, rows, n_flow, ptr, route_res, n_res):  # pragma: no cover - compiled
+    """Resources crossed by the flows and the moves, from their rows of the route table.
+
+    ``rows`` holds the row of each flow's route, then of each move's; route ``p``'s
+    resources are ``route_res[ptr[p]:ptr[p+1]]``.
+
+    Returns:
+        ``res``, ``starts``, ``group``, ``users``, ``move_res`` and ``move_starts`` of
+        :class:`~geosim.engine.records.Flows`.
+    """
+    n_hop = 0
+    for j in range(n_flow):
+        n_hop += ptr[rows[j] + 1] - ptr[rows[j]]
     res = np.empty(n_hop, dtype=np.int64)
     starts = np.empty(n_flow, dtype=np.int64)
     users = np.zeros(n_res, dtype=np.int64)
@@ -115,9 +203,8 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, pair_ptr, pair_res, n_
     n_group = 0
     for j in range(n_flow):
         starts[j] = h
-        pair = src[j] * n_clusters + dst[j]
-        for q in range(pair_ptr[pair], pair_ptr[pair + 1]):
-            res[h] = pair_res[q]
+        for q in range(ptr[rows[j]], ptr[rows[j] + 1]):
+            res[h] = route_res[q]
             users[res[h]] += 1
             h += 1
         if j == 0 or pos[j] != pos[j - 1]:
@@ -128,21 +215,21 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, pair_ptr, pair_res, n_
         if j == 0 or pos[j] != pos[j - 1]:
             group[g] = j
             g += 1
+    n_move = rows.size - n_flow
     n_move_hop = 0
-    for j in range(move_src.size):
-        pair = move_src[j] * n_clusters + move_dst[j]
-        n_move_hop += pair_ptr[pair + 1] - pair_ptr[pair]
+    for j in range(n_flow, rows.size):
+        n_move_hop += ptr[rows[j] + 1] - ptr[rows[j]]
     move_res = np.empty(n_move_hop, dtype=np.int64)
-    move_starts = np.empty(move_src.size, dtype=np.int64)
+    move_starts = np.empty(n_move, dtype=np.int64)
     h = 0
-    for j in range(move_src.size):
+    for j in range(n_move):
         move_starts[j] = h
-        pair = move_src[j] * n_clusters + move_dst[j]
-        for q in range(pair_ptr[pair], pair_ptr[pair + 1]):
-            move_res[h] = pair_res[q]
+        row = rows[n_flow + j]
+        for q in range(ptr[row], ptr[row + 1]):
+            move_res[h] = route_res[q]
             users[move_res[h]] += 1
             h += 1
-    return idx, pos, src, dst, res, starts, group, users, move_res, move_starts
+    return res, starts, group, users, move_res, move_starts
 
 
 @njit(cache=True)

@@ -8,10 +8,15 @@ with a free slot fewest hops from its data (ties: most free slots, then lowest i
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
 from geosim.view import READY, SchedulerView, concat_ranges, rank_in_runs
+
+#: Most hop rows :func:`locality_clusters` fetches at once.
+HOP_ROWS = 64
 
 
 def locality_cluster(view: SchedulerView, task: int, free: np.ndarray) -> int:
@@ -59,9 +64,29 @@ def locality_clusters(view: SchedulerView, tasks: np.ndarray, free: np.ndarray,
         return out
     owner, src, size = view.inputs_of(tasks)
     ptr = np.searchsorted(owner, np.arange(tasks.size + 1))
-    _locality_kernel(tasks, np.asarray(view.task_home), ptr, src, size, free,
-                     np.asarray(view.hops), stop, out)
+    homes = np.asarray(view.task_home)[tasks]
+    # Hop rows of the homes, fetched when a task first needs one: the kernel stops at a
+    # task whose home has no row and goes on from there once the rows are in.
+    row_of, rows = _no_rows(view.n_clusters)
+    at = _locality_kernel(0, homes, ptr, src, size, free, rows, row_of, stop, out)
+    if at < tasks.size:
+        row_of = np.empty(view.n_clusters, dtype=np.int64)
+    while at < tasks.size:
+        ahead = homes[at:]
+        first = np.sort(np.unique(ahead, return_index=True)[1])
+        need = ahead[first]
+        need = need[need >= 0][:HOP_ROWS]
+        row_of[:] = -1
+        row_of[need] = np.arange(need.size)
+        rows = view.routes.hop_rows(need)
+        at = _locality_kernel(at, homes, ptr, src, size, free, rows, row_of, stop, out)
     return out
+
+
+@functools.cache
+def _no_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """No hop row yet, for ``n`` clusters (never written)."""
+    return np.full(n, -1, dtype=np.int64), np.empty((0, n), dtype=np.int64)
 
 
 @njit(cache=True)
@@ -88,11 +113,17 @@ def _ready_in_order(jobs, limits, task_ptr, task_state, budget):  # pragma: no c
 
 
 @njit(cache=True)
-def _locality_kernel(tasks, home_of, ptr, src, size, free, hops, stop,
+def _locality_kernel(start, homes, ptr, src, size, free, rows, row_of, stop,
                      out):  # pragma: no cover - compiled
-    """The rule of :func:`locality_cluster` for a sequence of tasks sharing ``free``."""
+    """The rule of :func:`locality_cluster` for a sequence of tasks sharing ``free``.
+
+    Serves tasks from ``start`` on (task ``i``'s home is ``homes[i]``, its inputs
+    ``src[ptr[i]:ptr[i+1]]``), reading the hop counts from home ``h`` in
+    ``rows[row_of[h]]``. Returns the first task whose home's row is missing when it is
+    needed (nothing done for it), or the number of tasks.
+    """
     n = free.size
-    for i in range(tasks.size):
+    for i in range(start, homes.size):
         if stop:
             empty = True
             for c in range(n):
@@ -100,8 +131,8 @@ def _locality_kernel(tasks, home_of, ptr, src, size, free, hops, stop,
                     empty = False
                     break
             if empty:
-                return
-        home = home_of[tasks[i]]
+                return homes.size
+        home = homes[i]
         pick = -1
         if home >= 0 and free[home] > 0:
             pick = home
@@ -113,6 +144,9 @@ def _locality_kernel(tasks, home_of, ptr, src, size, free, hops, stop,
             if best >= 0:
                 pick = src[best]
         if pick < 0:
+            r = row_of[home] if home >= 0 else 0
+            if r < 0:
+                return i
             top = free[0]
             for c in range(1, n):
                 if free[c] > top:
@@ -125,11 +159,11 @@ def _locality_kernel(tasks, home_of, ptr, src, size, free, hops, stop,
                 elif home < 0:
                     if free[c] > free[pick]:
                         pick = c
-                elif hops[home, c] * (top + 1) - free[c] < \
-                        hops[home, pick] * (top + 1) - free[pick]:
+                elif rows[r, c] * (top + 1) - free[c] < rows[r, pick] * (top + 1) - free[pick]:
                     pick = c
         out[i] = pick
         free[pick] -= 1
+    return homes.size
 
 
 def fill_in_order(view: SchedulerView, actions, jobs: np.ndarray,

@@ -1,0 +1,179 @@
+"""Routes on demand: the same routes, hops and ties as networkx's all-pairs searches."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from geosim.engine.transfers import flow_structure
+from geosim.model import GeoModel
+from geosim.routes import HopCounts, Routes, RouteView, tree_bytes
+from geosim.scenario import load_scenario
+from geosim.testing import geo_world
+from geosim.topology import barabasi_albert_topology
+
+
+def reference(graph: nx.Graph, weight: str | None):
+    """networkx's paths, their hop matrix and the resources of every route."""
+    n = graph.number_of_nodes()
+    paths = dict(nx.all_pairs_dijkstra_path(graph, weight=weight)) if weight else \
+        dict(nx.all_pairs_shortest_path(graph))
+    edges = sorted((min(u, v), max(u, v)) for u, v in graph.edges())
+    edge_id = {e: i for i, e in enumerate(edges)}
+    hops = np.zeros((n, n), dtype=np.int64)
+    res = {}
+    for s in range(n):
+        for d in range(n):
+            path = paths[s][d]
+            hops[s, d] = len(path) - 1
+            ids = [2 * edge_id[(min(a, b), max(a, b))] + (a > b)
+                   for a, b in zip(path[:-1], path[1:], strict=True)]
+            res[s, d] = ids + [2 * len(edges) + s, 2 * len(edges) + n + d] if s != d else []
+    return paths, hops, res
+
+
+def shuffled(graph: nx.Graph, seed: int) -> nx.Graph:
+    """The same graph with its edges added in a random order (another adjacency order)."""
+    rng = np.random.default_rng(seed)
+    out = nx.Graph()
+    out.add_nodes_from(graph.nodes(data=True))
+    edges = list(graph.edges(data=True))
+    for i in rng.permutation(len(edges)):
+        u, v, data = edges[i]
+        out.add_edge(*((v, u) if rng.random() < 0.5 else (u, v)), **data)
+    return out
+
+
+def with_lengths(graph: nx.Graph, lengths) -> nx.Graph:
+    graph = graph.copy()
+    for (u, v), length in zip(graph.edges(), lengths, strict=False):
+        graph.edges[u, v]["length"] = length
+    return graph
+
+
+def _graphs():
+    rng = np.random.default_rng(7)
+    for n, m, seed in [(60, 1, 1), (70, 2, 2), (50, 3, 3), (90, 2, 4)]:
+        ba = barabasi_albert_topology(n, m, seed=seed)
+        yield f"ba{n}-{m}", ba
+        yield f"ba{n}-{m}-equal", with_lengths(ba, [1.0] * ba.number_of_edges())
+        yield f"ba{n}-{m}-ints", with_lengths(ba, rng.integers(1, 3, ba.number_of_edges())
+                                              .tolist())
+        yield f"ba{n}-{m}-shuffled", shuffled(ba, seed)
+    grid = nx.convert_node_labels_to_integers(nx.grid_2d_graph(6, 7))
+    yield "grid", grid                                          # no lengths: each counts 1
+    yield "grid-equal", with_lengths(grid, [2.5] * grid.number_of_edges())
+    yield "grid-shuffled", shuffled(with_lengths(grid, [1.0] * grid.number_of_edges()), 5)
+    yield "grid-halves", with_lengths(grid, rng.choice([0.5, 1.0], grid.number_of_edges())
+                                      .tolist())
+
+
+GRAPHS = dict(_graphs())
+
+
+@pytest.mark.parametrize("weight", [None, "length"])
+@pytest.mark.parametrize("name", list(GRAPHS))
+def test_routes_are_networkx_routes_for_every_pair(name, weight):
+    graph = GRAPHS[name]
+    n = graph.number_of_nodes()
+    paths, hops, res = reference(graph, weight)
+    # Budgets of three trees and a few routes: trees and routes are evicted and rebuilt.
+    routes = Routes(graph, weight, tree_budget=3 * tree_bytes(n), route_budget=4096)
+    every = np.arange(n)
+    assert np.array_equal(routes.hops(every[:, None], every[None, :]), hops)
+    order = np.random.default_rng(0).permutation(n * n)
+    for key in order:
+        s, d = divmod(int(key), n)
+        assert routes.path(s, d) == paths[s][d]
+        assert routes.route(s, d).tolist() == res[s, d]
+    assert routes.trees_built > n                      # sources came back after eviction
+    assert routes.nbytes < 3 * tree_bytes(n) + 4096 + 64 * (n + graph.number_of_edges())
+    # A batch of pairs: one row of the table per key, duplicates and all.
+    keys = np.random.default_rng(1).integers(0, n * n, 500)
+    big = Routes(graph, weight)
+    rows, ptr, table = big.route_table(keys)
+    for key, row in zip(keys, rows, strict=True):
+        assert table[ptr[row]:ptr[row + 1]].tolist() == res[divmod(int(key), n)]
+    assert np.array_equal(big.hop_rows([5, 3, 5]), hops[[5, 3, 5]])
+
+
+def test_dijkstra_hop_counts_follow_the_direction_of_the_route():
+    # Two routes of length 2.0 between 0 and 3: 0-2-4-3 (3 hops) and 0-1-3 (2 hops). From
+    # 0 the three-hop one reaches 3 first, from 3 the two-hop one reaches 0 first; an
+    # equal length later does not replace a path.
+    graph = nx.Graph()
+    for u, v, length in [(0, 1, 1.5), (0, 2, 0.5), (1, 3, 0.5), (2, 4, 0.5), (4, 3, 1.0)]:
+        graph.add_edge(u, v, length=length)
+    paths = dict(nx.all_pairs_dijkstra_path(graph, weight="length"))
+    routes = Routes(graph, "length")
+    assert routes.path(0, 3) == paths[0][3] == [0, 2, 4, 3]
+    assert routes.path(3, 0) == paths[3][0] == [3, 1, 0]
+    assert routes.hops(0, 3) == 3 and routes.hops(3, 0) == 2
+    assert Routes(graph, None).hops(0, 3) == Routes(graph, None).hops(3, 0) == 2
+
+
+def test_hop_counts_index_like_the_matrix():
+    graph = GRAPHS["ba70-2"]
+    n = graph.number_of_nodes()
+    _, dense, _ = reference(graph, "length")
+    hops = HopCounts(Routes(graph, "length", tree_budget=4 * tree_bytes(n)))
+    a, b = np.array([3, 0, 69, 3]), np.array([1, 1, 2, 5])
+    keys = [(2, 5), (a, b), (a[:, None], b[None, :]), (4, b), (a, 7), (-1, 0), (a, -2),
+            (slice(None), b), (a, slice(None)), (slice(3, 10, 2), 4), (5,), 6, a, [1, 2],
+            (slice(None), slice(None)), (slice(2, 5), slice(None, None, -7)), ([1, 2], 3),
+            (np.int32(4), np.int64(9)), (np.empty(0, dtype=np.int64), 3)]
+    for key in keys:
+        got, want = hops[key], dense[key]
+        assert np.shape(got) == np.shape(want) and np.array_equal(got, want), key
+        assert np.asarray(got).dtype == np.int64
+    assert isinstance(hops[2, 5], np.integer)
+    assert hops.shape == (n, n) and len(hops) == n
+    assert np.array_equal(np.asarray(hops), dense)
+    row = hops[3]
+    row[:] = -1                                    # a fresh array: the routes are unchanged
+    assert np.array_equal(hops[3], dense[3])
+    for bad in [(n, 0), (0, -n - 1), (0.5, 1)]:
+        with pytest.raises(IndexError):
+            hops[bad]
+    with pytest.raises(AttributeError):
+        hops.foo = 1
+
+
+def test_the_schedulers_view_reads_hops_and_rows_but_cannot_change_them():
+    model = GeoModel(load_scenario(geo_world(n_jobs=2)))
+    view, world = model.view, model.world
+    _, dense, _ = reference(world.graph, "length")
+    assert isinstance(view.hops, HopCounts) and isinstance(view.routes, RouteView)
+    assert np.array_equal(view.hops[:, :], dense)
+    assert np.array_equal(view.routes.hop_rows([1, 0]), dense[[1, 0]])
+    assert np.array_equal(view.routes.hop_row(2), dense[2])
+    assert view.routes.hops(0, 1) == dense[0, 1]
+    with pytest.raises(AttributeError):
+        view.routes._routes = None
+
+
+@pytest.mark.parametrize("budget", [None, 256])
+def test_the_flows_cross_the_resources_of_their_routes(budget):
+    config = geo_world(n_jobs=12)
+    model = GeoModel(load_scenario(config))
+    engine = model.engine
+    if budget is not None:          # a table too small for one step's pairs: still served
+        model.world.routes = Routes(model.world.graph, "length", route_budget=budget)
+    _, _, res = reference(model.world.graph, "length")
+    seen = 0
+    for _ in range(40):
+        model.step()
+        if engine.live.size == 0:
+            continue
+        flows = flow_structure(engine.live, engine.copies.kernel_arg, engine.inputs.kernel_arg,
+                               engine.moves.src, engine.moves.dst, model.world.routes,
+                               2 * model.world.n_links + 2 * model.world.n_clusters, 0.999)
+        ends = np.r_[flows.starts[1:], flows.res.size]
+        for j in range(flows.src.size):
+            got = flows.res[flows.starts[j]:ends[j]].tolist()
+            assert got == res[int(flows.src[j]), int(flows.dst[j])]
+            seen += 1
+        users = np.bincount(np.r_[flows.res, flows.move_res], minlength=flows.users.size)
+        assert np.array_equal(users, flows.users)
+    assert seen > 0
