@@ -213,7 +213,7 @@ class GeoModel(mesa.Model):
         self.compiled = True
         check_timing(scenario, scheduler, self.world, self.workload)
         self._event = True     # event timing: something happened since the last decision
-        self._reachable = self.engine.reachable.copy()
+        self._reach_version = self.engine.reach_version
         #: Conformance mode: :mod:`geosim.invariants` checked after every step.
         self.check_invariants = invariants.from_environment() if check_invariants is None \
             else bool(check_invariants)
@@ -508,9 +508,9 @@ class GeoModel(mesa.Model):
         self._outages_seen = world.outages.count[1].copy()
         e.set_reachable(world.outages.on)
         self.boundary.failures = e.fail_clusters(np.flatnonzero(started > 0))
-        if started.any() or not np.array_equal(e.reachable, self._reachable):
+        if started.any() or e.reach_version != self._reach_version:
             self._event = True      # an outage's start or end: a decision point
-            self._reachable = e.reachable.copy()
+            self._reach_version = e.reach_version
         self.monitor.record_reachability(state.reachable(e), started, t - self._last_boundary)
         self._last_boundary = t
 

@@ -10,16 +10,10 @@ tens of seconds through the general step.
 
 It is the same model as the general event-timed step (:class:`~geosim.model.GeoModel`
 with :attr:`GeoModel.compiled` off), behind the same contract: :func:`run` takes plain
-values (:class:`PoolSetup`: the engine's arrays and copies table, the world's pool, the
-policy's parameters, the clock) and the run's :class:`~geosim.guards.RunGuards`, fills
-the engine's arrays in place, and returns a :class:`PoolOutcome` (time reached, steps,
-jobs done, sampling instants, live copies, the cluster samples) that the model applies.
-:func:`~geosim.results.build_result` then reads both alike. The copies table,
-the bulk of a long run's memory, keeps only those columns (task, slot, cluster, share,
-start, end, work executed and wasted, slot time, outcome): a copy's progress, the
-progress it started from and its rate are kept only while it lives, and the columns of
-inputs and work factors, which a pool of single-task jobs without inputs never uses, are
-dropped. Two things differ, neither a modelling change:
+values (:class:`PoolSetup`) and the run's :class:`~geosim.guards.RunGuards`, fills the
+engine's arrays in place, and returns a :class:`PoolOutcome` that the model applies. The
+copies table keeps only the columns the results read (a copy's progress and rate live
+only while it does). Two things differ, neither a modelling change:
 
 - machines are drawn uniformly at random as :func:`~geosim.schedulers.pool.apply_allocation`
   draws them (the same candidates, the same rules for keeping copies), but from a
@@ -255,12 +249,10 @@ _COLUMNS = ("task", "slot", "share", "start", "end", "executed", "wasted", "shar
 
 
 def _copy_arrays(table, cap: int) -> tuple[np.ndarray, ...]:
-    """The engine's copy columns, grown to ``cap`` rows.
+    """The engine's copy columns, grown in place to ``cap`` rows (the loop writes them).
 
-    The loop writes the engine's table in place (no second copy of what may be millions
-    of rows). The table grows where it lies (:meth:`~geosim.engine._Table.resize_in_place`:
-    no row is copied, no column held twice); nothing but the loop's own references holds
-    its columns while it runs.
+    Nothing but the loop's own references holds the columns while it runs, so the table
+    may grow where it lies (:meth:`~geosim.engine.Table.resize_in_place`).
     """
     if table.capacity < cap:
         table.resize_in_place(cap)
@@ -268,12 +260,9 @@ def _copy_arrays(table, cap: int) -> tuple[np.ndarray, ...]:
 
 
 def _grown(table) -> int:
-    """The copies table's next capacity: an eighth larger, at most its ``max_rows``.
-
-    Growing costs no copy, and the new rows are zero-filled (their memory is taken at
-    once), so a small step keeps the unused rows' memory small. A full table asks for one
-    row more, which it refuses.
-    """
+    """The copies table's next capacity: an eighth larger (new rows are zero-filled, so a
+    small step keeps unused memory small), at most its ``max_rows`` (a full table asks for
+    one row more, which it refuses)."""
     cap = table.capacity
     return min(cap + cap // 8, max(table.max_rows, cap + 1))
 
@@ -853,10 +842,8 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, slots, ch, tasks, copies,
     copies per job, free units per machine, candidates, job order, counts) and
     ``records`` (time, available slots, busy share, copies per cluster).
 
-    Compiled without Numba's reference counting (``_nrt=False``): the loop allocates
-    nothing, and the atomic increments and decrements of the arrays' reference counts
-    around every inlined helper took about a third of its time. So no helper may make
-    an array (a sort of a slice does: :func:`_sort_prefix` sorts in place instead).
+    Compiled without reference counting (``_nrt=False``, see ``docs/architecture.md``):
+    it took a third of the loop's time, so no helper may make an array.
     """
     n, m = arrival.size, slots[0].size
     beta, horizon, interval, chunk_end, stall = (fparams[0], fparams[1], fparams[2],

@@ -167,6 +167,11 @@ class SchedulerView:
         return _ro(self._e.reachable)
 
     @property
+    def reach_version(self) -> int:
+        """How many times :attr:`reachable` has changed: equal versions, equal sets."""
+        return self._e.reach_version
+
+    @property
     def total_slots(self) -> int:
         """Slots of reachable clusters (:func:`geosim.state.reachable_slots`)."""
         from geosim.state import reachable_slots

@@ -27,6 +27,7 @@ class Boundary:
                  failures: int = 0):
         self._view = view
         self.reachable = reachable
+        self.reach_version = id(reachable)    # another array: maybe another set
         self.arrivals, self.completions, self.failures = arrivals, completions, failures
         self.alive_jobs = np.empty(0, dtype=np.int64)
         self.n_ready = 0

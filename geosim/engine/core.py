@@ -41,7 +41,7 @@ from geosim.engine.launch import (
 )
 from geosim.engine.records import Flows, Graph, JobState, SlotState, TaskState
 from geosim.engine.stages import Stages
-from geosim.engine.step import Span, complete_kernel, step_kernel
+from geosim.engine.step import complete_kernel, step_kernel
 from geosim.engine.tables import COPY_SPEC, ID_MAX, INPUT_SPEC, CopyCols, InputCols, Table
 from geosim.engine.transfers import (
     RawMoves,
@@ -89,6 +89,7 @@ class Engine:
     Attributes:
         time: The engine's clock (s); see :meth:`jump_to`.
         reachable: Whether each cluster is reachable now; see :meth:`set_reachable`.
+        reach_version: Changes of :attr:`reachable` so far.
         live: Ids of the live copies, ascending.
         n_ready: Tasks ready (no live copy) now.
         next_job: The first job not yet arrived.
@@ -160,6 +161,7 @@ class Engine:
         self.n_ready = 0
 
         self.reachable = np.ones(world.n_clusters, dtype=bool)
+        self.reach_version = 0
         self.copies = Table(COPY_SPEC, name="copies", budget=budget, max_rows=ID_MAX,
                             record=CopyCols)
         self.inputs = Table(INPUT_SPEC, capacity=4096, name="inputs", budget=budget,
@@ -240,8 +242,15 @@ class Engine:
         self.time = float(t)
 
     def set_reachable(self, on: np.ndarray) -> None:
-        """Set which clusters are reachable (a copy of ``on`` is kept)."""
-        self.reachable = np.array(on, dtype=bool)
+        """Set which clusters are reachable (a copy of ``on`` is kept).
+
+        :attr:`reach_version` counts the calls that changed the set, so a reader can tell
+        "unchanged since I last looked" without comparing arrays.
+        """
+        on = np.asarray(on, dtype=bool)
+        if not np.array_equal(on, self.reachable):
+            self.reachable = on.copy()
+            self.reach_version += 1
 
     def reset_traffic(self) -> None:
         """Zero the egress, ingress and link counters (after a sample read them)."""
@@ -675,9 +684,10 @@ class Engine:
             cap = world.resource_capacity() if cap is None else cap
         else:
             flows, cap = _NO_FLOWS, NO_FLOAT
+        span_fields = (t, dt, dt * (1.0 + EPS), 1.0 + EPS, self.fetch)     # a Span's
         moved, arrived, win_at, done_tasks, done_time, ending, ending_at = step_kernel(
             live, self.copies.kernel_arg, self.inputs.kernel_arg, self.task_work,
-            world.power.level, factor, tuple(Span(t, dt, dt * (1.0 + EPS), 1.0 + EPS, self.fetch)),
+            world.power.level, factor, span_fields,
             has_flows, tuple(flows), cap, self.reachable, *self._scratch())
         if has_flows:
             if self.fetch and arrived:

@@ -102,6 +102,7 @@ class Scheduler(Parametrised):
         """
         self.rng = rng
         self._seen_reachable: np.ndarray | None = None
+        self._seen_version = -1
         self.reach_changed = False
 
     def at_event(self, view: SchedulerView) -> bool:
@@ -116,11 +117,15 @@ class Scheduler(Parametrised):
         reachable clusters, and sets :attr:`reach_changed` for policies that also act on
         that change alone (PingAn renews its candidates then).
         """
-        reach = view.reachable
-        seen = self._seen_reachable
-        self.reach_changed = seen is None or not np.array_equal(reach, seen)
-        if self.reach_changed:
-            self._seen_reachable = np.array(reach, dtype=bool)
+        version, seen = view.reach_version, self._seen_reachable
+        if seen is not None and version == self._seen_version:
+            self.reach_changed = False      # the same set as at the last call
+        else:
+            reach = view.reachable
+            self.reach_changed = seen is None or not np.array_equal(reach, seen)
+            if self.reach_changed:
+                self._seen_reachable = np.array(reach, dtype=bool)
+        self._seen_version = version
         return bool(view.arrivals or view.completions or view.failures or self.reach_changed)
 
     def decide(self, view: SchedulerView, actions: Actions) -> None:
