@@ -72,8 +72,7 @@ class PoolSetup:
         time: The instant the run starts from.
         horizon: ``run.horizon`` (0: none).
         record_interval: ``run.record_interval``.
-        next_record: The instant of the next sample.
-        last_record: The instant of the last sample.
+        next_record, last_record: The instants of the next and the last sample.
     """
 
     arrival: np.ndarray
@@ -104,8 +103,7 @@ class PoolOutcome:
         steps: Events run (the model's steps).
         jobs_done: Jobs finished.
         next_job: The first job not yet arrived.
-        next_record: The instant of the next sample.
-        last_record: The instant of the last sample.
+        next_record, last_record: The instants of the next and the last sample.
         live: The copies alive at the end (ids in the copies table).
         n_copies: Rows of the copies table the loop filled.
         samples: The cluster samples taken, one block of rows in the columns of
@@ -260,9 +258,11 @@ def _copy_arrays(table, cap: int) -> tuple[np.ndarray, ...]:
 
 
 def _grown(table) -> int:
-    """The copies table's next capacity: an eighth larger (new rows are zero-filled, so a
-    small step keeps unused memory small), at most its ``max_rows`` (a full table asks for
-    one row more, which it refuses)."""
+    """Next capacity of the copies table: an eighth larger, at most its ``max_rows``.
+
+    New rows are zero-filled, so a small step keeps unused memory small; a full table
+    asks for one row more, which it refuses.
+    """
     cap = table.capacity
     return min(cap + cap // 8, max(table.max_rows, cap + 1))
 
