@@ -22,6 +22,11 @@ Then, for the ``run`` command and the 002 world, where the time of a fresh proce
   Numba's ``numba:compiler_lock`` events: one outermost lock span per kernel loaded),
   each one's load time, and the one-time set-up of Numba's compilation context that the
   first load pays (measured before the run, so the loads exclude it);
+- ``mesa``: ``import mesa`` and its parts (``-X importtime``): the whole, SciPy's spatial
+  module that ``mesa.experimental`` imports, ``mesa.model`` alone (its module logger
+  inspects the call stack, which costs more the more modules are loaded), tqdm's
+  ``auto`` module and pandas; after what ``geosim run`` imports before Mesa, and after
+  pandas and Numba as well;
 - ``profile``: the top of a cProfile of one fresh process (``--profile``, off by
   default: it prints many lines).
 
@@ -52,7 +57,11 @@ WORLD = ("scenarios/redundancy-gamma.toml", "srpt+r",
          {"workload.arrival_rate": 2.0, "workload.n_jobs": 20_000, "run.timing": "event"})
 COMMANDS = {"help": "geosim --help", "validate": "geosim validate (quickstart)",
             "run": "geosim run (quickstart, fifo)", "import": "import geosim.model"}
-CASES = (*COMMANDS, "world", "warm", "imports", "kernels")
+CASES = (*COMMANDS, "world", "warm", "imports", "kernels", "mesa")
+#: What a process has imported before Mesa: as ``geosim run`` does (NumPy and NetworkX,
+#: from the scenario), and with pandas, Numba and its BLAS check's SciPy too.
+BEFORE_MESA = {"geosim's order": "numpy, networkx",
+               "after pandas and Numba": "numpy, networkx, pandas, numba, scipy.linalg"}
 
 #: The 002 world's call, timed inside a fresh process (``{warm}``: calls after the first).
 WORLD_CODE = """
@@ -160,7 +169,43 @@ def measure(case: str, root: Path) -> dict[str, list[float]]:
             return {"002 world, warm call": json.loads(out.strip().splitlines()[-1])["warm"]}
         if case == "imports":
             return _imports(root, f"{tmp}/out")
+        if case == "mesa":
+            return _mesa(root)
         return _kernels(root, f"{tmp}/out")
+
+
+def _subtree(stderr: str, root: str) -> dict[str, tuple[float, float]]:
+    """``-X importtime``'s (own, cumulative) seconds of ``root``'s modules, by name.
+
+    Only the modules imported under the last top-level import of ``root`` count.
+    """
+    rows = []
+    for line in stderr.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            own, total, name = line.removeprefix("import time:").split("|")
+            rows.append((name.rstrip(), int(own) / 1e6, int(total) / 1e6))
+    end = max(i for i, row in enumerate(rows) if row[0] == f" {root}")
+    start = end
+    while start > 0 and rows[start - 1][0].startswith("   "):
+        start -= 1
+    return {name.strip(): (own, total) for name, own, total in rows[start:end + 1]}
+
+
+def _mesa(root: Path) -> dict[str, list[float]]:
+    """What ``import mesa`` costs, and its parts, after what a run imports before it."""
+    rows: dict[str, list[float]] = {}
+    for label, before in BEFORE_MESA.items():
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                               f"import {before}\nimport mesa"], cwd=root, env=_env(root),
+                              capture_output=True, text=True, check=True)
+        tree = _subtree(proc.stderr, "mesa")
+        zero = (0.0, 0.0)
+        rows[f"mesa, {label}: import mesa"] = [tree["mesa"][1]]
+        rows[f"mesa, {label}: scipy.spatial"] = [tree.get("scipy.spatial", zero)[1]]
+        rows[f"mesa, {label}: mesa.model alone"] = [tree.get("mesa.model", zero)[0]]
+        rows[f"mesa, {label}: tqdm.auto"] = [tree.get("tqdm.auto", zero)[1]]
+        rows[f"mesa, {label}: pandas"] = [tree.get("pandas", zero)[1]]
+    return rows
 
 
 def _imports(root: Path, out: str) -> dict[str, list[float]]:

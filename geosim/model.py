@@ -39,6 +39,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+# Mesa first: importing mesa.model inspects the call stack, which takes longer the more
+# modules are loaded (docs/results.md, "Fixed costs of a command").
 import mesa
 import numpy as np
 
