@@ -86,3 +86,9 @@ def test_importing_a_builtins_module_registers_it():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
+
+
+def test_a_composite_leaves_scipy_optimize_to_iridium():
+    got = loaded("from geosim.schedulers import make_scheduler\n"
+                 "make_scheduler('flutter+mantri')")
+    assert "scipy.optimize" not in got and "geosim.schedulers.compositions" in got
