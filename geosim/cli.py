@@ -19,8 +19,12 @@ from collections.abc import Sequence
 
 from geosim.errors import GeosimError, os_error
 
+#: geosim's own commands: naming one, the plugins' entry points are not loaded.
+COMMANDS = ("run", "compare", "sweep", "validate", "schedulers", "compile")
 
-def _parser() -> argparse.ArgumentParser:
+
+def _parser(plugins: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser, with the plugins' subcommands unless ``plugins`` is off."""
     parser = argparse.ArgumentParser(
         prog="geosim", description="Simulate scheduling on geo-distributed edge clusters.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -48,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
                           "cache now, so that the first run does not wait for them")
     comp.add_argument("--jobs-parallel", type=int, default=None, metavar="K",
                       help="worker processes (default: every core)")
-    _add_plugins(sub)
+    if plugins:
+        _add_plugins(sub)
     return parser
 
 
@@ -255,7 +260,10 @@ def _format_summary(summary: dict) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``geosim`` command; returns the exit status."""
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # One of geosim's own commands is parsed without the plugins (their entry points and
+    # modules take long to load); any other first argument may name a plugin's command.
+    args = _parser(plugins=not argv or argv[0] not in COMMANDS).parse_args(argv)
     try:
         if getattr(args, "handler", None) is not None:
             return args.handler(args)
@@ -279,8 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         scenario = _load(args)
         if args.command == "validate":
             from geosim.footprint import describe_run
-            from geosim.inputs import build_inputs
-            from geosim.model import check_timing
+            from geosim.inputs import build_inputs, check_timing
             from geosim.schedulers.build import build_scheduler
             policy = build_scheduler(scenario, None)
             inputs = build_inputs(scenario)

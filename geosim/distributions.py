@@ -23,7 +23,6 @@ import functools
 
 import numpy as np
 from numba import njit
-from scipy import stats
 
 
 def levels(k: int) -> np.ndarray:
@@ -37,6 +36,8 @@ def normal_atoms(rsd: np.ndarray | float, k: int) -> np.ndarray:
     Returns:
         Shape ``rsd.shape + (k,)``, ascending along the last axis.
     """
+    from scipy import stats  # on first use: SciPy's statistics take long to import
+
     rsd = np.asarray(rsd, dtype=float)[..., None]
     q = levels(k)
     safe = np.where(rsd > 0, rsd, 1.0)

@@ -39,6 +39,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+# Mesa first: importing mesa.model inspects the call stack, which takes longer the more
+# modules are loaded (docs/results.md, "Fixed costs of a command").
 import mesa
 import numpy as np
 
@@ -52,7 +54,7 @@ from geosim.datacollector import GeoDataCollector
 from geosim.engine import Engine, concat_ranges
 from geosim.errors import GeosimError
 from geosim.guards import GIB, Budget, RunGuards
-from geosim.inputs import build_inputs
+from geosim.inputs import build_inputs, check_timing, rate_changes
 from geosim.monitor import Monitor
 from geosim.recorder import Recorder
 from geosim.results import Result, RunInfo, build_result
@@ -62,7 +64,7 @@ from geosim.schedulers.build import build_scheduler
 from geosim.series import CLUSTER_INDEX, CLUSTER_SERIES, LINK_INDEX, LINK_SERIES, readings
 from geosim.view import Actions, Boundary, SchedulerView
 from geosim.workload import Workload
-from geosim.world import World, nominal_priors
+from geosim.world import nominal_priors
 
 
 @dataclass(frozen=True)
@@ -78,49 +80,6 @@ class Stop:
 
     kind: Literal["idle", "slots", "span"]
     value: float
-
-
-def rate_changes(world: World, workload: Workload, places_data: bool,
-                 exact: bool = False) -> str:
-    """Why copies' rates may change between events ('' when they cannot).
-
-    Args:
-        world: The run's world.
-        workload: The run's jobs.
-        places_data: Whether the scheduler moves raw input before arrival.
-        exact: Availability periods and outages do not count: their changes are known
-            instants, at which event timing stops (:meth:`GeoModel._event_span`).
-    """
-    for cause, present in (("the world has availability periods",
-                            world.availability is not None and not exact),
-                           ("the world has outages", world.outages is not None and not exact),
-                           ("tasks read input over the network",
-                            workload.n_raw > 0 or workload.n_edges > 0),
-                           ("raw input is moved before arrival", places_data)):
-        if present:
-            return cause
-    return ""
-
-
-def check_timing(scenario: Scenario, scheduler: Scheduler, world: World,
-                 workload: Workload) -> None:
-    """Refuse event timing for a scheduler or world it cannot run.
-
-    Event timing needs a scheduler that decides at events only, on a world whose rates
-    change only at known instants.
-
-    Raises:
-        GeosimError: Naming ``run.timing`` and why.
-    """
-    if scenario["run"]["timing"] != "event":
-        return
-    places_data = scenario["workload"]["data_lag"] > 0 and scheduler.places_data
-    why = ("the scheduler decides every slot" if not scheduler.event_driven else
-           rate_changes(world, workload, places_data, exact=True))
-    if why:
-        raise GeosimError(f"timing 'event' needs an event-driven scheduler on a world "
-                          f"whose rates change only at known instants, but {why}",
-                          source=scenario.source, key="run.timing")
 
 
 class GeoModel(mesa.Model):

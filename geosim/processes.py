@@ -266,11 +266,14 @@ class AlternatingRenewal:
         Args:
             t_end: The new time.
             t_start: Start of the span averaged over.
-            entities: Entity ids (int64) whose averages are wanted.
+            entities: Entity ids whose averages are wanted (taken as int64, so that one
+                compiled kernel serves every caller: the copies table's 32-bit slot ids
+                would load a second one).
 
         Returns:
             The time-average level over ``[t_start, t_end]`` of each of ``entities``.
         """
+        entities = np.asarray(entities, dtype=np.int64)
         out = np.empty(entities.size)
         self._epoch += 1
         self._run(t_end, t_start, entities, out, _NO_LOG)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from scipy.optimize import linear_sum_assignment
 
 from geosim.params import Field
 from geosim.schedulers.compose import Placement
@@ -271,6 +270,10 @@ def place_reduce(data: np.ndarray, gate: np.ndarray, free: np.ndarray) -> np.nda
     Returns:
         The cluster of each task, ``-1`` for a task left waiting.
     """
+    # On first use: scipy.optimize takes long to import, and the other composites that
+    # import this module never call it.
+    from scipy.optimize import linear_sum_assignment
+
     sites = np.flatnonzero(free > 0)
     n = int(min(data.shape[0], free[sites].sum()))
     out = np.full(data.shape[0], -1, dtype=np.int64)

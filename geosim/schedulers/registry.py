@@ -2,9 +2,10 @@
 
 Built-in schedulers live in the modules of :data:`BUILTIN_MODULES`, each registering its
 classes with :func:`register` when imported. Nothing is imported until a name is needed:
-:func:`registered`, :func:`unavailable` and :func:`make_scheduler` import the built-ins
-and then the plugins once per process, so listing or naming a scheduler costs the
-imports, and loading a scenario or the package costs none.
+naming a built-in (:func:`scheduler_class`, :func:`make_scheduler`) imports its module
+(:data:`BUILTINS`) and no other; :func:`registered`, :func:`unavailable` and naming any
+other scheduler import every built-in and then the plugins, once per process. Loading a
+scenario or the package imports none.
 
 Schedulers from other distributions are plugins: entry points of the group
 ``geosim.schedulers`` (:data:`ENTRY_POINT_GROUP`) naming a
@@ -28,10 +29,22 @@ from typing import Any
 from geosim.errors import GeosimError
 from geosim.schedulers.base import Scheduler
 
+#: The built-in schedulers by name, each with the module whose import registers it, so
+#: that naming one imports that module alone (the composites' module imports every part).
+BUILTINS = {
+    **{name: "geosim.schedulers.compositions" for name in (
+        "dolly", "flutter", "flutter+dolly", "flutter+late", "flutter+mantri", "iridium",
+        "late", "mantri", "spark", "spark+speculation")},
+    **{name: f"geosim.schedulers.{module}" for name, module in (
+        ("fair", "fair"), ("fair+r", "fair_r"), ("fifo", "fifo"),
+        ("flow-fair", "flow_fair"), ("flowflex", "flowflex"), ("laps", "laps"),
+        ("laps+r", "laps"), ("pingan", "pingan"), ("sca", "smart_cloning"),
+        ("srpt", "srpt"), ("srpt+r", "srpt_r"), ("srptms+c", "srptms_c"),
+        ("srptms-offline", "srptms_offline"))},
+}
+
 #: The modules of the built-in schedulers (each registers its classes when imported).
-BUILTIN_MODULES = tuple(f"geosim.schedulers.{name}" for name in (
-    "compositions", "fair", "fair_r", "fifo", "flow_fair", "flowflex", "laps", "pingan",
-    "smart_cloning", "srpt", "srpt_r", "srptms_c", "srptms_offline"))
+BUILTIN_MODULES = tuple(sorted(set(BUILTINS.values())))
 
 #: Entry-point group of scheduler plugins.
 ENTRY_POINT_GROUP = "geosim.schedulers"
@@ -139,6 +152,9 @@ def scheduler_class(name: str, source: str = "scheduler",
     Raises:
         GeosimError: Unknown or unavailable name (one line naming ``key``).
     """
+    cls = _builtin(name)
+    if cls is not None:
+        return cls
     known = registered()
     cls = known.get(name)
     if cls is None and name in _UNAVAILABLE:
@@ -148,6 +164,19 @@ def scheduler_class(name: str, source: str = "scheduler",
         raise GeosimError(f"unknown scheduler {name!r} (known: {', '.join(known)})",
                           source=source, key=key)
     return cls
+
+
+def _builtin(name: str) -> type[Scheduler] | None:
+    """The class of a built-in name, importing its module alone (None for another name).
+
+    A plugin never takes a built-in's name, so a built-in is found without loading the
+    plugins or the other built-ins.
+    """
+    module = BUILTINS.get(name)
+    if module is None:
+        return None
+    import_module(module)
+    return _REGISTRY.get(name)
 
 
 def make_scheduler(name: str, params: Mapping[str, Any] | None = None,

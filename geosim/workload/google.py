@@ -62,7 +62,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from geosim.errors import GeosimError
 from geosim.workload.core import Workload, check_count, check_positive, poisson_arrivals
@@ -130,6 +129,8 @@ def task_count_exponent(mean_tasks: float, max_tasks: int) -> float:
     if f_lo < 0 or f_hi > 0:
         raise GeosimError(f"no power-law exponent in [{lo:g}, {hi:g}] gives mean_tasks = "
                           f"{mean_tasks!r} with max_tasks = {max_tasks}")
+    from scipy.optimize import brentq  # on first use: scipy.optimize takes long to import
+
     return float(brentq(lambda a: _pmf_mean(a, max_tasks) - mean_tasks, lo, hi, xtol=1e-14,
                         rtol=1e-14))
 
@@ -203,6 +204,8 @@ def bounded_pareto_shape(low: float, high: float, mean: float) -> float:
     if not bounded_pareto_mean(low, high, hi) < mean < bounded_pareto_mean(low, high, lo):
         raise GeosimError(f"no bounded Pareto shape in [{lo:g}, {hi:g}] has mean {mean:g} on "
                           f"[{low:g}, {high:g}]")
+    from scipy.optimize import brentq  # on first use: scipy.optimize takes long to import
+
     return float(brentq(lambda s: bounded_pareto_mean(low, high, s) - mean, lo, hi,
                         xtol=1e-14, rtol=1e-14))
 
