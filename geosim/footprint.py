@@ -3,11 +3,11 @@
 Three guards, each naming the scenario key that causes the problem:
 
 * :func:`estimate` and :func:`check_memory`: before the world and the workload are built,
-  the expected numbers of slots, clusters (their cached routes and the monitor's samples
-  per pair), jobs and tasks give a memory estimate; a run whose estimate exceeds
-  ``run.max_memory_gb`` is refused, naming the key behind the largest term. The
-  per-item sizes are measured peaks of this implementation (see ``docs/model.md``),
-  rounded up, so the estimate errs on the large side.
+  the expected numbers of slots, clusters (their cached routes), jobs and tasks (with
+  the monitor's samples of the cluster pairs they use) give a memory estimate; a run
+  whose estimate exceeds ``run.max_memory_gb`` is refused, naming the key behind the
+  largest term. The per-item sizes are measured peaks of this implementation (see
+  ``docs/model.md``), rounded up, so the estimate errs on the large side.
 * :class:`geosim.guards.Budget` keeps the same limit while the run goes on.
 * :func:`check_pace`: once the world and workload exist, a mean task alone on the slowest
   slot, gate and link must finish within the stall limits of :mod:`geosim.guards`
@@ -46,9 +46,13 @@ SLOT_BYTES = 8192
 #: view's frozen copy) and the Mesa agents of clusters and links.
 CLUSTER_BYTES = 8192
 LINK_BYTES = 4096
-#: Bytes per ordered pair of clusters of the monitor's transfer bandwidths: a ring of
-#: :data:`~geosim.monitor.WINDOW` samples and a count, for every pair.
-MONITOR_PAIR_BYTES = 8 * WINDOW + 8
+#: Bytes per cluster pair that carried a transfer: the monitor's ring of
+#: :data:`~geosim.monitor.WINDOW` samples and a count (twice: its buffer grows by
+#: doubling), the pair's key and row, and a performance model's 16 atoms and mean.
+MONITOR_PAIR_BYTES = 2 * (8 * WINDOW + 8) + 16 + 8 * 16 + 8
+#: Cluster pairs a task may add to the monitor: the remote inputs its completed copies
+#: read (a bound on the pairs in use, with the ordered pairs of clusters).
+MONITOR_PAIRS_PER_TASK = 8
 #: Bytes per task and per job over a run: the tables of tasks, copies, inputs and results.
 TASK_BYTES = 4096
 JOB_BYTES = 2048
@@ -125,7 +129,8 @@ def estimate(scenario: Scenario, graph: nx.Graph, workload=None) -> Footprint:
         else "topology.n_clusters"
     terms = {"tiers.*.slots": slots * SLOT_BYTES,
              topo_key: topo_bytes,
-             task_key: tasks * TASK_BYTES + jobs * JOB_BYTES}
+             task_key: tasks * TASK_BYTES + jobs * JOB_BYTES
+             + min(float(n) * (n - 1), tasks * MONITOR_PAIRS_PER_TASK) * MONITOR_PAIR_BYTES}
     return Footprint(n, slots, entries, jobs, tasks, terms)
 
 
@@ -306,8 +311,8 @@ def topology_bytes(graph: nx.Graph) -> tuple[float, float]:
     :data:`~geosim.routes.TREE_CACHE_BYTES`, the table of routes of at most
     :data:`~geosim.routes.ROUTE_CACHE_BYTES`, each charged whole unless every tree or
     every route takes less. The graph, its adjacency and the agents of clusters and links
-    add their own bytes, and the monitor's bandwidth samples
-    :data:`MONITOR_PAIR_BYTES` per ordered pair of clusters.
+    add their own bytes. (The monitor keeps samples only for the pairs that carried a
+    transfer: :func:`estimate` charges them with the tasks.)
     """
     n, links = graph.number_of_nodes(), graph.number_of_edges()
     pairs = n * (n - 1)
@@ -315,8 +320,7 @@ def topology_bytes(graph: nx.Graph) -> tuple[float, float]:
     per_pair = per_route * ROUTE_ENTRY_BYTES + PAIR_BYTES
     table = min(pairs * per_pair, float(ROUTE_CACHE_BYTES))
     trees = min(n, max(1, TREE_CACHE_BYTES // tree_bytes(n))) * tree_bytes(n) if n else 0
-    topology = n * CLUSTER_BYTES + links * LINK_BYTES + adjacency_bytes(n, links) \
-        + n * n * MONITOR_PAIR_BYTES
+    topology = n * CLUSTER_BYTES + links * LINK_BYTES + adjacency_bytes(n, links)
     return table / per_pair * per_route if pairs else 0.0, topology + trees + table
 
 

@@ -51,6 +51,8 @@ Two choices of the paper are options (:data:`ESTIMATES`, :data:`LEARN_FROM`):
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -70,6 +72,7 @@ from geosim.monitor import Monitor
 __all__ = [
     "ESTIMATES",
     "LEARN_FROM",
+    "PairTable",
     "PerformanceModel",
     "expected_max",
     "expected_min",
@@ -77,6 +80,8 @@ __all__ = [
     "expected_time_min",
     "levels",
     "normal_atoms",
+    "pair_row",
+    "pair_rows",
     "quantile_bounds",
     "thresholds",
 ]
@@ -85,6 +90,51 @@ __all__ = [
 ESTIMATES = ("mean-rate", "mean-time")
 #: Which copies the model learns from: the winners (003 §3.1) or every copy that ran.
 LEARN_FROM = ("winners", "all")
+
+
+class PairTable(NamedTuple):
+    """A value (or row of atoms) per ordered cluster pair, stored without ``n²`` rows.
+
+    Pairs with their own observations have their own rows; every other pair shares the
+    row of its destination's fallback, or a nominal prior row, that of whichever of the
+    pair's two clusters has the narrower gate (the prior of a pair is the nominal link
+    bandwidth capped at both gates). :func:`pair_row` finds a pair's row.
+
+    Attributes:
+        keys: ``src * n + dst`` of the pairs with their own rows ``0..len(keys)-1``,
+            ascending.
+        fallback: Per destination, the row of its fallback, or -1 for the prior rows.
+        gate: Gate bandwidth per cluster: which prior row a pair uses.
+        prior: Row of cluster 0's prior; cluster ``c``'s is ``prior + c``.
+        values: The rows, shape ``(rows,)`` or ``(rows, K)``.
+    """
+
+    keys: np.ndarray
+    fallback: np.ndarray
+    gate: np.ndarray
+    prior: int
+    values: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Number of clusters."""
+        return self.fallback.size
+
+    def with_values(self, values: np.ndarray) -> PairTable:
+        """The same pairs with other row values (one per row of :attr:`values`)."""
+        return self._replace(values=values)
+
+    def dense(self) -> np.ndarray:
+        """The value of every pair, ``[src * n + dst]`` (``n²`` rows: for small worlds)."""
+        n = self.n
+        every = np.arange(n * n, dtype=np.int64)
+        return self.values[pair_rows(self, every // n, every % n)]
+
+    @staticmethod
+    def constant(n: int, value: np.ndarray | float) -> PairTable:
+        """Every pair of ``n`` clusters with the same ``value`` (a scalar or a row)."""
+        return PairTable(np.zeros(0, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                         np.zeros(n), 1, np.asarray([value, value], dtype=float))
 
 
 class PerformanceModel:
@@ -105,9 +155,12 @@ class PerformanceModel:
 
     Attributes:
         speed_mean: ``E[V^P]`` per cluster and type (MIPS).
-        bandwidth_mean: ``E[V^T]`` per cluster pair (MB/s).
         speed_hmean: Harmonic mean ``1 / E[1 / V^P]`` per cluster and type (MIPS).
-        bandwidth_hmean: Harmonic mean ``1 / E[1 / V^T]`` per cluster pair (MB/s).
+        bandwidth_pairs: The atoms of ``V^T`` per cluster pair (MB/s), a :class:`PairTable`.
+        bandwidth_mean_pairs: ``E[V^T]`` per cluster pair, a :class:`PairTable`.
+        bandwidth_hmean_pairs: Harmonic mean ``1 / E[1 / V^T]`` per cluster pair.
+        bandwidth, bandwidth_mean, bandwidth_hmean: The same as dense arrays
+            (``[src * n + dst]``, ``[src, dst]``; built on demand, ``n²`` entries).
     """
 
     def __init__(self, monitor: Monitor, gate: np.ndarray, dt: float, atoms: int = 16,
@@ -130,26 +183,32 @@ class PerformanceModel:
         pri = monitor.priors
         n, types = monitor.n_clusters, monitor.n_types
         self._speed_prior = pri.speed_mean[:, None] * normal_atoms(pri.speed_rsd, atoms)
-        pair_mean = np.minimum(pri.bandwidth_mean, np.minimum.outer(gate, gate))
-        self._bw_prior = pair_mean.reshape(-1, 1) * normal_atoms(pri.bandwidth_rsd, atoms)
+        # The prior of pair (s, d) is that of the cluster of the narrower gate: the
+        # nominal bandwidth capped at both gates.
+        self._gate = np.asarray(gate, dtype=float)
+        self._bw_prior = (np.minimum(pri.bandwidth_mean, self._gate)[:, None]
+                          * normal_atoms(pri.bandwidth_rsd, atoms))
+        self._bw_prior_mean = self._bw_prior.mean(axis=1)
         self.speed = np.repeat(self._speed_prior[:, None, :], types, axis=1)
-        self.bandwidth = self._bw_prior.copy()
         self._speed_seen = np.zeros((n, types), dtype=np.int64)
-        self._bw_seen = np.zeros(n * n, dtype=np.int64)
+        # Pairs with samples (ascending keys) and their sample counts at the last
+        # bandwidth refresh; those with enough of their own, with their atoms and means.
+        self._bw_keys = np.zeros(0, dtype=np.int64)
+        self._bw_seen = np.zeros(0, dtype=np.int64)
+        self._own_keys = np.zeros(0, dtype=np.int64)
+        self._own_atoms = np.zeros((0, atoms))
+        self._own_mean = np.zeros(0)
         # What the last bandwidth refresh built on: sample counts of the pooled rows, the
-        # pooled atoms, each destination's fallback (see _refresh_bandwidth), the atoms
-        # and their means.
+        # pooled atoms and each destination's fallback (see _refresh_bandwidth).
         self._into_seen = np.zeros(n + 1, dtype=np.int64)
         self._pooled = np.zeros((n + 1, atoms))
         self._fallback = np.zeros(n, dtype=np.int64)
         self._next = -np.inf
         self.version = 0
         self.speed_mean = self.speed.mean(axis=2)
-        self._bw_mean = self.bandwidth.mean(axis=1)
-        self._bw_prior_mean = self._bw_mean.copy()
-        self._bw_atoms = self.bandwidth
-        self.bandwidth_mean = self._bw_mean.reshape(n, n)
-        self._hmeans: tuple[np.ndarray, np.ndarray] | None = None
+        self._hmeans: tuple[np.ndarray, PairTable] | None = None
+        self._dense: dict[str, np.ndarray] = {}
+        self._build_bandwidth()
         self.outage_probability = self._outage_probability()
 
     def refresh(self, now: float) -> bool:
@@ -164,6 +223,7 @@ class PerformanceModel:
         self._refresh_speed()
         self._refresh_bandwidth()
         self._hmeans = None
+        self._dense = {}
         self.outage_probability = self._outage_probability()
         self.version += 1
         return True
@@ -174,11 +234,34 @@ class PerformanceModel:
         return self._harmonic_means()[0]
 
     @property
-    def bandwidth_hmean(self) -> np.ndarray:
+    def bandwidth_hmean_pairs(self) -> PairTable:
         """Harmonic mean ``1 / E[1 / V^T]`` per cluster pair (see :meth:`_harmonic_means`)."""
         return self._harmonic_means()[1]
 
-    def _harmonic_means(self) -> tuple[np.ndarray, np.ndarray]:
+    @property
+    def bandwidth(self) -> np.ndarray:
+        """The atoms of every pair, ``[src * n + dst, i]`` (``n²`` rows, built on demand)."""
+        return self._dense_of("bandwidth", self.bandwidth_pairs)
+
+    @property
+    def bandwidth_mean(self) -> np.ndarray:
+        """``E[V^T]`` of every pair, ``[src, dst]`` (``n²`` entries, built on demand)."""
+        return self._dense_of("mean", self.bandwidth_mean_pairs)
+
+    @property
+    def bandwidth_hmean(self) -> np.ndarray:
+        """``1 / E[1 / V^T]`` of every pair, ``[src, dst]`` (built on demand)."""
+        return self._dense_of("hmean", self.bandwidth_hmean_pairs)
+
+    def _dense_of(self, name: str, table: PairTable) -> np.ndarray:
+        """``table`` as a dense array, kept until the next refresh."""
+        if name not in self._dense:
+            n = table.n
+            dense = table.dense()
+            self._dense[name] = dense if dense.ndim == 2 else dense.reshape(n, n)
+        return self._dense[name]
+
+    def _harmonic_means(self) -> tuple[np.ndarray, PairTable]:
         """``1 / E[1 / V]`` of every speed and bandwidth distribution (0 if an atom is 0).
 
         Computed when first asked for after a refresh (only ``mean-time`` planning uses
@@ -187,8 +270,8 @@ class PerformanceModel:
         if self._hmeans is None:
             with np.errstate(divide="ignore"):
                 self._hmeans = (1.0 / np.mean(1.0 / self.speed, axis=2),
-                                (1.0 / np.mean(1.0 / self.bandwidth, axis=1)).reshape(
-                                    self.bandwidth_mean.shape))
+                                self.bandwidth_pairs.with_values(
+                                    1.0 / np.mean(1.0 / self.bandwidth_pairs.values, axis=1)))
         return self._hmeans
 
     def _tables(self, mine: tuple[np.ndarray, np.ndarray], theirs: tuple | None
@@ -229,12 +312,14 @@ class PerformanceModel:
 
     def _refresh_bandwidth(self) -> None:
         ended = self._ended
-        samples, counts, used = self._tables(
+        keys, samples, counts, used = self._pair_tables(
             self.monitor.bandwidth_table(), None if ended is None else ended.bandwidth_table())
-        if np.array_equal(counts, self._bw_seen):
+        seen = np.zeros(keys.size, dtype=np.int64)
+        seen[np.searchsorted(keys, self._bw_keys)] = self._bw_seen   # keys only grow
+        if np.array_equal(counts, seen):
             return
-        changed = counts != self._bw_seen
-        self._bw_seen = counts.copy()
+        changed = counts != seen
+        self._bw_keys, self._bw_seen = keys, counts.copy()
         n = self.monitor.n_clusters
         # Fallback of a pair without its own samples: transfers into its destination
         # (kind 2), else all transfers (1), else the nominal prior (0).
@@ -249,23 +334,56 @@ class PerformanceModel:
         self._into_seen = into_counts.copy()
         if redo.any():
             self._pooled[redo] = sample_atoms(into[redo], self.k)
-        kind = np.where(enough[:n], 2, 1 if enough[n] else 0)
-        moved = (kind != self._fallback) | ((kind == 2) & redo[:n]) | ((kind == 1) & redo[n])
-        self._fallback = kind
-        own = used >= self.min_samples
-        rows = np.flatnonzero(changed | (~own & np.tile(moved, n)))     # pair p: dst p % n
-        if rows.size == 0:
-            return
-        atoms, mean = self._bw_atoms.copy(), self._bw_mean.copy()
-        # Means row by row, as over all rows: a fallback row has its source row's mean.
-        _fill_fallback(atoms, mean, rows[~own[rows]], kind, self._pooled,
-                       self._pooled.mean(axis=1), self._bw_prior, self._bw_prior_mean)
-        mine = rows[own[rows]]
-        if mine.size:
-            atoms[mine] = sample_atoms(samples[mine], self.k)
-            mean[mine] = atoms[mine].mean(axis=1)
-        self._bw_atoms, self._bw_mean = atoms, mean
-        self.bandwidth, self.bandwidth_mean = atoms, mean.reshape(n, n)
+        self._fallback = np.where(enough[:n], 2, 1 if enough[n] else 0)
+        own = used >= self.min_samples                  # once own, a pair stays own
+        mine = own & changed
+        at = np.searchsorted(keys, self._own_keys)
+        atoms = np.empty((int(own.sum()), self.k))
+        mean = np.empty(atoms.shape[0])
+        slot = np.cumsum(own) - 1                       # row of each own pair
+        kept = ~changed[at]
+        atoms[slot[at[kept]]] = self._own_atoms[kept]
+        mean[slot[at[kept]]] = self._own_mean[kept]
+        if mine.any():
+            fresh = sample_atoms(samples[mine], self.k)
+            atoms[slot[mine]] = fresh
+            mean[slot[mine]] = fresh.mean(axis=1)
+        self._own_keys, self._own_atoms, self._own_mean = keys[own], atoms, mean
+        self._build_bandwidth()
+
+    def _pair_tables(self, mine: tuple[np.ndarray, ...], theirs: tuple | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Keys, samples, counts and samples in use of the pairs with samples.
+
+        As :meth:`_tables`, for the sparse tables of :meth:`Monitor.bandwidth_table`: a
+        pair missing from one of them has no samples there (NaN, count 0).
+        """
+        keys, samples, counts = mine
+        if theirs is None:
+            return keys, samples, counts, np.minimum(counts, self.monitor.window)
+        union = np.union1d(keys, theirs[0])
+        parts = []
+        for k, smp, cnt in (mine, theirs):
+            full = np.full((union.size, smp.shape[1]), np.nan)
+            total = np.zeros(union.size, dtype=np.int64)
+            at = np.searchsorted(union, k)
+            full[at], total[at] = smp, cnt
+            parts.append((full, total))
+        (a, ca), (b, cb) = parts
+        window = self.monitor.window
+        return (union, np.concatenate([a, b], axis=-1), ca + cb,
+                np.minimum(ca, window) + np.minimum(cb, window))
+
+    def _build_bandwidth(self) -> None:
+        """The pair tables of the atoms and means: own rows, pooled rows, prior rows."""
+        m, n = self._own_keys.size, self.monitor.n_clusters
+        fallback = np.where(self._fallback == 2, m + np.arange(n),
+                            np.where(self._fallback == 1, m + n, -1))
+        table = PairTable(self._own_keys, fallback, self._gate, m + n + 1,
+                          np.concatenate([self._own_atoms, self._pooled, self._bw_prior]))
+        self.bandwidth_pairs = table
+        self.bandwidth_mean_pairs = table.with_values(np.concatenate(
+            [self._own_mean, self._pooled.mean(axis=1), self._bw_prior_mean]))
 
     def _outage_probability(self) -> np.ndarray:
         mon, tau = self.monitor, self.prior_seconds
@@ -274,7 +392,10 @@ class PerformanceModel:
 
     def pair_atoms(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Bandwidth atoms (MB/s) from ``src[i]`` to ``dst[i]``; shape ``src.shape + (K,)``."""
-        return self.bandwidth[np.asarray(src) * self.monitor.n_clusters + np.asarray(dst)]
+        src, dst = np.broadcast_arrays(np.asarray(src, dtype=np.int64),
+                                       np.asarray(dst, dtype=np.int64))
+        rows = pair_rows(self.bandwidth_pairs, src.ravel(), dst.ravel())
+        return self.bandwidth_pairs.values[rows].reshape(src.shape + (self.k,))
 
     # ------------------------------------------------------------------ planning rates
     def copy_rate(self, atoms: np.ndarray) -> np.ndarray:
@@ -340,7 +461,7 @@ class PerformanceModel:
         g_src, g_size = np.asarray(g_src, dtype=np.int64), np.asarray(g_size, dtype=float)
         ok = np.isfinite(rate) & (rate >= 0)
         group = _bottleneck(cluster, task_type, work, g_ptr, g_src, g_size, self.speed_mean,
-                            self.bandwidth_mean)
+                            self.bandwidth_mean_pairs)
         proc = np.flatnonzero(ok & (group < 0))
         self._ended.record_copies(cluster[proc], task_type[proc], rate[proc] * work[proc])
         tr = np.flatnonzero(ok & (group >= 0))
@@ -354,8 +475,8 @@ def _bottleneck(cluster, task_type, work, g_ptr, g_src, g_size, speed_mean,
     """Per copy, the input group whose expected rate bounds it, or -1 for processing.
 
     Processing bounds at ``speed_mean / work``; a remote group (source not the copy's
-    cluster) at ``bw_mean[source, cluster] / size``; ties go to processing, then to the
-    earlier group.
+    cluster) at the mean bandwidth (a :class:`PairTable`) of ``source -> cluster`` over
+    ``size``; ties go to processing, then to the earlier group.
     """
     out = np.full(cluster.size, -1, dtype=np.int64)
     for i in range(cluster.size):
@@ -363,7 +484,7 @@ def _bottleneck(cluster, task_type, work, g_ptr, g_src, g_size, speed_mean,
         best = speed_mean[c, task_type[i]] / work[i]
         for g in range(g_ptr[i], g_ptr[i + 1]):
             if g_src[g] != c:
-                r = bw_mean[g_src[g], c] / g_size[g]
+                r = bw_mean.values[pair_row(bw_mean, g_src[g], c)] / g_size[g]
                 if r < best:
                     best = r
                     out[i] = g
@@ -371,23 +492,23 @@ def _bottleneck(cluster, task_type, work, g_ptr, g_src, g_size, speed_mean,
 
 
 @njit(cache=True)
-def _fill_fallback(atoms, mean, rows, kind, pooled, pooled_mean, prior,
-                   prior_mean):  # pragma: no cover - compiled
-    """Give pairs ``rows`` (``src * n + dst``) the atoms and mean of their fallback.
+def pair_row(table, src, dst):  # pragma: no cover - compiled
+    """The row of pair ``src -> dst`` in :class:`PairTable` ``table``."""
+    n = table.fallback.size
+    key = src * n + dst
+    at = np.searchsorted(table.keys, key)
+    if at < table.keys.size and table.keys[at] == key:
+        return at
+    row = table.fallback[dst]
+    if row >= 0:
+        return row
+    return table.prior + (src if table.gate[src] <= table.gate[dst] else dst)
 
-    The fallback of destination ``dst`` is its pooled row (``kind`` 2), the pooled row of
-    all transfers (1, the last), or the pair's prior (0).
-    """
-    n, k = kind.size, atoms.shape[1]
-    for e in range(rows.size):
-        p = rows[e]
-        how = kind[p % n]
-        if how == 0:
-            for q in range(k):
-                atoms[p, q] = prior[p, q]
-            mean[p] = prior_mean[p]
-        else:
-            row = p % n if how == 2 else n
-            for q in range(k):
-                atoms[p, q] = pooled[row, q]
-            mean[p] = pooled_mean[row]
+
+@njit(cache=True)
+def pair_rows(table, src, dst):  # pragma: no cover - compiled
+    """The rows of pairs ``src[i] -> dst[i]`` in :class:`PairTable` ``table``."""
+    out = np.empty(src.size, dtype=np.int64)
+    for i in range(src.size):
+        out[i] = pair_row(table, src[i], dst[i])
+    return out

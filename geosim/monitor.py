@@ -4,7 +4,10 @@ Like PingAn's performance modeler (003 §3.2, Fig. 1b), the monitor learns only 
 copies that completed: the processing speed each one saw (per cluster and task type)
 and the bandwidth of each of its remote-input transfers, captured at the download end
 (per cluster pair, and pooled per destination and over all pairs). It keeps the most
-recent ``window`` samples of each, in ring buffers written in vectorised batches. Outage
+recent ``window`` samples of each, in ring buffers written in vectorised batches. Rings of
+cluster pairs exist only for the pairs that carried a transfer (a sorted key array and a
+buffer grown on demand), so the monitor's size does not grow with the square of the
+clusters. Outage
 statistics come from what a resource manager sees: how many outages began per cluster
 over how much reachable time.
 """
@@ -63,6 +66,60 @@ class _Ring:
         return self.buf[key, :n].copy() if n < self.window else self.buf[key].copy()
 
 
+class _SparseRing:
+    """Ring buffers of float samples for the keys written so far, created on demand.
+
+    Keys in use are kept sorted (``keys``), each with the row of its ring in a buffer
+    that grows by doubling; a key never written has no ring and no samples.
+    """
+
+    def __init__(self, window: int):
+        self.window = window
+        self.keys = np.zeros(0, dtype=np.int64)     # sorted
+        self.rows = np.zeros(0, dtype=np.int64)     # ring of keys[i]
+        self.buf = np.full((0, window), np.nan)
+        self.count = np.zeros(0, dtype=np.int64)
+
+    def _rows_of(self, keys: np.ndarray) -> np.ndarray:
+        """Rows of ``keys``, adding rings for the keys not seen yet (in key order)."""
+        at = np.searchsorted(self.keys, keys)
+        found = at < self.keys.size
+        found[found] = self.keys[at[found]] == keys[found]
+        if not found.all():
+            new = np.unique(keys[~found])
+            used = self.rows.size
+            if used + new.size > self.count.size:
+                size = max(used + new.size, 2 * self.count.size, 16)
+                buf = np.full((size, self.window), np.nan)
+                buf[:used] = self.buf[:used]
+                count = np.zeros(size, dtype=np.int64)
+                count[:used] = self.count[:used]
+                self.buf, self.count = buf, count
+            where = np.searchsorted(self.keys, new)
+            self.keys = np.insert(self.keys, where, new)
+            self.rows = np.insert(self.rows, where, np.arange(used, used + new.size))
+            at = np.searchsorted(self.keys, keys)
+        return self.rows[at]
+
+    def write(self, keys: np.ndarray, values: np.ndarray) -> None:
+        keys = np.asarray(keys, dtype=np.int64)
+        if keys.size:
+            rows = self._rows_of(keys)      # may grow the buffer
+            _ring_write(self.buf, self.count, rows, np.asarray(values, dtype=float))
+
+    def samples(self, key: int) -> np.ndarray:
+        at = int(np.searchsorted(self.keys, key))
+        if at == self.keys.size or self.keys[at] != key:
+            return np.zeros(0)
+        row = int(self.rows[at])
+        n = min(int(self.count[row]), self.window)
+        return self.buf[row, :n].copy()
+
+    def table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Keys in use (ascending), their samples and counts (copies)."""
+        return self.keys.copy(), self.buf[self.rows], self.count[self.rows]
+
+
 #: Samples kept per key by default.
 WINDOW = 64
 
@@ -82,7 +139,7 @@ class Monitor:
         self.n_clusters, self.n_types, self.window = n_clusters, n_types, window
         self.priors = priors
         self._speed = _Ring(n_clusters * n_types, window)
-        self._bandwidth = _Ring(n_clusters * n_clusters, window)
+        self._bandwidth = _SparseRing(window)               # key src * n_clusters + dst
         self._bandwidth_into = _Ring(n_clusters + 1, window)   # per destination; all
         self.outage_onsets = np.zeros(n_clusters, dtype=np.int64)
         self.reachable_time = np.zeros(n_clusters)
@@ -123,9 +180,15 @@ class Monitor:
         return (_frozen(self._speed.buf.reshape(*shape, self.window)),
                 _frozen(self._speed.count.reshape(shape)))
 
-    def bandwidth_table(self) -> tuple[np.ndarray, np.ndarray]:
-        """All recent bandwidths: samples ``[src * n_clusters + dst, i]`` and counts."""
-        return _frozen(self._bandwidth.buf), _frozen(self._bandwidth.count)
+    def bandwidth_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Recent bandwidths of the pairs that carried a transfer.
+
+        Returns:
+            Read-only keys ``src * n_clusters + dst`` of those pairs (ascending), their
+            samples ``[row, i]`` (NaN where none) and counts; a count above ``window``
+            means the ring is full. A pair not listed has no samples.
+        """
+        return tuple(_frozen(a) for a in self._bandwidth.table())
 
     def bandwidth_into_table(self) -> tuple[np.ndarray, np.ndarray]:
         """Recent bandwidths into each cluster ``[dst, i]`` and of all transfers (last row)."""
@@ -195,7 +258,7 @@ class MonitorView:
         """See :meth:`Monitor.speed_table`."""
         return self._m.speed_table()
 
-    def bandwidth_table(self) -> tuple[np.ndarray, np.ndarray]:
+    def bandwidth_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """See :meth:`Monitor.bandwidth_table`."""
         return self._m.bandwidth_table()
 

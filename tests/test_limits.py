@@ -87,7 +87,7 @@ def test_routes_of_a_chain_topology_are_estimated_and_bounded_by_the_cache(tmp_p
     assert fp.route_entries == pytest.approx(
         routes.ROUTE_CACHE_BYTES / per_pair * (1000 / 3 + 2), rel=0.05)
     assert fp.terms["topology.file"] < routes.ROUTE_CACHE_BYTES + routes.TREE_CACHE_BYTES \
-        + 1000**2 * footprint.MONITOR_PAIR_BYTES + 2**25
+        + 2**25
     model = GeoModel(scenario)                              # not refused: it fits in 3 GiB
     assert model.world.routes.hops(0, 999) == 999
 
@@ -204,6 +204,11 @@ def test_a_sampling_interval_far_below_the_slot_neither_spins_nor_overflows():
 def test_a_world_of_10000_clusters_is_charged_its_route_cache_not_every_route():
     scenario, fp = _estimate(QUICK, {"topology.n_clusters": 10_000})
     assert fp.route_entries < routes.ROUTE_CACHE_BYTES / routes.ROUTE_ENTRY_BYTES
-    monitor = 10_000**2 * footprint.MONITOR_PAIR_BYTES
-    assert 0 < fp.terms["topology.n_clusters"] - monitor \
+    assert 0 < fp.terms["topology.n_clusters"] \
         < routes.ROUTE_CACHE_BYTES + routes.TREE_CACHE_BYTES + 2**28
+    # The monitor keeps samples of the pairs in use only: charged with the tasks, at most
+    # a few pairs per task, far fewer than the 10^8 ordered pairs.
+    pairs = fp.tasks * footprint.MONITOR_PAIRS_PER_TASK
+    assert fp.terms["workload.n_jobs"] == pytest.approx(
+        fp.tasks * footprint.TASK_BYTES + fp.jobs * footprint.JOB_BYTES
+        + pairs * footprint.MONITOR_PAIR_BYTES)

@@ -126,7 +126,7 @@ def test_mean_time_of_a_composed_copy_matches_monte_carlo():
     truth = np.maximum(WORK / v, size / b).mean()
     assert planned == pytest.approx(truth, rel=0.01)
     rate_model = _model("mean-rate", window=20_000)
-    rate_model.speed, rate_model.bandwidth = model.speed, model.bandwidth
+    rate_model.speed, rate_model.bandwidth_pairs = model.speed, model.bandwidth_pairs
     assert 1.0 / rate_model.copy_rate(atoms)[0] < 0.8 * truth
 
 
@@ -173,7 +173,7 @@ def test_an_ended_copy_is_credited_to_its_expected_bottleneck():
     assert model.speed_mean[0, 0] == pytest.approx(model._speed_prior[0].mean())
     # the run's monitor is not changed
     assert model.monitor.speed_table()[1].sum() == 0
-    assert model.monitor.bandwidth_table()[1].sum() == 0
+    assert model.monitor.bandwidth_table()[2].sum() == 0
 
 
 def test_winners_only_ignores_ended_copies():
@@ -264,7 +264,7 @@ def test_pingan_finishes_every_job_with_each_option(params):
         # copies that did not win were observed (insurance copies lose their races)
         lost = (result.copies["outcome"] != "won").sum()
         assert lost > 0
-        assert ended.speed_table()[1].sum() + ended.bandwidth_table()[1].sum() > 0
+        assert ended.speed_table()[1].sum() + ended.bandwidth_table()[2].sum() > 0
     else:
         assert ended is None
 

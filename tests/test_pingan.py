@@ -15,6 +15,7 @@ from conftest import uniform_world
 
 from geosim import GeoModel, load_scenario, make_scheduler
 from geosim.errors import GeosimError
+from geosim.modeler import PairTable
 from geosim.workload import Workload
 
 N = 3   # clusters
@@ -55,8 +56,8 @@ def _first_slot(jobs, speed, p, slots=4, bandwidth=100.0, **params) -> GeoModel:
         np.sort(speed, axis=1)
     pm.speed = np.broadcast_to(atoms[:, None, :], pm.speed.shape).copy()
     pm.speed_mean = pm.speed.mean(axis=2)
-    pm.bandwidth = np.full((N * N, pm.k), float(bandwidth))
-    pm.bandwidth_mean = np.full((N, N), float(bandwidth))
+    pm.bandwidth_pairs = PairTable.constant(N, np.full(pm.k, float(bandwidth)))
+    pm.bandwidth_mean_pairs = PairTable.constant(N, float(bandwidth))
     pm.outage_probability = np.asarray(p, dtype=float)
     model.step()
     return model

@@ -18,7 +18,7 @@ from geosim.distributions import (
     survival_steps,
     thresholds,
 )
-from geosim.modeler import PerformanceModel
+from geosim.modeler import PairTable, PerformanceModel, pair_row
 from geosim.schedulers.pingan.kernels import _exp, _max, _min, _most_groups
 from geosim.schedulers.pingan.reservations import _takeable
 
@@ -101,7 +101,7 @@ class _RowCache:
 
     def lookup(self, version: int, reach_epoch: int, tasks: np.ndarray, g_ptr: np.ndarray,
                g_src: np.ndarray, g_size: np.ndarray, task_type: np.ndarray,
-               task_work: np.ndarray, speed_b: np.ndarray, bw_b: np.ndarray,
+               task_work: np.ndarray, speed_b: np.ndarray, bw_b: PairTable,
                reach: np.ndarray, free: np.ndarray, find: bool
                ) -> tuple[np.ndarray, np.ndarray]:
         """Each task's entry (a new one where it has none), and its candidates.
@@ -122,7 +122,7 @@ class _RowCache:
             task_type: Type of every task.
             task_work: Mean work of every task.
             speed_b: Mean speed per cluster and type.
-            bw_b: Mean bandwidth per cluster pair.
+            bw_b: Mean bandwidth per cluster pair (a :class:`~geosim.modeler.PairTable`).
             reach: Whether each cluster is reachable.
             free: Free slots per cluster.
             find: Whether to find the candidates.
@@ -165,7 +165,7 @@ class _RowCache:
         self.reserve(0, 0, cand.size * k * (1 + top))
         rate, rank, opt, din, dout, floor, self.n_atoms = _cache_rates(
             slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, model.speed,
-            model.bandwidth, survival_steps(1 + top, k), self.start, self.length, self.mean,
+            model.bandwidth_pairs, survival_steps(1 + top, k), self.start, self.length, self.mean,
             self.g_lo, self.g_hi, self.v, self.surv, self.n_atoms, k, top, reach, gate, denom)
         return rate, opt, din, dout, floor, (slots, rank, g_ptr, self.start, self.length,
                                              self.v, self.surv, thresholds(k))
@@ -205,7 +205,8 @@ def _bound(speed_mean, bw_mean, c, task_type, work, lo, hi, g_src,
     """``min(E[V^P] / work, min_s E[V^T_s] / size_s)`` of a task (groups ``lo:hi``) on ``c``."""
     b = speed_mean[c, task_type] / work
     for g in range(lo, hi):
-        tr = np.inf if g_src[g] == c else bw_mean[g_src[g], c] / g_size[g]
+        tr = (np.inf if g_src[g] == c
+              else bw_mean.values[pair_row(bw_mean, g_src[g], c)] / g_size[g])
         b = _min(b, tr)
     return b
 
@@ -249,7 +250,7 @@ def _by_groups(g_ptr):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy")
-def _rate_atoms(rows, cand, types, work, g_ptr, g_src, g_size, speed, bandwidth, n,
+def _rate_atoms(rows, cand, types, work, g_ptr, g_src, g_size, speed, bandwidth,
                 r):  # pragma: no cover - compiled
     """Atoms of ``V^P / work`` and of each ``V^T_s / size_s`` for every (task, candidate).
 
@@ -268,9 +269,10 @@ def _rate_atoms(rows, cand, types, work, g_ptr, g_src, g_size, speed, bandwidth,
             for h in range(r):
                 g = g_ptr[i] + h
                 s = g_src[g]
+                p = pair_row(bandwidth, s, c)
                 for q in range(k):
                     a[row, 1 + h, q] = (np.inf if s == c
-                                        else bandwidth[s * n + c, q] / g_size[g])
+                                        else bandwidth.values[p, q] / g_size[g])
     return a
 
 
@@ -458,7 +460,7 @@ def _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, 
         survivals and mean are still to be computed.
     """
     n_tasks, m = cand.shape
-    n, k = speed.shape[0], speed.shape[2]
+    k = speed.shape[2]
     r_max = step.size // k
     vals = np.empty(r_max * k)
     use = np.empty(r_max, dtype=np.bool_)
@@ -481,9 +483,10 @@ def _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, 
                 vals[q] = speed[c, task_type[t], q] / task_work[t]
             for h in range(r - 1):
                 src = g_src[lo + h]
+                p = pair_row(bandwidth, src, c)
                 for q in range(k):
                     vals[(1 + h) * k + q] = (np.inf if src == c
-                                             else bandwidth[src * n + c, q] / g_size[lo + h])
+                                             else bandwidth.values[p, q] / g_size[lo + h])
             start[s, c] = n_atoms
             if r == 1:
                 for q in range(k):

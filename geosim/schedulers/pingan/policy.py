@@ -359,12 +359,12 @@ class PingAn(Scheduler):
             # among the reachable clusters kept too).
             slots, cand = self._rows.lookup(model.version, self._reach_epoch, tasks, g_ptr,
                                             g_src, g_size, task_type, task_work,
-                                            model.speed_mean, model.bandwidth_mean, reach,
+                                            model.speed_mean, model.bandwidth_mean_pairs, reach,
                                             free, 2 * m < n)
         if 2 * m >= n:
             cand = np.broadcast_to(np.arange(n), (tasks.size, n)).copy()
         elif self._mean_time:
-            speed_b, bw_b = model.speed_hmean, model.bandwidth_hmean
+            speed_b, bw_b = model.speed_hmean, model.bandwidth_hmean_pairs
             every = np.arange(tasks.size)
             cand = _top(_neg_bounds(speed_b, bw_b, every, tasks, task_type, task_work, g_ptr,
                                     g_src, g_size, reach), m)
@@ -381,7 +381,7 @@ class PingAn(Scheduler):
             for b in range(counts.size):
                 rows = rows_all[rows_ptr[b]:rows_ptr[b + 1]]
                 a = _rate_atoms(rows, cand, types, work, g_ptr, g_src, g_size, model.speed,
-                                model.bandwidth, n, counts[b])
+                                model.bandwidth_pairs, counts[b])
                 q = expected_min(a, quantiles=True)[1]
                 rate[rows] = model.copy_rate(a).reshape(rows.size, cand.shape[1])
                 atoms[rows] = q.reshape(rows.size, cand.shape[1], k)
