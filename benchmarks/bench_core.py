@@ -142,11 +142,12 @@ def main(argv: list[str]) -> None:
         table.append((case, figures["scenario"], figures["scheduler"], min(walls),
                       statistics.median(walls), figures["peak_memory_mib"],
                       figures["tasks"], other))
-    print(f"\n{'case':<5}{'scenario':<24}{'scheduler':<40}{'min s':>8}{'median s':>10}"
+    width = max([5] + [len(row[0]) + 1 for row in table])
+    print(f"\n{'case':<{width}}{'scenario':<24}{'scheduler':<40}{'min s':>8}{'median s':>10}"
           f"{'peak MiB':>10}{'KiB/task':>10}" + (f"{'against: min s':>16}{'median s':>10}"
                                                  if against else ""))
     for case, scenario, scheduler, low, mid, mib, tasks, other in table:
-        print(f"{case:<5}{scenario:<24}{scheduler:<40}{low:>8.2f}{mid:>10.2f}{mib:>10.0f}"
+        print(f"{case:<{width}}{scenario:<24}{scheduler:<40}{low:>8.2f}{mid:>10.2f}{mib:>10.0f}"
               f"{mib * 1024 / max(tasks, 1):>10.2f}"
               + (f"{min(other):>16.2f}{statistics.median(other):>10.2f}" if other else ""))
     peaks = {case: (mib, tasks) for case, *_, mib, tasks, _ in table}
