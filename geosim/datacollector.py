@@ -15,8 +15,8 @@ sampled at ``run.record_interval`` by ``GeoModel.recorder``.
 Cost and keying, for runs of millions of steps:
 
 - Model variables are collected at the end of every step (the model calls
-  :meth:`GeoDataCollector.collect`): one call per reporter, each O(1) Python work on
-  NumPy arrays, written into preallocated NumPy columns (8 bytes per variable and step,
+  :meth:`GeoDataCollector.collect`): one call of :func:`model_row`, O(1) Python work
+  on NumPy arrays, written into preallocated NumPy columns (8 bytes per variable and step,
   grown by doubling), never into lists of Python objects. The mean flowtime is a
   running sum over finished jobs, added to once per job when its agent leaves the model
   (:meth:`GeoDataCollector.job_finished`). The compiled pool loop of
@@ -47,22 +47,31 @@ import pandas as pd
 from geosim import state
 
 
+def model_row(m: mesa.Model) -> tuple:
+    """The model variables now, in :data:`MODEL_REPORTERS`' order (one call per step).
+
+    ``time`` (simulated seconds), ``alive_jobs``, ``jobs_done``, ``busy_slots`` (slot
+    shares in use, :func:`geosim.state.total_busy_slots`) and ``mean_flowtime`` (of
+    finished jobs, from the running sum that :meth:`GeoDataCollector.job_finished`
+    keeps): each costs one NumPy call at most (quantities that take more, such as the
+    usable slots, are read from :mod:`geosim.state` when shown).
+    """
+    return (m.engine.time, len(m.jobs), m.jobs_done, state.total_busy_slots(m.engine),
+            m.datacollector.mean_flowtime())
+
+
+#: Column type of each model variable, in :func:`model_row`'s order.
+_MODEL_TYPES = {"time": float, "alive_jobs": np.int64, "jobs_done": np.int64,
+                "busy_slots": float, "mean_flowtime": float}
+
+
 def model_reporters() -> dict[str, tuple[Callable[[mesa.Model], Any], type]]:
     """Model variables: name -> (reporter of the model, column type).
 
-    ``time`` (simulated seconds), ``alive_jobs``, ``jobs_done``, ``busy_slots`` (slot
-    shares in use) and ``mean_flowtime`` (of finished jobs, from the running sum that
-    :meth:`GeoDataCollector.job_finished` keeps): each costs one NumPy call at most
-    (quantities that take more, such as the usable slots, are read from
-    :mod:`geosim.state` when shown).
+    Each reporter reads its item of :func:`model_row`, the one definition.
     """
-    return {
-        "time": (lambda m: m.engine.time, float),
-        "alive_jobs": (lambda m: len(m.jobs), np.int64),
-        "jobs_done": (lambda m: m.jobs_done, np.int64),
-        "busy_slots": (lambda m: state.total_busy_slots(m.engine), float),
-        "mean_flowtime": (lambda m: m.datacollector.mean_flowtime(), float),
-    }
+    return {name: ((lambda m, i=i: model_row(m)[i]), kind)
+            for i, (name, kind) in enumerate(_MODEL_TYPES.items())}
 
 
 #: The model variables' names, in column order.
@@ -218,7 +227,6 @@ class GeoDataCollector(mesa.DataCollector):
         super().__init__()
         reporters = model_reporters()
         self.model_reporters = {name: report for name, (report, _) in reporters.items()}
-        self._report = list(self.model_reporters.values())
         self.agent_reporters = dict(CLUSTER_REPORTERS)
         self.model_vars = ModelColumns(reporters)
         self._collection_steps = CollectionSteps(self.model_vars)
@@ -240,7 +248,7 @@ class GeoDataCollector(mesa.DataCollector):
 
     def collect(self, model: mesa.Model) -> None:
         """Take the model variables now (the end of step ``model.steps``)."""
-        self.model_vars.append(tuple([report(model) for report in self._report]))
+        self.model_vars.append(model_row(model))
 
     def cluster_rows(self, step: int) -> list[tuple]:
         """Records ``(step, unique_id, *values)`` of every cluster now (vectorised)."""
@@ -263,4 +271,5 @@ class GeoDataCollector(mesa.DataCollector):
 
 
 __all__ = ["CLUSTER_REPORTERS", "ClusterRecords", "CollectionSteps", "GeoDataCollector",
-           "MODEL_REPORTERS", "ModelColumns", "model_reporters"]
+           "MODEL_REPORTERS", "ModelColumns", "model_reporters",
+           "model_row"]
