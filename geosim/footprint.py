@@ -25,8 +25,9 @@ import numpy as np
 
 from geosim.errors import GeosimError
 from geosim.guards import GIB
-from geosim.monitor import WINDOW
+from geosim.monitor import DENSE_KEYS, WINDOW
 from geosim.routes import (
+    FULL_ROWS,
     PAIR_BYTES,
     ROUTE_CACHE_BYTES,
     ROUTE_ENTRY_BYTES,
@@ -311,8 +312,9 @@ def topology_bytes(graph: nx.Graph) -> tuple[float, float]:
     :data:`~geosim.routes.TREE_CACHE_BYTES`, the table of routes of at most
     :data:`~geosim.routes.ROUTE_CACHE_BYTES`, each charged whole unless every tree or
     every route takes less. The graph, its adjacency and the agents of clusters and links
-    add their own bytes. (The monitor keeps samples only for the pairs that carried a
-    transfer: :func:`estimate` charges them with the tasks.)
+    add their own bytes, and a small world two dense ``n²`` indexes of pair rows (the
+    routes' and the monitor's). (The monitor keeps samples only for the pairs that
+    carried a transfer: :func:`estimate` charges them with the tasks.)
     """
     n, links = graph.number_of_nodes(), graph.number_of_edges()
     pairs = n * (n - 1)
@@ -320,7 +322,8 @@ def topology_bytes(graph: nx.Graph) -> tuple[float, float]:
     per_pair = per_route * ROUTE_ENTRY_BYTES + PAIR_BYTES
     table = min(pairs * per_pair, float(ROUTE_CACHE_BYTES))
     trees = min(n, max(1, TREE_CACHE_BYTES // tree_bytes(n))) * tree_bytes(n) if n else 0
-    topology = n * CLUSTER_BYTES + links * LINK_BYTES + adjacency_bytes(n, links)
+    topology = n * CLUSTER_BYTES + links * LINK_BYTES + adjacency_bytes(n, links) \
+        + 8 * n * n * ((n <= FULL_ROWS) + (n * n <= DENSE_KEYS))
     return table / per_pair * per_route if pairs else 0.0, topology + trees + table
 
 

@@ -66,40 +66,67 @@ class _Ring:
         return self.buf[key, :n].copy() if n < self.window else self.buf[key].copy()
 
 
+#: Keys up to which a sparse ring also keeps a dense index (2 MiB; 512 clusters' pairs).
+DENSE_KEYS = 512 * 512
+
+
 class _SparseRing:
     """Ring buffers of float samples for the keys written so far, created on demand.
 
-    Keys in use are kept sorted (``keys``), each with the row of its ring in a buffer
-    that grows by doubling; a key never written has no ring and no samples.
+    Each key written has the row of its ring in a buffer that grows by doubling; a key
+    never written has no ring and no samples. Keys below ``n_keys``, when that is at most
+    :data:`DENSE_KEYS`, find their rows in a dense index (one lookup); other keys in
+    sorted arrays (a binary search).
     """
 
-    def __init__(self, window: int):
+    def __init__(self, window: int, n_keys: int = 0):
         self.window = window
-        self.keys = np.zeros(0, dtype=np.int64)     # sorted
-        self.rows = np.zeros(0, dtype=np.int64)     # ring of keys[i]
+        self._dense = np.full(n_keys if n_keys <= DENSE_KEYS else 0, -1, dtype=np.int64)
+        self._keys = np.zeros(0, dtype=np.int64)     # sorted (without a dense index)
+        self._rows = np.zeros(0, dtype=np.int64)     # ring of _keys[i]
+        self.used = 0
         self.buf = np.full((0, window), np.nan)
         self.count = np.zeros(0, dtype=np.int64)
 
+    def keys_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Keys in use (ascending) and the row of each."""
+        if self._dense.size:
+            keys = np.flatnonzero(self._dense >= 0)
+            return keys, self._dense[keys]
+        return self._keys, self._rows
+
+    def _find(self, keys: np.ndarray) -> np.ndarray:
+        """Rows of ``keys``, -1 for a key without a ring."""
+        if self._dense.size:
+            return self._dense[keys]
+        if not self._keys.size:
+            return np.full(keys.size, -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
+        return np.where(self._keys[at] == keys, self._rows[at], -1)
+
     def _rows_of(self, keys: np.ndarray) -> np.ndarray:
         """Rows of ``keys``, adding rings for the keys not seen yet (in key order)."""
-        at = np.searchsorted(self.keys, keys)
-        found = at < self.keys.size
-        found[found] = self.keys[at[found]] == keys[found]
-        if not found.all():
-            new = np.unique(keys[~found])
-            used = self.rows.size
-            if used + new.size > self.count.size:
-                size = max(used + new.size, 2 * self.count.size, 16)
-                buf = np.full((size, self.window), np.nan)
-                buf[:used] = self.buf[:used]
-                count = np.zeros(size, dtype=np.int64)
-                count[:used] = self.count[:used]
-                self.buf, self.count = buf, count
-            where = np.searchsorted(self.keys, new)
-            self.keys = np.insert(self.keys, where, new)
-            self.rows = np.insert(self.rows, where, np.arange(used, used + new.size))
-            at = np.searchsorted(self.keys, keys)
-        return self.rows[at]
+        rows = self._find(keys)
+        if rows.min() >= 0:
+            return rows
+        new = np.unique(keys[rows < 0])
+        used = self.used
+        if used + new.size > self.count.size:
+            size = max(used + new.size, 2 * self.count.size, 16)
+            buf = np.full((size, self.window), np.nan)
+            buf[:used] = self.buf[:used]
+            count = np.zeros(size, dtype=np.int64)
+            count[:used] = self.count[:used]
+            self.buf, self.count = buf, count
+        new_rows = np.arange(used, used + new.size)
+        self.used += new.size
+        if self._dense.size:
+            self._dense[new] = new_rows
+        else:
+            where = np.searchsorted(self._keys, new)
+            self._keys = np.insert(self._keys, where, new)
+            self._rows = np.insert(self._rows, where, new_rows)
+        return self._find(keys)
 
     def write(self, keys: np.ndarray, values: np.ndarray) -> None:
         keys = np.asarray(keys, dtype=np.int64)
@@ -108,16 +135,16 @@ class _SparseRing:
             _ring_write(self.buf, self.count, rows, np.asarray(values, dtype=float))
 
     def samples(self, key: int) -> np.ndarray:
-        at = int(np.searchsorted(self.keys, key))
-        if at == self.keys.size or self.keys[at] != key:
+        row = int(self._find(np.array([key], dtype=np.int64))[0])
+        if row < 0:
             return np.zeros(0)
-        row = int(self.rows[at])
         n = min(int(self.count[row]), self.window)
         return self.buf[row, :n].copy()
 
     def table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Keys in use (ascending), their samples and counts (copies)."""
-        return self.keys.copy(), self.buf[self.rows], self.count[self.rows]
+        keys, rows = self.keys_rows()
+        return keys.copy(), self.buf[rows], self.count[rows]
 
 
 #: Samples kept per key by default.
@@ -139,7 +166,7 @@ class Monitor:
         self.n_clusters, self.n_types, self.window = n_clusters, n_types, window
         self.priors = priors
         self._speed = _Ring(n_clusters * n_types, window)
-        self._bandwidth = _SparseRing(window)               # key src * n_clusters + dst
+        self._bandwidth = _SparseRing(window, n_clusters * n_clusters)   # src * n + dst
         self._bandwidth_into = _Ring(n_clusters + 1, window)   # per destination; all
         self.outage_onsets = np.zeros(n_clusters, dtype=np.int64)
         self.reachable_time = np.zeros(n_clusters)
@@ -152,8 +179,9 @@ class Monitor:
     def record_transfers(self, src: np.ndarray, dst: np.ndarray, bandwidth: np.ndarray) -> None:
         """Add the mean bandwidth (MB/s) of completed copies' transfers, src to dst."""
         self._bandwidth.write(src * self.n_clusters + dst, bandwidth)
-        self._bandwidth_into.write(dst, bandwidth)
-        self._bandwidth_into.write(np.full(dst.size, self.n_clusters), bandwidth)
+        # per destination, then pooled (row n): each row gets its samples in order
+        self._bandwidth_into.write(np.concatenate([dst, np.full(dst.size, self.n_clusters)]),
+                                   np.concatenate([bandwidth, bandwidth]))
 
     def record_reachability(self, reachable: np.ndarray, onsets: np.ndarray, dt: float) -> None:
         """Count one slot of reachability and the outages that began in it."""

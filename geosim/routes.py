@@ -132,7 +132,7 @@ class Routes:
         return int(sum(a.nbytes for a in (self._ptr, self._tail, self._head, self._arc_res,
                                           self._wt, self._via, self._depth, self._owner,
                                           self._used, self._slot, self._keys, self._ids,
-                                          self._rptr, self._rres)))
+                                          self._dense, self._rptr, self._rres)))
 
     # ------------------------------------------------------------------ trees
     def _trees(self, sources: np.ndarray) -> np.ndarray:
@@ -260,16 +260,21 @@ class Routes:
         self._rres = np.empty(64, dtype=np.int64)
         self._n_pairs = 0
         self._table = None
+        # up to FULL_ROWS clusters, also the row of every pair key (-1: none): O(1) lookups
+        n = self.n_clusters
+        self._dense = np.full(n * n if n <= FULL_ROWS else 0, -1, dtype=np.int64)
 
-    def pair_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The table of routes as it is: sorted pair keys, their rows, offsets, resources.
+    def pair_table(self) -> tuple[np.ndarray, ...]:
+        """The table of routes: sorted pair keys, their rows, a dense index, offsets, resources.
 
         The pair ``src * n + dst`` of ``keys[k]`` has row ``ids[k]``, whose resources are
-        ``res[ptr[row]:ptr[row + 1]]``. Valid until :meth:`add_pairs` is next called.
+        ``res[ptr[row]:ptr[row + 1]]``. In a world of at most :data:`FULL_ROWS` clusters,
+        ``dense[key]`` is that row (-1 for a pair without one); in a larger world
+        ``dense`` is empty. Valid until :meth:`add_pairs` is next called.
         """
         if self._table is None:
             n_pairs = self._n_pairs
-            self._table = (self._keys, self._ids, self._rptr[: n_pairs + 1],
+            self._table = (self._keys, self._ids, self._dense, self._rptr[: n_pairs + 1],
                            self._rres[: self._rptr[n_pairs]])
         return self._table
 
@@ -283,12 +288,18 @@ class Routes:
             ``res[ptr[p]:ptr[p+1]]`` (valid until :meth:`add_pairs` is next called).
         """
         keys = np.asarray(keys, dtype=np.int64)
+        if self._dense.size:
+            rows = self._dense[keys]
+            if keys.size and rows.min() < 0:
+                self.add_pairs(keys)
+                rows = self._dense[keys]
+            return rows, *self.pair_table()[3:]
         pos = np.searchsorted(self._keys, keys)
         if keys.size and (not self._keys.size or not np.array_equal(
                 self._keys.take(pos, mode="clip"), keys)):
             self.add_pairs(keys)
             pos = np.searchsorted(self._keys, keys)
-        _, ids, ptr, res = self.pair_table()
+        _, ids, _, ptr, res = self.pair_table()
         return ids[pos] if keys.size else np.empty(0, dtype=np.int64), ptr, res
 
     def route(self, src: int, dst: int) -> np.ndarray:
@@ -359,6 +370,8 @@ class Routes:
         at = np.searchsorted(self._keys, keys)
         self._keys = np.insert(self._keys, at, keys)
         self._ids = np.insert(self._ids, at, np.arange(p, p + keys.size, dtype=np.int64))
+        if self._dense.size:
+            self._dense[keys] = np.arange(p, p + keys.size)
         self._n_pairs = p + keys.size
         self._table = None
 

@@ -63,8 +63,13 @@ def busy_slots(engine: Engine) -> np.ndarray:
 
 
 def total_busy_slots(engine: Engine) -> float:
-    """Slot shares in use over all clusters (the sum of :func:`busy_slots`)."""
-    return float(engine.slot_used.sum())
+    """Slot shares in use over all clusters (the sum of :func:`busy_slots`).
+
+    Summed over the live copies' shares, so that its cost follows the copies running, not
+    the slots of the world (it is read at every step); it equals the sum over slots up
+    to rounding.
+    """
+    return float(engine.copies.cols["share"][engine.live].sum())
 
 
 def running_copies(engine: Engine) -> np.ndarray:

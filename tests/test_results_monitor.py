@@ -63,6 +63,29 @@ def test_monitor_ring_keeps_the_most_recent_window():
     assert mon.bandwidth_samples(1, 0).size == 0
 
 
+def test_pair_rings_are_the_same_with_a_dense_or_a_sorted_index(monkeypatch):
+    # A world of at most 512 clusters finds pair rings in a dense index, a larger one in
+    # sorted keys: both hold the same samples in the same order, and a window of 3 wraps.
+    rng = np.random.default_rng(4)
+    batches = [(rng.integers(0, 30, k), rng.integers(0, 30, k), rng.random(k))
+               for k in rng.integers(1, 40, 25)]
+    dense = Monitor(n_clusters=30, n_types=1, window=3)
+    monkeypatch.setattr("geosim.monitor.DENSE_KEYS", 0)
+    sparse = Monitor(n_clusters=30, n_types=1, window=3)
+    assert dense._bandwidth._dense.size == 900 and sparse._bandwidth._dense.size == 0
+    for src, dst, bw in batches:
+        dense.record_transfers(src, dst, bw)
+        sparse.record_transfers(src, dst, bw)
+    for a, b in zip(dense.bandwidth_table(), sparse.bandwidth_table(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    keys = dense.bandwidth_table()[0]
+    assert keys.size > 100 and np.all(np.diff(keys) > 0)
+    for src in range(30):
+        for dst in range(30):
+            np.testing.assert_array_equal(dense.bandwidth_samples(src, dst),
+                                          sparse.bandwidth_samples(src, dst))
+
+
 def test_monitor_learns_the_true_speed_from_completed_copies():
     # Power N(50, 10) per slot, fixed for the run, no availability dips: every observed
     # speed is one slot's power, so the samples follow the slots' distribution.

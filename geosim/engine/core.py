@@ -41,7 +41,7 @@ from geosim.engine.launch import (
 )
 from geosim.engine.records import Flows, Graph, JobState, SlotState, TaskState
 from geosim.engine.stages import Stages
-from geosim.engine.step import complete_kernel, step_kernel
+from geosim.engine.step import complete_kernel, step_kernel, time_left_kernel
 from geosim.engine.tables import COPY_SPEC, ID_MAX, INPUT_SPEC, CopyCols, InputCols, Table
 from geosim.engine.transfers import (
     RawMoves,
@@ -248,7 +248,7 @@ class Engine:
         "unchanged since I last looked" without comparing arrays.
         """
         on = np.asarray(on, dtype=bool)
-        if not np.array_equal(on, self.reachable):
+        if on.tobytes() != self.reachable.tobytes():        # one memcmp, no ufuncs
             self.reachable = on.copy()
             self.reach_version += 1
 
@@ -715,14 +715,10 @@ class Engine:
         live = self.live
         if live.size == 0:
             return math.inf
-        cols, avail = self.copies.cols, self.world.availability
-        task, slot = cols["task"][live], cols["slot"][live]
-        speed = self.world.power.level[slot]
-        if avail is not None:
-            speed = speed * avail.level[slot]
-        rate = cols["share"][live] * speed / (self.task_work[task] * cols["factor"][live])
-        with np.errstate(divide="ignore"):
-            return float(np.min((1.0 - cols["progress"][live]) / rate))
+        avail = self.world.availability
+        return float(time_left_kernel(live, self.copies.kernel_arg, self.task_work,
+                                      self.world.power.level,
+                                      NO_FLOAT if avail is None else avail.level))
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-task scratch of the completion kernels: a time (NaN) and a copy (-1).

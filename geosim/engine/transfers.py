@@ -142,13 +142,14 @@ def list_flows(live, copies, inputs, done):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, ptr, route_res,
+def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, dense, ptr, route_res,
                 n_clusters, n_res, done):  # pragma: no cover - compiled
     """The arrays of :class:`~geosim.engine.records.Flows`, and the pairs without a route.
 
     Lists the flows (:func:`list_flows`), finds the row of each flow's and each move's
-    pair ``src * n + dst`` in the route table (``keys`` sorted, row ``ids[k]``; route
-    ``p``'s resources are ``route_res[ptr[p]:ptr[p+1]]``) and lays out the resources
+    pair ``src * n + dst`` in the route table (``keys`` sorted, row ``ids[k]``, or
+    ``dense[key]`` when ``dense`` is not empty; route ``p``'s resources are
+    ``route_res[ptr[p]:ptr[p+1]]``) and lays out the resources
     (:func:`flow_resources`). When some pairs are not in the table, the flows come back
     empty with those pairs' keys (repeats included), to be added before a second pass.
     """
@@ -161,9 +162,13 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, ptr, route_
             key = src[j] * n_clusters + dst[j]
         else:
             key = move_src[j - n_flow] * n_clusters + move_dst[j - n_flow]
-        k = np.searchsorted(keys, key)
-        if k < keys.size and keys[k] == key:
-            rows[j] = ids[k]
+        if dense.size:
+            row = dense[key]
+        else:
+            k = np.searchsorted(keys, key)
+            row = ids[k] if k < keys.size and keys[k] == key else -1
+        if row >= 0:
+            rows[j] = row
         else:
             rows[j] = -1 - key
             n_missing += 1
