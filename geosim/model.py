@@ -416,10 +416,12 @@ class GeoModel(mesa.Model):
         """After the engine ran: count the step, observe completions, remove finished jobs."""
         e, now = self.engine, self.boundary
         self.steps_run += 1
-        now.completions = sum(int(w.size) for w in e.completed)
-        self._event = self._event or now.completions > 0
+        now.completions = 0
         if e.completed:
-            self._observe(np.concatenate(e.completed))
+            winners = e.completed[0] if len(e.completed) == 1 else np.concatenate(e.completed)
+            now.completions = int(winners.size)
+            self._event = True
+            self._observe(winners)
         if now.completions or not self.jobs:
             self._last_progress, self._progress_step = e.time, self.steps_run
         elif e.time - self._last_progress > guards.STALL_SECONDS \

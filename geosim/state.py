@@ -69,7 +69,7 @@ def total_busy_slots(engine: Engine) -> float:
     the slots of the world (it is read at every step); it equals the sum over slots up
     to rounding.
     """
-    return float(engine.copies.cols["share"][engine.live].sum())
+    return float(np.add.reduce(engine.copies.cols["share"][engine.live]))
 
 
 def running_copies(engine: Engine) -> np.ndarray:

@@ -169,6 +169,10 @@ class Engine:
         self.live = np.empty(0, dtype=np.int64)
         self._flows: Flows | None = None
         self.traffic = new_traffic(world.n_clusters, world.n_links)
+        # zeroed scratch of the traffic accounting (kept zeroed between calls)
+        self._account_scratch = (np.zeros(world.n_clusters), np.zeros(world.n_clusters),
+                                 np.zeros(2 * world.n_links + 2 * world.n_clusters))
+        self._gates_used = False          # the gates hold a span's traffic (to be zeroed)
         self._wan_mb = 0.0
         self._slot_end = 0.0       # end of the span being advanced (children ready then)
         self.completed: list[np.ndarray] = []
@@ -631,7 +635,8 @@ class Engine:
                  starts: np.ndarray) -> None:
         """Add MB moved over the slot to the gate, link and WAN counters."""
         account_kernel(src, dst, moved, res, starts, self.dt, tuple(self.traffic),
-                       2 * self.world.n_links + 2 * self.world.n_clusters)
+                       *self._account_scratch)
+        self._gates_used = True
         self._wan_mb += float(moved.sum())
 
     def _advance_moves(self, flows: Flows, cap: np.ndarray) -> None:
@@ -667,8 +672,10 @@ class Engine:
             else:
                 avail.advance(t_end)
         self.completed = []
-        self.gate_out[:] = 0.0
-        self.gate_in[:] = 0.0
+        if self._gates_used:          # the last span's gate rates are zeroed
+            self.gate_out[:] = 0.0
+            self.gate_in[:] = 0.0
+            self._gates_used = False
         flows = cap = None
         if self.moves.raw.size:   # moves and copies share one structure within the slot
             flows = self._flow_structure()

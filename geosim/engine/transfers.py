@@ -238,32 +238,41 @@ def flow_resources(pos, rows, n_flow, ptr, route_res, n_res):  # pragma: no cove
 
 
 @njit(cache=True)
-def account_kernel(src, dst, moved, res, starts, dt, traffic,
-                   n_res):  # pragma: no cover - compiled
+def account_kernel(src, dst, moved, res, starts, dt, traffic, out, into,
+                   per_res):  # pragma: no cover - compiled
     """Add MB moved to the :class:`~geosim.engine.records.Traffic` counters.
 
     The gates count MB per second of ``dt``. Sums run in the order of the transfers, as
-    ``np.bincount`` adds its weights.
+    ``np.bincount`` adds its weights: per cluster and per resource into the zeroed
+    scratch ``out``, ``into`` and ``per_res``, whose touched entries are then added to the
+    counters and zeroed again, so a call costs the transfers and their hops, not the size
+    of the world. (An entry whose sum is zero adds nothing, as adding ``+0.0`` would.)
     """
     traffic = Traffic(*traffic)
     gate_out, gate_in, link_mb = traffic.gate_out, traffic.gate_in, traffic.link
-    n = gate_out.size
-    out = np.zeros(n)
-    into = np.zeros(n)
-    per_res = np.zeros(n_res)
     for j in range(moved.size):
         out[src[j]] += moved[j]
         into[dst[j]] += moved[j]
         end = starts[j + 1] if j + 1 < starts.size else res.size
         for h in range(starts[j], end):
             per_res[res[h]] += moved[j]
-    for c in range(n):
-        gate_out[c] += out[c] / dt
-        gate_in[c] += into[c] / dt
-        traffic.egress[c] += out[c]
-        traffic.ingress[c] += into[c]
-    for d in range(link_mb.size):
-        link_mb[d] += per_res[d]
+    for j in range(moved.size):
+        c = src[j]
+        if out[c] != 0.0:
+            gate_out[c] += out[c] / dt
+            traffic.egress[c] += out[c]
+            out[c] = 0.0
+        c = dst[j]
+        if into[c] != 0.0:
+            gate_in[c] += into[c] / dt
+            traffic.ingress[c] += into[c]
+            into[c] = 0.0
+    for h in range(res.size):
+        d = res[h]
+        if per_res[d] != 0.0:
+            if d < link_mb.size:
+                link_mb[d] += per_res[d]
+            per_res[d] = 0.0
 
 
 @njit(cache=True)
