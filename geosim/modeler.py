@@ -70,6 +70,7 @@ from geosim.distributions import (
 from geosim.monitor import Monitor
 
 __all__ = [
+    "DENSE_PAIRS_CLUSTERS",
     "ESTIMATES",
     "LEARN_FROM",
     "PairTable",
@@ -92,6 +93,11 @@ ESTIMATES = ("mean-rate", "mean-time")
 LEARN_FROM = ("winners", "all")
 
 
+#: Largest world whose pair tables list every pair's row (:meth:`PairTable.indexed`).
+DENSE_PAIRS_CLUSTERS = 512
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
 class PairTable(NamedTuple):
     """A value (or row of atoms) per ordered cluster pair, stored without ``n²`` rows.
 
@@ -107,6 +113,9 @@ class PairTable(NamedTuple):
         gate: Gate bandwidth per cluster: which prior row a pair uses.
         prior: Row of cluster 0's prior; cluster ``c``'s is ``prior + c``.
         values: The rows, shape ``(rows,)`` or ``(rows, K)``.
+        index: Empty, or the row of every pair ``src * n + dst`` (a world of at most
+            :data:`DENSE_PAIRS_CLUSTERS` clusters: one lookup per pair, see
+            :meth:`indexed`).
     """
 
     keys: np.ndarray
@@ -114,6 +123,7 @@ class PairTable(NamedTuple):
     gate: np.ndarray
     prior: int
     values: np.ndarray
+    index: np.ndarray = _NO_ROWS
 
     @property
     def n(self) -> int:
@@ -123,6 +133,24 @@ class PairTable(NamedTuple):
     def with_values(self, values: np.ndarray) -> PairTable:
         """The same pairs with other row values (one per row of :attr:`values`)."""
         return self._replace(values=values)
+
+    def indexed(self) -> PairTable:
+        """The same table with the row of every pair listed, in a small world.
+
+        Up to :data:`DENSE_PAIRS_CLUSTERS` clusters (``n²`` rows of 8 bytes: 2 MiB at
+        most), :func:`pair_row` then reads a pair's row instead of searching for it.
+        """
+        n = self.n
+        if n > DENSE_PAIRS_CLUSTERS or self.index.size:
+            return self
+        every = np.arange(n * n, dtype=np.int64)
+        return self._replace(index=pair_rows(self, every // n, every % n))
+
+    def row(self, src: int) -> np.ndarray:
+        """The value of every pair from ``src``, ``[dst]`` (``n`` rows)."""
+        n = self.n
+        return self.values[pair_rows(self, np.full(n, src, dtype=np.int64),
+                                     np.arange(n, dtype=np.int64))]
 
     def dense(self) -> np.ndarray:
         """The value of every pair, ``[src * n + dst]`` (``n²`` rows: for small worlds)."""
@@ -380,7 +408,8 @@ class PerformanceModel:
         fallback = np.where(self._fallback == 2, m + np.arange(n),
                             np.where(self._fallback == 1, m + n, -1))
         table = PairTable(self._own_keys, fallback, self._gate, m + n + 1,
-                          np.concatenate([self._own_atoms, self._pooled, self._bw_prior]))
+                          np.concatenate([self._own_atoms, self._pooled, self._bw_prior])
+                          ).indexed()
         self.bandwidth_pairs = table
         self.bandwidth_mean_pairs = table.with_values(np.concatenate(
             [self._own_mean, self._pooled.mean(axis=1), self._bw_prior_mean]))
@@ -491,11 +520,13 @@ def _bottleneck(cluster, task_type, work, g_ptr, g_src, g_size, speed_mean,
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def pair_row(table, src, dst):  # pragma: no cover - compiled
     """The row of pair ``src -> dst`` in :class:`PairTable` ``table``."""
     n = table.fallback.size
     key = src * n + dst
+    if table.index.size:
+        return table.index[key]
     at = np.searchsorted(table.keys, key)
     if at < table.keys.size and table.keys[at] == key:
         return at

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from geosim.modeler import pair_row
 from geosim.params import Field
 from geosim.schedulers.compose import Placement
 from geosim.schedulers.lexmin import assign_masked, lexmin_assign
@@ -90,7 +91,7 @@ class Flutter(Placement):
         pos, src, size = view.inputs_of(tasks)
         pos, src = np.asarray(pos, dtype=np.int64), np.asarray(src, dtype=np.int64)
         size = np.asarray(size, dtype=float)
-        bandwidth = np.ascontiguousarray(self.model.bandwidth_mean, dtype=float)
+        bandwidth = self.model.bandwidth_mean_pairs
         speed = self._speeds()
         work = np.asarray(view.task_work[tasks], dtype=float)
         types = np.asarray(view.task_type[tasks], dtype=np.int64)
@@ -139,7 +140,7 @@ class Flutter(Placement):
         pos, src, size = view.inputs_of(tasks)
         transfer = _transfer(np.asarray(pos, dtype=np.int64), np.asarray(src, dtype=np.int64),
                              np.asarray(size, dtype=float),
-                             np.asarray(self.model.bandwidth_mean, dtype=float), tasks.size)
+                             self.model.bandwidth_mean_pairs, tasks.size)
         speed = self.model.speed_mean[:, view.task_type[tasks]].T   # (tasks, n)
         if self.compute == "uniform":
             speed = np.repeat(speed.mean(axis=1, keepdims=True), n, axis=1)
@@ -152,20 +153,20 @@ class Flutter(Placement):
 def _transfer(pos, src, size, bw, n_tasks):  # pragma: no cover - compiled
     """Transfer estimates ``(tasks, clusters)``: the slowest remote input of each task.
 
-    Input ``i`` of the task at position ``pos[i]`` takes ``size[i] / bw[src[i], c]`` to
-    reach cluster ``c`` (``inf`` without bandwidth, 0 at its own cluster).
+    Input ``i`` of the task at position ``pos[i]`` takes ``size[i]`` over the mean
+    bandwidth of pair ``src[i] -> c`` (in the :class:`~geosim.modeler.PairTable` ``bw``)
+    to reach cluster ``c`` (``inf`` without bandwidth, 0 at its own cluster).
     """
-    n = bw.shape[1]
+    n = bw.fallback.size
     out = np.zeros((n_tasks, n))
     for i in range(pos.size):
         p, h = pos[i], src[i]
         for c in range(n):
             if c == h:
                 v = 0.0
-            elif bw[h, c] > 0:
-                v = size[i] / bw[h, c]
             else:
-                v = np.inf
+                b = bw.values[pair_row(bw, h, c)]
+                v = size[i] / b if b > 0 else np.inf
             if v > out[p, c] or v != v:               # as np.maximum, NaN included
                 out[p, c] = v
     return out
@@ -211,10 +212,9 @@ def _place_stages(jobs, at, pos, src, size, bw, speed, types, work, free,
             for c in range(m):
                 if c == h:
                     v = 0.0
-                elif bw[h, c] > 0:
-                    v = size[i] / bw[h, c]
                 else:
-                    v = np.inf
+                    b = bw.values[pair_row(bw, h, c)]
+                    v = size[i] / b if b > 0 else np.inf
                 if v > transfer[p, c] or v != v:      # as np.maximum, NaN included
                     transfer[p, c] = v
             i += 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from geosim.modeler import PairTable
 from geosim.params import Field
 from geosim.schedulers.compose import Placement
 from geosim.schedulers.placement import locality_clusters
@@ -100,7 +101,7 @@ class Iridium(Placement):
         leaving = np.bincount(moving["src"], weights=moving["left"], minlength=view.n_clusters)
         inputs = [view.raw_inputs(int(j)) for j in jobs]
         raws, dsts = plan_moves(inputs, view.job_arrival[jobs] - view.time,
-                                np.asarray(view.gate, dtype=float), self.model.bandwidth_mean,
+                                np.asarray(view.gate, dtype=float), self.model.bandwidth_mean_pairs,
                                 view.reachable, leaving, self.chunk)
         if raws.size:
             actions.move_data(raws, dsts)
@@ -326,7 +327,7 @@ def shuffle_time(data: np.ndarray, up: np.ndarray, down: np.ndarray) -> np.ndarr
 
 
 def plan_moves(inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], time_left: np.ndarray,
-               gate: np.ndarray, bandwidth: np.ndarray, reachable: np.ndarray,
+               gate: np.ndarray, bandwidth: np.ndarray | PairTable, reachable: np.ndarray,
                leaving: np.ndarray, chunk: float) -> tuple[np.ndarray, np.ndarray]:
     """Iridium's data-placement heuristic (SIGCOMM 2015, §4.1–4.2) for announced jobs.
 
@@ -334,7 +335,8 @@ def plan_moves(inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], time_lef
         inputs: Per job: raw input ids, their clusters and sizes (MB).
         time_left: Seconds until each job arrives.
         gate: Upload and download bandwidth of each site (MB/s).
-        bandwidth: Estimated bandwidth between sites, ``[src, dst]`` (MB/s).
+        bandwidth: Estimated bandwidth between sites, ``[src, dst]`` (MB/s), or the
+            :class:`~geosim.modeler.PairTable` of it (read a source's row at a time).
         reachable: Sites that can send or receive now.
         leaving: MB already leaving each site (moves under way); updated in place.
         chunk: Data per move, as a fraction of the job's raw input.
@@ -375,7 +377,7 @@ def plan_moves(inputs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], time_lef
     return np.concatenate(out_raw), np.concatenate(out_dst)
 
 
-def _best_move(job: dict, time_left: float, gate: np.ndarray, bandwidth: np.ndarray,
+def _best_move(job: dict, time_left: float, gate: np.ndarray, bandwidth: np.ndarray | PairTable,
                reachable: np.ndarray, leaving: np.ndarray) -> tuple | None:
     """The move of one chunk that shortens the job's shuffle most per MB, if any."""
     if job["time"] <= 0.0:
@@ -390,7 +392,8 @@ def _best_move(job: dict, time_left: float, gate: np.ndarray, bandwidth: np.ndar
         take = idx[: int(np.searchsorted(cum, job["step"] - 1e-9)) + 1]
         mb = float(job["size"][take].sum())
         with np.errstate(divide="ignore"):
-            fits = (leaving[src] + mb) / bandwidth[src] <= time_left
+            row = bandwidth.row(src) if isinstance(bandwidth, PairTable) else bandwidth[src]
+            fits = (leaving[src] + mb) / row <= time_left
         dsts = np.flatnonzero(fits & reachable & (np.arange(n) != src))
         if dsts.size:
             cands.append((take, mb, src, dsts))

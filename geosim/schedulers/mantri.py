@@ -15,6 +15,7 @@ import numpy as np
 from numba import njit
 
 from geosim.distributions import exact_min, quantile_bounds, row_min_quantiles, survival_steps
+from geosim.modeler import PairTable, pair_row
 from geosim.params import Field
 from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
@@ -331,7 +332,7 @@ class Mantri(Monitored, Redundancy):
             lo, hi = self._bounds(k, tasks.size * n)
             room, used = free.copy(), taken.copy()
             what, where, took, best_mean, ok = _decide_lazy(
-                model.speed, model.bandwidth, view.task_type[tasks].astype(np.int64),
+                model.speed, model.bandwidth_pairs, view.task_type[tasks].astype(np.int64),
                 work.astype(float), g_ptr.astype(np.int64), g_src.astype(np.int64),
                 g_size.astype(float), survival_steps(1, k), lo, hi, t_rem, c, restartable,
                 pool_lo, pool_hi, pool_cluster, used, room, self._margin, self.delta, factor)
@@ -435,7 +436,7 @@ class Mantri(Monitored, Redundancy):
                 need = np.ones(n, dtype=np.bool_)
             lo, hi = quantile_bounds(k, tasks.size * n)
             t_new = np.zeros((tasks.size, n, k))
-            redo = _t_new_rows(model.speed, model.bandwidth, types.astype(np.int64),
+            redo = _t_new_rows(model.speed, model.bandwidth_pairs, types.astype(np.int64),
                                work.astype(float), np.r_[0, np.cumsum(per_task)],
                                g_src.astype(np.int64), g_size.astype(float),
                                need.astype(np.bool_), survival_steps(1, k), lo, hi, t_new,
@@ -456,7 +457,7 @@ class Mantri(Monitored, Redundancy):
         if self._clean_key != key:
             self._clean_key = key
             self._clean = bool(all(_clean_rows(a.reshape(-1, a.shape[-1]))
-                                   for a in (model.speed, model.bandwidth)))
+                                   for a in (model.speed, model.bandwidth_pairs.values)))
         return self._clean
 
     def _t_new_exact(self, view: SchedulerView, tasks: np.ndarray, work: np.ndarray,
@@ -467,7 +468,7 @@ class Mantri(Monitored, Redundancy):
         solved with their offsets in that call, so each gets the same atoms.
         """
         model, n = self.model, view.n_clusters
-        k = model.k
+        k, bw = model.k, model.bandwidth_pairs
         pos, dst = redo // n, redo % n
         atoms = np.full((redo.size, r, k), np.inf)
         with np.errstate(divide="ignore"):
@@ -479,7 +480,7 @@ class Mantri(Monitored, Redundancy):
             for g in range(first[pos[row]], first[pos[row]] + per_task[pos[row]]):
                 if g_src[g] != dst[row]:
                     slot = 1 + g - first[pos[row]]
-                    atoms[row, slot, :] = model.bandwidth[g_src[g] * n + dst[row]] / g_size[g]
+                    atoms[row, slot, :] = bw.values[pair_row(bw, g_src[g], dst[row])] / g_size[g]
         _, q = exact_min(atoms, 2.0 * redo.astype(float), True)
         with np.errstate(divide="ignore"):
             t_new[pos, dst] = 1.0 / q[:, ::-1]
@@ -500,15 +501,16 @@ def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, error_model="numpy")
-def _t_new_rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, need, step, lo, hi,
+def _t_new_rows(speed, bw, types, work, g_ptr, g_src, g_size, need, step, lo, hi,
                 t_new, clean):  # pragma: no cover - compiled
     """``t_new`` atoms of each (task, cluster in ``need``) row, as ``1 / quantile``.
 
     Row ``(j, m)`` holds the processing-rate atoms ``speed[m, types[j]] / work[j]`` and,
-    per input group ``g`` of task ``j``, the transfer-rate atoms
-    ``bandwidth[src_g · n + m] / size_g`` (absent when the input is local). Its quantiles
+    per input group ``g`` of task ``j``, the transfer-rate atoms of pair ``src_g -> m``
+    in the :class:`~geosim.modeler.PairTable` ``bw``, over ``size_g`` (absent when the
+    input is local). Its quantiles
     are settled by :func:`~geosim.distributions.row_min_quantiles`. ``clean`` promises that
-    every atom of ``speed`` and ``bandwidth`` is finite and ``>= 0`` and each row ascends:
+    every atom of ``speed`` and ``bw`` is finite and ``>= 0`` and each row ascends:
     when its task's work and input sizes are positive and finite, a row's atoms then
     ascend too (a division by such a number keeps the order and makes no NaN or ``-inf``;
     an overflow makes a tail of ``+inf``).
@@ -541,9 +543,9 @@ def _t_new_rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, need, step,
             nv = 1
             for g in range(g_ptr[j], g_ptr[j + 1]):
                 if g_src[g] != m:       # a local input is an absent variable: left out
-                    row = g_src[g] * n + m
+                    row = pair_row(bw, g_src[g], m)
                     for a in range(k):
-                        vals[nv, a] = bandwidth[row, a] / g_size[g]
+                        vals[nv, a] = bw.values[row, a] / g_size[g]
                     nv += 1
             if row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, sorted_):
                 for a in range(k):
@@ -594,7 +596,7 @@ class _Rows(NamedTuple):
     """What :func:`_lazy_argmin` computes ``t_new`` rows from (:func:`_t_new_rows`' inputs)."""
 
     speed: np.ndarray       # speed atoms per cluster and type
-    bandwidth: np.ndarray   # bandwidth atoms per cluster pair
+    bw: PairTable           # bandwidth atoms per cluster pair
     types: np.ndarray       # type of each candidate's task
     work: np.ndarray        # work of each candidate's task
     g_ptr: np.ndarray       # input groups of candidate j: g_ptr[j]:g_ptr[j + 1]
@@ -627,7 +629,8 @@ class _Memo(NamedTuple):
 def _no_rows():  # pragma: no cover - compiled
     """An empty :class:`_Rows` (the rules on rows given in full)."""
     f1, i1 = np.empty(0), np.empty(0, dtype=np.int64)
-    return _Rows(np.empty((0, 0, 0)), np.empty((0, 0)), i1, f1, i1, i1, f1, f1, i1, i1)
+    bw = PairTable(i1, i1, f1, 0, np.empty((0, 0)), i1)
+    return _Rows(np.empty((0, 0, 0)), bw, i1, f1, i1, i1, f1, f1, i1, i1)
 
 
 @njit(cache=True)
@@ -655,7 +658,7 @@ def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
     """
     if not lazy:
         return _argmin_in(means[j], mask)
-    return _lazy_argmin(mask, j, rows.speed, rows.bandwidth, rows.types, rows.work, rows.g_ptr,
+    return _lazy_argmin(mask, j, rows.speed, rows.bw, rows.types, rows.work, rows.g_ptr,
                         rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, memo.vals, memo.q,
                         memo.use, memo.head, memo.cur, memo.low, memo.term, memo.bound,
                         memo.has_bound, memo.mean, memo.has_mean, memo.atoms, memo.visited)
@@ -785,28 +788,27 @@ def _mean_of(x, k):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _row_vals(speed, bandwidth, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pragma: no cover
+def _row_vals(speed, bw, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pragma: no cover
     """The variables of row ``(task, m)`` as :func:`_t_new_rows` lays them out; their count.
 
     ``t`` and ``w`` are the task's type and work, ``g_lo:g_hi`` its input groups.
     """
     k = speed.shape[2]
-    n = speed.shape[0]
     for a in range(k):
         vals[0, a] = speed[m, t, a] / w
     nv = 1
     for g in range(g_lo, g_hi):
         if g_src[g] != m:       # a local input is an absent variable: left out
-            row = g_src[g] * n + m
+            row = pair_row(bw, g_src[g], m)
             size = g_size[g]
             for a in range(k):
-                vals[nv, a] = bandwidth[row, a] / size
+                vals[nv, a] = bw.values[row, a] / size
             nv += 1
     return nv
 
 
 @njit(cache=True, error_model="numpy")
-def _lazy_argmin(mask, j, speed, bandwidth, types, work, g_ptr, g_src, g_size, step, lo, hi,
+def _lazy_argmin(mask, j, speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi,
                  vals, q, use, head, cur, low, term, bound, has_bound, mean, has_mean, atoms,
                  visited):  # pragma: no cover - compiled
     """``_argmin_in(means[j], mask)`` of :func:`_decide`, computing as few rows as it can.
@@ -838,10 +840,10 @@ def _lazy_argmin(mask, j, speed, bandwidth, types, work, g_ptr, g_src, g_size, s
             for g in range(g_lo, g_hi):
                 h = g_src[g]
                 if h != x:
-                    row = h * n + x
+                    row = pair_row(bw, h, x)
                     size = g_size[g]
                     for a in range(k):
-                        v = bandwidth[row, a] / size
+                        v = bw.values[row, a] / size
                         if v < low[a]:
                             low[a] = v
             for a in range(k):
@@ -860,7 +862,7 @@ def _lazy_argmin(mask, j, speed, bandwidth, types, work, g_ptr, g_src, g_size, s
             return best
         visited[pick] = True
         if not has_mean[pick]:
-            nv = _row_vals(speed, bandwidth, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
+            nv = _row_vals(speed, bw, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
             if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
                 return -2
             for a in range(k):
@@ -873,7 +875,7 @@ def _lazy_argmin(mask, j, speed, bandwidth, types, work, g_ptr, g_src, g_size, s
 
 
 @njit(cache=True, error_model="numpy")
-def _decide_lazy(speed, bandwidth, types, work, g_ptr, g_src, g_size, step, lo, hi, t_rem, c,
+def _decide_lazy(speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi, t_rem, c,
                  restartable, pool_lo, pool_hi, pool_cluster, taken, free, margin, delta,
                  factor):  # pragma: no cover - compiled
     """:func:`_decide` on ``t_new`` rows computed only where a rule needs them.
@@ -890,7 +892,7 @@ def _decide_lazy(speed, bandwidth, types, work, g_ptr, g_src, g_size, step, lo, 
     r = 1
     for j in range(types.size):
         r = max(r, 1 + g_ptr[j + 1] - g_ptr[j])
-    rows = _Rows(speed, bandwidth, types, work, g_ptr, g_src, g_size, step, lo, hi)
+    rows = _Rows(speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi)
     return _apply_rules(True, np.empty((0, 0)), np.empty((0, 0, 0)), rows,
                         _memo(free.size, speed.shape[2], r), t_rem, c, restartable, pool_lo,
                         pool_hi, pool_cluster, taken, free, margin, delta, factor)

@@ -192,23 +192,30 @@ def _neg_bounds(speed_mean, bw_mean, rows, tasks, task_type, task_work, g_ptr, g
     for x in range(rows.size):
         i = rows[x]
         t = tasks[i]
+        _bounds(speed_mean, bw_mean, task_type[t], task_work[t], g_ptr[i], g_ptr[i + 1],
+                g_src, g_size, neg[x])
         for c in range(n):
-            b = _bound(speed_mean, bw_mean, c, task_type[t], task_work[t], g_ptr[i],
-                       g_ptr[i + 1], g_src, g_size)
-            neg[x, c] = -b if mask[c] else np.inf
+            neg[x, c] = -neg[x, c] if mask[c] else np.inf
     return neg
 
 
 @njit(cache=True)
-def _bound(speed_mean, bw_mean, c, task_type, work, lo, hi, g_src,
-           g_size):  # pragma: no cover - compiled
-    """``min(E[V^P] / work, min_s E[V^T_s] / size_s)`` of a task (groups ``lo:hi``) on ``c``."""
-    b = speed_mean[c, task_type] / work
+def _bounds(speed_mean, bw_mean, task_type, work, lo, hi, g_src, g_size,
+            out):  # pragma: no cover - compiled
+    """``min(E[V^P] / work, min_s E[V^T_s] / size_s)`` of a task on every cluster ``c``.
+
+    The bound on ``c`` goes to ``out[c]``; the task's groups are ``lo:hi``. Each cluster's
+    minimum is taken over the groups in their order; a group's pairs (one source to every
+    cluster) are read in a row.
+    """
+    n = out.size
+    for c in range(n):
+        out[c] = speed_mean[c, task_type] / work
     for g in range(lo, hi):
-        tr = (np.inf if g_src[g] == c
-              else bw_mean.values[pair_row(bw_mean, g_src[g], c)] / g_size[g])
-        b = _min(b, tr)
-    return b
+        src, size = g_src[g], g_size[g]
+        for c in range(n):
+            tr = np.inf if src == c else bw_mean.values[pair_row(bw_mean, src, c)] / size
+            out[c] = _min(out[c], tr)
 
 
 @njit(cache=True)
@@ -418,9 +425,8 @@ def _kept_bounds(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size,
         s = slots[i]
         if not bound_ok[s]:
             t = tasks[i]
-            for c in range(n):
-                c_bound[s, c] = _bound(speed_b, bw_b, c, task_type[t], task_work[t], g_ptr[i],
-                                       g_ptr[i + 1], g_src, g_size)
+            _bounds(speed_b, bw_b, task_type[t], task_work[t], g_ptr[i], g_ptr[i + 1], g_src,
+                    g_size, c_bound[s, :n])
             bound_ok[s] = True
         for c in range(n):
             neg[x, c] = -c_bound[s, c] if mask[c] else np.inf

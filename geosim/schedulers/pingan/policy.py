@@ -26,10 +26,6 @@ from geosim.schedulers.pingan.candidates import (
 )
 from geosim.schedulers.pingan.reservations import _held_arrays, _hold, _not_live, _targets, _unhold
 from geosim.schedulers.pingan.rounds import (
-    CandidateArrays,
-    PlanArrays,
-    QuantileSource,
-    Resources,
     _insure_rates,
     _keep_exponents,
     _pairs,
@@ -245,7 +241,9 @@ class PingAn(Scheduler):
         self._total_slots = view.total_slots
         self._gate_mb = np.asarray(view.gate, dtype=float)
         self._rows = _RowCache(view.task_state.size, view.n_clusters, self.candidates)
-        self._reach_epoch = 0
+        self._reach_epoch = 0         # bumped when the reachable set differs from ...
+        self._cand_reach = np.array(view.reachable, dtype=bool)  # ... the candidates' one
+        self._cand_version = view.reach_version
         self._logs_version = -1
         #: Copies made by round 1, round 2 and rounds >= 3, over the run.
         self.copies_by_round = np.zeros(3, dtype=np.int64)
@@ -260,9 +258,15 @@ class PingAn(Scheduler):
         event = self.at_event(view)
         if self.reach_changed:
             self._total_slots = view.total_slots
-            self._reach_epoch += 1
         if view.n_ready == 0 or not (event or refreshed):
             return
+        if view.reach_version != self._cand_version:
+            # Candidates are renewed when the reachable set is not the one they were
+            # found for (a set that changed and changed back keeps them).
+            self._cand_version = view.reach_version
+            if not np.array_equal(view.reachable, self._cand_reach):
+                self._cand_reach = np.array(view.reachable, dtype=bool)
+                self._reach_epoch += 1
         self._release(view)
         free = view.free_slots()
         n_free = int(free.sum())
@@ -445,12 +449,14 @@ class PingAn(Scheduler):
         log1, log2 = self._logs()
         k, m = ev.atoms.shape[2], ev.cand.shape[1]
         if not self._mean_time:     # the same steps, in one compiled call
-            offer = CandidateArrays(ev.rate, ev.floor, ev.cand, ev.din, ev.g_ptr, ev.g_src,
-                                    ev.dout, ev.atoms, ev.filled)
-            use = Resources(job_pos, st.budget, st.free, st.res_in, st.res_out, st.gate)
-            planned = PlanArrays(plan.rows, plan.cols, plan.n, self.copies_by_round)
+            # The records go as plain tuples (fields in the records' order): a named tuple
+            # argument is typed field by field at every call, a plain one at C speed.
+            offer = (ev.rate, ev.floor, ev.cand, ev.din, ev.g_ptr, ev.g_src, ev.dout, ev.atoms,
+                     ev.filled)                                      # CandidateArrays
+            use = (job_pos, st.budget, st.free, st.res_in, st.res_out, st.gate)   # Resources
+            planned = (plan.rows, plan.cols, plan.n, self.copies_by_round)       # PlanArrays
             _insure_rates(rows, self._first != "eff", self._second != "eff", offer, use,
-                          planned, QuantileSource(*ev.source), log1, log2, self.model.dt,
+                          planned, tuple(ev.source), log1, log2, self.model.dt,
                           survival_steps(1, k))
             return
         rows1, col1 = self._first_round(ev, rows, job_pos, st, plan)
