@@ -7,8 +7,15 @@ import pytest
 from conftest import uniform_world
 
 from geosim import GeoModel, load_scenario, make_scheduler
+from geosim.modeler import PairTable
 from geosim.schedulers.late import LATE, grouped_quantile
-from geosim.schedulers.mantri import Mantri, duplicate_rule, remaining_time, restart_rule
+from geosim.schedulers.mantri import (
+    Mantri,
+    _exact_atoms,
+    duplicate_rule,
+    remaining_time,
+    restart_rule,
+)
 from geosim.workload import Workload
 
 N = 3   # clusters
@@ -180,3 +187,29 @@ def test_late_validates_parameters():
         LATE(speculative_cap=0)
     with pytest.raises(ValueError, match="min_runtime"):
         LATE(min_runtime=-1)
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_exact_path_variables_are_speed_then_each_remote_group(indexed):
+    # Rows (task, cluster) of Mantri's general path: the processing-rate atoms, then per
+    # input group the pair's bandwidth atoms over the group's size, +inf where the input
+    # is local or the task has fewer groups.
+    rng = np.random.default_rng(3)
+    n, k = 5, 4
+    speed = np.sort(rng.random((n, 2, k)), axis=2)
+    pairs = np.sort(rng.random((n * n, k)), axis=1)
+    table = PairTable(np.arange(n * n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
+                      np.ones(n), n * n, np.concatenate([pairs, np.ones((n, k))]))
+    table = table.indexed() if indexed else table
+    types, work = np.array([0, 1, 1]), np.array([2.0, 3.0, 5.0])
+    g_ptr, g_src, g_size = np.array([0, 2, 2, 3]), np.array([1, 3, 4]), np.array([4.0, 8.0, 2.0])
+    pos, dst = np.array([0, 0, 1, 2]), np.array([1, 2, 0, 4])
+    got = _exact_atoms(speed, table, types, work, pos, dst, g_ptr, g_src, g_size, 3)
+    want = np.full((4, 3, k), np.inf)
+    for i, (j, m) in enumerate(zip(pos, dst, strict=True)):
+        want[i, 0] = speed[m, types[j]] / work[j]
+        for g in range(g_ptr[j], g_ptr[j + 1]):
+            if g_src[g] != m:
+                want[i, 1 + g - g_ptr[j]] = pairs[g_src[g] * n + m] / g_size[g]
+    np.testing.assert_array_equal(got, want)
+    assert np.isinf(got[0, 1]).all() and np.isfinite(got[1, 1]).all()   # local, remote

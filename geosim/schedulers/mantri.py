@@ -468,19 +468,13 @@ class Mantri(Monitored, Redundancy):
         solved with their offsets in that call, so each gets the same atoms.
         """
         model, n = self.model, view.n_clusters
-        k, bw = model.k, model.bandwidth_pairs
         pos, dst = redo // n, redo % n
-        atoms = np.full((redo.size, r, k), np.inf)
-        with np.errstate(divide="ignore"):
-            atoms[:, 0, :] = model.speed[dst, view.task_type[tasks][pos], :] / work[pos, None]
         g_task, g_src, g_size = view.input_groups(tasks)
         per_task = np.bincount(g_task, minlength=tasks.size)
-        first = np.r_[0, np.cumsum(per_task)[:-1]]
-        for row in range(redo.size):
-            for g in range(first[pos[row]], first[pos[row]] + per_task[pos[row]]):
-                if g_src[g] != dst[row]:
-                    slot = 1 + g - first[pos[row]]
-                    atoms[row, slot, :] = bw.values[pair_row(bw, g_src[g], dst[row])] / g_size[g]
+        atoms = _exact_atoms(model.speed, model.bandwidth_pairs,
+                             view.task_type[tasks].astype(np.int64), work.astype(float), pos,
+                             dst, np.r_[0, np.cumsum(per_task)].astype(np.int64),
+                             g_src.astype(np.int64), g_size.astype(float), r)
         _, q = exact_min(atoms, 2.0 * redo.astype(float), True)
         with np.errstate(divide="ignore"):
             t_new[pos, dst] = 1.0 / q[:, ::-1]
@@ -498,6 +492,29 @@ def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     if not mask.any():
         return np.zeros(values.shape[1])
     return values[mask].max(axis=0)
+
+
+@njit(cache=True, error_model="numpy")
+def _exact_atoms(speed, bw, types, work, pos, dst, g_ptr, g_src, g_size,
+                 r):  # pragma: no cover - compiled
+    """The variables of rows ``(pos[i], dst[i])`` as :func:`_t_new_rows` lays them out.
+
+    Shape ``(rows, r, K)``: the processing-rate atoms first, then one row per remote
+    input group in the group's place (``1 + g - g_ptr[task]``), ``+inf`` elsewhere (a
+    local input, or a task with fewer groups), for :func:`~geosim.distributions.exact_min`.
+    """
+    k = speed.shape[2]
+    atoms = np.full((pos.size, r, k), np.inf)
+    for i in range(pos.size):
+        j, m = pos[i], dst[i]
+        for a in range(k):
+            atoms[i, 0, a] = speed[m, types[j], a] / work[j]
+        for g in range(g_ptr[j], g_ptr[j + 1]):
+            if g_src[g] != m:
+                row = pair_row(bw, g_src[g], m)
+                for a in range(k):
+                    atoms[i, 1 + g - g_ptr[j], a] = bw.values[row, a] / g_size[g]
+    return atoms
 
 
 @njit(cache=True, error_model="numpy")
