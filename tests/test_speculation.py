@@ -11,11 +11,11 @@ from geosim.modeler import PairTable
 from geosim.schedulers.late import LATE, grouped_quantile
 from geosim.schedulers.mantri import (
     Mantri,
-    _exact_atoms,
     duplicate_rule,
     remaining_time,
     restart_rule,
 )
+from geosim.schedulers.mantri_rows import exact_atoms
 from geosim.workload import Workload
 
 N = 3   # clusters
@@ -204,7 +204,7 @@ def test_exact_path_variables_are_speed_then_each_remote_group(indexed):
     types, work = np.array([0, 1, 1]), np.array([2.0, 3.0, 5.0])
     g_ptr, g_src, g_size = np.array([0, 2, 2, 3]), np.array([1, 3, 4]), np.array([4.0, 8.0, 2.0])
     pos, dst = np.array([0, 0, 1, 2]), np.array([1, 2, 0, 4])
-    got = _exact_atoms(speed, table, types, work, pos, dst, g_ptr, g_src, g_size, 3)
+    got = exact_atoms(speed, table, types, work, pos, dst, g_ptr, g_src, g_size, 3)
     want = np.full((4, 3, k), np.inf)
     for i, (j, m) in enumerate(zip(pos, dst, strict=True)):
         want[i, 0] = speed[m, types[j]] / work[j]

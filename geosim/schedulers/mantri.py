@@ -14,11 +14,12 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from geosim.distributions import exact_min, quantile_bounds, row_min_quantiles, survival_steps
-from geosim.modeler import PairTable, pair_row
+from geosim.distributions import exact_min, quantile_bounds, survival_steps
+from geosim.modeler import PairTable
 from geosim.params import Field
 from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
+from geosim.schedulers.mantri_rows import clean_rows, exact_atoms, lazy_argmin, t_new_rows
 from geosim.variability import copy_factors
 from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs
 
@@ -311,7 +312,7 @@ class Mantri(Monitored, Redundancy):
 
         ``t_new`` is needed only where a rule looks: the mean of every cluster a candidate
         may pick (for the argmin) and the atoms of the one it picks. When every row is
-        known to be settled by the fast path of :func:`_t_new_rows` with finite atoms,
+        known to be settled by the fast path of :func:`t_new_rows` with finite atoms,
         :func:`_decide_lazy` computes a cheap lower bound of each such mean and the exact
         row only where the bound does not already rule the cluster out; the result is
         the same, bit for bit. Otherwise (or if a row needs the general path) every row
@@ -418,7 +419,7 @@ class Mantri(Monitored, Redundancy):
         each input group (one per source cluster, its largest input), all independent.
         Its quantile atoms are :func:`~geosim.modeler.expected_min`'s for the ``(m·n, R, K)``
         problem of the tasks' rows (``R`` one more than the most input groups of a task),
-        computed row by row (:func:`_t_new_rows`). Clusters outside ``need`` (if given)
+        computed row by row (:func:`t_new_rows`). Clusters outside ``need`` (if given)
         are left at 0.
         """
         model, n = self.model, view.n_clusters
@@ -436,7 +437,7 @@ class Mantri(Monitored, Redundancy):
                 need = np.ones(n, dtype=np.bool_)
             lo, hi = quantile_bounds(k, tasks.size * n)
             t_new = np.zeros((tasks.size, n, k))
-            redo = _t_new_rows(model.speed, model.bandwidth_pairs, types.astype(np.int64),
+            redo = t_new_rows(model.speed, model.bandwidth_pairs, types.astype(np.int64),
                                work.astype(float), np.r_[0, np.cumsum(per_task)],
                                g_src.astype(np.int64), g_size.astype(float),
                                need.astype(np.bool_), survival_steps(1, k), lo, hi, t_new,
@@ -456,7 +457,7 @@ class Mantri(Monitored, Redundancy):
         key = (id(model), model.version)
         if self._clean_key != key:
             self._clean_key = key
-            self._clean = bool(all(_clean_rows(a.reshape(-1, a.shape[-1]))
+            self._clean = bool(all(clean_rows(a.reshape(-1, a.shape[-1]))
                                    for a in (model.speed, model.bandwidth_pairs.values)))
         return self._clean
 
@@ -471,7 +472,7 @@ class Mantri(Monitored, Redundancy):
         pos, dst = redo // n, redo % n
         g_task, g_src, g_size = view.input_groups(tasks)
         per_task = np.bincount(g_task, minlength=tasks.size)
-        atoms = _exact_atoms(model.speed, model.bandwidth_pairs,
+        atoms = exact_atoms(model.speed, model.bandwidth_pairs,
                              view.task_type[tasks].astype(np.int64), work.astype(float), pos,
                              dst, np.r_[0, np.cumsum(per_task)].astype(np.int64),
                              g_src.astype(np.int64), g_size.astype(float), r)
@@ -492,85 +493,6 @@ def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     if not mask.any():
         return np.zeros(values.shape[1])
     return values[mask].max(axis=0)
-
-
-@njit(cache=True, error_model="numpy")
-def _exact_atoms(speed, bw, types, work, pos, dst, g_ptr, g_src, g_size,
-                 r):  # pragma: no cover - compiled
-    """The variables of rows ``(pos[i], dst[i])`` as :func:`_t_new_rows` lays them out.
-
-    Shape ``(rows, r, K)``: the processing-rate atoms first, then one row per remote
-    input group in the group's place (``1 + g - g_ptr[task]``), ``+inf`` elsewhere (a
-    local input, or a task with fewer groups), for :func:`~geosim.distributions.exact_min`.
-    """
-    k = speed.shape[2]
-    atoms = np.full((pos.size, r, k), np.inf)
-    for i in range(pos.size):
-        j, m = pos[i], dst[i]
-        for a in range(k):
-            atoms[i, 0, a] = speed[m, types[j], a] / work[j]
-        for g in range(g_ptr[j], g_ptr[j + 1]):
-            if g_src[g] != m:
-                row = pair_row(bw, g_src[g], m)
-                for a in range(k):
-                    atoms[i, 1 + g - g_ptr[j], a] = bw.values[row, a] / g_size[g]
-    return atoms
-
-
-@njit(cache=True, error_model="numpy")
-def _t_new_rows(speed, bw, types, work, g_ptr, g_src, g_size, need, step, lo, hi,
-                t_new, clean):  # pragma: no cover - compiled
-    """``t_new`` atoms of each (task, cluster in ``need``) row, as ``1 / quantile``.
-
-    Row ``(j, m)`` holds the processing-rate atoms ``speed[m, types[j]] / work[j]`` and,
-    per input group ``g`` of task ``j``, the transfer-rate atoms of pair ``src_g -> m``
-    in the :class:`~geosim.modeler.PairTable` ``bw``, over ``size_g`` (absent when the
-    input is local). Its quantiles
-    are settled by :func:`~geosim.distributions.row_min_quantiles`. ``clean`` promises that
-    every atom of ``speed`` and ``bw`` is finite and ``>= 0`` and each row ascends:
-    when its task's work and input sizes are positive and finite, a row's atoms then
-    ascend too (a division by such a number keeps the order and makes no NaN or ``-inf``;
-    an overflow makes a tail of ``+inf``).
-
-    Returns:
-        The rows (``j · n + m``) it could not settle, to be solved exactly.
-    """
-    n_tasks = types.size
-    n = need.size
-    k = speed.shape[2]
-    r = 1
-    for j in range(n_tasks):
-        r = max(r, 1 + g_ptr[j + 1] - g_ptr[j])
-    vals = np.empty((r, k))
-    q = np.empty(k)
-    use = np.empty(r, dtype=np.int64)
-    head = np.empty(r, dtype=np.int64)
-    cur = np.empty(r)
-    redo = np.empty(n_tasks * n, dtype=np.int64)
-    n_redo = 0
-    for j in range(n_tasks):
-        sorted_ = clean and np.isfinite(work[j]) and work[j] > 0
-        for g in range(g_ptr[j], g_ptr[j + 1]):
-            sorted_ = sorted_ and np.isfinite(g_size[g]) and g_size[g] > 0
-        for m in range(n):
-            if not need[m]:
-                continue
-            for a in range(k):
-                vals[0, a] = speed[m, types[j], a] / work[j]
-            nv = 1
-            for g in range(g_ptr[j], g_ptr[j + 1]):
-                if g_src[g] != m:       # a local input is an absent variable: left out
-                    row = pair_row(bw, g_src[g], m)
-                    for a in range(k):
-                        vals[nv, a] = bw.values[row, a] / g_size[g]
-                    nv += 1
-            if row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, sorted_):
-                for a in range(k):
-                    t_new[j, m, a] = 1.0 / q[k - 1 - a]
-            else:
-                redo[n_redo] = j * n + m
-                n_redo += 1
-    return redo[:n_redo]
 
 
 @njit(cache=True)
@@ -610,7 +532,7 @@ def _decide(means, atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster,
 
 
 class _Rows(NamedTuple):
-    """What :func:`_lazy_argmin` computes ``t_new`` rows from (:func:`_t_new_rows`' inputs)."""
+    """What :func:`lazy_argmin` computes ``t_new`` rows from (:func:`t_new_rows`' inputs)."""
 
     speed: np.ndarray       # speed atoms per cluster and type
     bw: PairTable           # bandwidth atoms per cluster pair
@@ -625,7 +547,7 @@ class _Rows(NamedTuple):
 
 
 class _Memo(NamedTuple):
-    """Work arrays of :func:`_lazy_argmin` and the rows it memoises for one candidate."""
+    """Work arrays of :func:`lazy_argmin` and the rows it memoises for one candidate."""
 
     vals: np.ndarray        # a row's variables
     q: np.ndarray           # the quantiles of their minimum
@@ -670,12 +592,12 @@ def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
     """The cluster of least ``E[t_new]`` over ``mask`` for candidate ``j`` (first minimum).
 
     From the full rows (``means``), or computing rows as needed (``lazy``,
-    :func:`_lazy_argmin`). Returns -1 if ``mask`` is empty, -2 if a row needs the general
+    :func:`lazy_argmin`). Returns -1 if ``mask`` is empty, -2 if a row needs the general
     path.
     """
     if not lazy:
         return _argmin_in(means[j], mask)
-    return _lazy_argmin(mask, j, rows.speed, rows.bw, rows.types, rows.work, rows.g_ptr,
+    return lazy_argmin(mask, j, rows.speed, rows.bw, rows.types, rows.work, rows.g_ptr,
                         rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, memo.vals, memo.q,
                         memo.use, memo.head, memo.cur, memo.low, memo.term, memo.bound,
                         memo.has_bound, memo.mean, memo.has_mean, memo.atoms, memo.visited)
@@ -758,149 +680,16 @@ def _apply_rules(lazy, means, atoms, rows, memo, t_rem, c, restartable, pool_lo,
     return what, where, took, best_mean, True
 
 
-@njit(cache=True)
-def _clean_rows(a):  # pragma: no cover - compiled
-    """Whether every entry of ``a`` is finite, each row ascends and starts at ``>= 0``."""
-    n, k = a.shape
-    for i in range(n):
-        if not a[i, 0] >= 0:
-            return False
-        for j in range(k):
-            if not np.isfinite(a[i, j]):
-                return False
-            if j > 0 and not a[i, j] >= a[i, j - 1]:
-                return False
-    return True
-
-
-@njit(cache=True)
-def _mean_of(x, k):  # pragma: no cover - compiled
-    """``np.mean`` of ``x[:k]`` (``k <= 128``) as NumPy rounds it along a contiguous row.
-
-    NumPy's pairwise sum of fewer than 8 values adds them in order; of 8 to 128 values it
-    keeps eight running sums (values ``i``, ``i + 8``, ...), combines them pairwise and
-    adds the values left over, in order.
-    """
-    if k < 8:
-        res = -0.0
-        for i in range(k):
-            res += x[i]
-        return res / k
-    r0, r1, r2, r3 = x[0], x[1], x[2], x[3]
-    r4, r5, r6, r7 = x[4], x[5], x[6], x[7]
-    stop = k - k % 8
-    for i in range(8, stop, 8):
-        r0 += x[i]
-        r1 += x[i + 1]
-        r2 += x[i + 2]
-        r3 += x[i + 3]
-        r4 += x[i + 4]
-        r5 += x[i + 5]
-        r6 += x[i + 6]
-        r7 += x[i + 7]
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    for i in range(stop, k):
-        res += x[i]
-    return res / k
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _row_vals(speed, bw, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pragma: no cover
-    """The variables of row ``(task, m)`` as :func:`_t_new_rows` lays them out; their count.
-
-    ``t`` and ``w`` are the task's type and work, ``g_lo:g_hi`` its input groups.
-    """
-    k = speed.shape[2]
-    for a in range(k):
-        vals[0, a] = speed[m, t, a] / w
-    nv = 1
-    for g in range(g_lo, g_hi):
-        if g_src[g] != m:       # a local input is an absent variable: left out
-            row = pair_row(bw, g_src[g], m)
-            size = g_size[g]
-            for a in range(k):
-                vals[nv, a] = bw.values[row, a] / size
-            nv += 1
-    return nv
-
-
-@njit(cache=True, error_model="numpy")
-def _lazy_argmin(mask, j, speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi,
-                 vals, q, use, head, cur, low, term, bound, has_bound, mean, has_mean, atoms,
-                 visited):  # pragma: no cover - compiled
-    """``_argmin_in(means[j], mask)`` of :func:`_decide`, computing as few rows as it can.
-
-    Every row's mean has a lower bound: ``t_new`` atom ``a`` is ``1 / q[K-1-a]`` and the
-    minimum's quantile ``q[c]`` is at most atom ``c`` of each of its variables (the
-    merge passes that atom only after the variable alone has cut the survival below
-    the quantile's level), so ``1 / min_x vals[x, K-1-a]`` is at most the atom; the
-    bound's atoms are summed in the mean's order, and rounding is monotone. Rows are
-    taken by increasing bound; once the smallest bound left exceeds the best mean
-    found, no row left can be smaller or tie it. Every mean and bound is in
-    ``[0, inf]`` (no NaN), so the first minimum is the same as over all rows.
-
-    Rows are memoised across calls for the same candidate (``has_bound``, ``has_mean``;
-    ``atoms`` holds the computed rows' ``t_new``).
-
-    Returns:
-        The cluster, -1 if ``mask`` is empty, or -2 if a row needs the general path.
-    """
-    n = mask.size
-    k = speed.shape[2]
-    t, w, g_lo, g_hi = types[j], work[j], g_ptr[j], g_ptr[j + 1]
-    for x in range(n):
-        visited[x] = False
-        if mask[x] and not has_bound[x]:
-            # The least atom of each rank over the row's variables (_row_vals' values).
-            for a in range(k):
-                low[a] = speed[x, t, a] / w
-            for g in range(g_lo, g_hi):
-                h = g_src[g]
-                if h != x:
-                    row = pair_row(bw, h, x)
-                    size = g_size[g]
-                    for a in range(k):
-                        v = bw.values[row, a] / size
-                        if v < low[a]:
-                            low[a] = v
-            for a in range(k):
-                term[a] = 1.0 / low[k - 1 - a]
-            bound[x] = _mean_of(term, k)
-            has_bound[x] = True
-    best = -1
-    best_val = 0.0
-    while True:
-        pick = -1
-        least = 0.0
-        for x in range(n):
-            if mask[x] and not visited[x] and (pick < 0 or bound[x] < least):
-                pick, least = x, bound[x]
-        if pick < 0 or (best >= 0 and least > best_val):
-            return best
-        visited[pick] = True
-        if not has_mean[pick]:
-            nv = _row_vals(speed, bw, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
-            if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
-                return -2
-            for a in range(k):
-                atoms[pick, a] = 1.0 / q[k - 1 - a]
-            mean[pick] = _mean_of(atoms[pick], k)
-            has_mean[pick] = True
-        v = mean[pick]
-        if best < 0 or v < best_val or (v == best_val and pick < best):
-            best, best_val = pick, v
-
-
 @njit(cache=True, error_model="numpy")
 def _decide_lazy(speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi, t_rem, c,
                  restartable, pool_lo, pool_hi, pool_cluster, taken, free, margin, delta,
                  factor):  # pragma: no cover - compiled
     """:func:`_decide` on ``t_new`` rows computed only where a rule needs them.
 
-    The arguments are :func:`_t_new_rows`' (the chunk's tasks, their work and input
+    The arguments are :func:`t_new_rows`' (the chunk's tasks, their work and input
     groups, with every atom finite and ``>= 0``, each row ascending, every work and size
     finite and ``> 0``) followed by :func:`_decide`'s; ``free`` and ``taken`` are updated
-    in place. The argmins go through :func:`_lazy_argmin`.
+    in place. The argmins go through :func:`lazy_argmin`.
 
     Returns:
         :func:`_decide`'s three arrays, ``E[t_new]`` at each chosen cluster, and whether
