@@ -68,6 +68,7 @@ from geosim.distributions import (
     thresholds,
 )
 from geosim.monitor import Monitor
+from geosim.routes import FULL_ROWS
 
 __all__ = [
     "DENSE_PAIRS_CLUSTERS",
@@ -93,8 +94,9 @@ ESTIMATES = ("mean-rate", "mean-time")
 LEARN_FROM = ("winners", "all")
 
 
-#: Largest world whose pair tables list every pair's row (:meth:`PairTable.indexed`).
-DENSE_PAIRS_CLUSTERS = 512
+#: Largest world whose pair tables list every pair's row (:meth:`PairTable.indexed`): the
+#: routes' (:data:`~geosim.routes.FULL_ROWS`).
+DENSE_PAIRS_CLUSTERS = FULL_ROWS
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
