@@ -471,3 +471,34 @@ def test_a_pool_outcome_brings_the_job_counters_in_line_with_the_tasks():
     np.testing.assert_array_equal(b.job_done, a.job_done)
     np.testing.assert_array_equal(b.job_left, a.job_left)
     np.testing.assert_array_equal(b.job_live, a.job_live)
+
+
+def test_taking_slots_is_all_or_nothing():
+    # Shares are added in place, in order; a launch that would overfill a slot (or names a
+    # slot outside its cluster) leaves every used share exactly as it was.
+    from geosim.engine.launch import take_slots
+    ptr = np.array([0, 2, 4])
+    used = np.array([0.1, 0.3, 0.0, 0.7])
+    before = used.copy()
+    assert take_slots(np.array([1, 1]), np.array([0, 0]), 0.3, ptr, used, 1.0)
+    assert used[1] == (0.3 + 0.3) + 0.3 and used[0] == 0.1
+    kept = used.copy()
+    assert not take_slots(np.array([0, 3, 3]), np.array([0, 1, 1]), 0.2, ptr, used, 1.0)
+    assert used.tobytes() == kept.tobytes()                 # 0.7 + 0.2 + 0.2 > 1: undone
+    assert not take_slots(np.array([2]), np.array([0]), 0.1, ptr, used, 1.0)  # other cluster
+    assert used.tobytes() == kept.tobytes() and not np.array_equal(used, before)
+
+
+def test_a_share_that_does_not_fit_changes_nothing():
+    scenario = load_scenario(closed_world(slots=1))
+    model = GeoModel(scenario, "fifo", workload=make_workload([0.0, 0.0], [5.0, 5.0]))
+    model.step()
+    e = model.engine
+    copy = int(e.live[0])
+    before = e.slot_used.copy()
+    for share in (2.0, 0.0):
+        with pytest.raises(SchedulingError):
+            e.set_share(np.array([copy, copy]), share)
+        assert e.slot_used.tobytes() == before.tobytes()
+    e.set_share(copy, 0.5)
+    assert e.slot_used[e.copies.cols["slot"][copy]] == 0.5

@@ -477,10 +477,8 @@ class Engine:
         ptr = self.world.slot_ptr
         slots = pick_slots(clusters, share, ptr, self.slot_used, self.rng) if slots is None \
             else np.asarray(slots, dtype=np.int64).ravel()
-        used = take_slots(slots, clusters, share, ptr, self.slot_used, 1.0 + EPS)
-        if used.size == 0:
+        if not take_slots(slots, clusters, share, ptr, self.slot_used, 1.0 + EPS):
             raise SchedulingError(f"slots {slots.tolist()} cannot take share {share:g}")
-        self.slot_used[:] = used
         rows = self.copies.append(n)
         ids = np.arange(rows.start, rows.stop)
         if self.variability != "none":
@@ -578,11 +576,12 @@ class Engine:
         if np.any(cols["outcome"][copies] != ALIVE):
             raise SchedulingError(f"copy {copies[cols['outcome'][copies] != ALIVE][0]} is not live")
         slots = cols["slot"][copies]
-        used = self.slot_used.copy()
+        used = self.slot_used
+        before = used[slots]                  # touched slots only: the cost of the copies
         np.add.at(used, slots, share - cols["share"][copies])
         if not 0.0 < share <= 1.0 or np.any(used[slots] > 1.0 + EPS):
+            used[slots] = before              # a repeated slot has one value before: exact
             raise SchedulingError(f"share {share:g} does not fit slots {np.unique(slots)}")
-        self.slot_used[:] = used
         cols["share"][copies] = share
 
     def fail_clusters(self, clusters: np.ndarray) -> int:

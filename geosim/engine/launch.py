@@ -105,26 +105,28 @@ def launch_check(tasks, clusters, task_state, reachable):  # pragma: no cover - 
 
 @njit(cache=True)
 def take_slots(slots, clusters, share, slot_ptr, slot_used, limit):  # pragma: no cover
-    """The slots' used shares once the new copies take ``share`` each, in order.
+    """Add ``share`` to the used share of each of ``slots``, in order, in place.
 
-    Returns:
-        A new array of used shares, or an empty one when a slot is not in its copy's
-        cluster or would exceed ``limit``.
+    Nothing changes (and False is returned) when a slot is not in its copy's cluster or
+    would exceed ``limit``; the work is the new copies', not the slots'.
     """
-    fail = np.empty(0)
     if slots.size != clusters.size:
-        return fail
+        return False
     for i in range(slots.size):
         c, s = clusters[i], slots[i]
         if s < slot_ptr[c] or s >= slot_ptr[c + 1]:
-            return fail
-    used = slot_used.copy()
+            return False
+    before = np.empty(slots.size)
     for i in range(slots.size):
-        used[slots[i]] += share
+        before[i] = slot_used[slots[i]]
     for i in range(slots.size):
-        if used[slots[i]] > limit:
-            return fail
-    return used
+        slot_used[slots[i]] += share
+    for i in range(slots.size):
+        if slot_used[slots[i]] > limit:
+            for r in range(slots.size - 1, -1, -1):     # the first value of each slot
+                slot_used[slots[r]] = before[r]
+            return False
+    return True
 
 
 @njit(cache=True)
