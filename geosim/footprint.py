@@ -312,9 +312,10 @@ def topology_bytes(graph: nx.Graph) -> tuple[float, float]:
     :data:`~geosim.routes.TREE_CACHE_BYTES`, the table of routes of at most
     :data:`~geosim.routes.ROUTE_CACHE_BYTES`, each charged whole unless every tree or
     every route takes less. The graph, its adjacency and the agents of clusters and links
-    add their own bytes, and a small world three dense ``n²`` indexes of pair rows (the
-    routes', the monitor's and the performance model's). (The monitor keeps samples only
-    for the pairs that carried a transfer: :func:`estimate` charges them with the tasks.)
+    add their own bytes, and a small world four ``n²`` arrays (every hop count, and the
+    dense indexes of pair rows of the routes, the monitor and the performance model).
+    (The monitor keeps samples only for the pairs that carried a transfer:
+    :func:`estimate` charges them with the tasks.)
     """
     n, links = graph.number_of_nodes(), graph.number_of_edges()
     pairs = n * (n - 1)
@@ -323,7 +324,7 @@ def topology_bytes(graph: nx.Graph) -> tuple[float, float]:
     table = min(pairs * per_pair, float(ROUTE_CACHE_BYTES))
     trees = min(n, max(1, TREE_CACHE_BYTES // tree_bytes(n))) * tree_bytes(n) if n else 0
     topology = n * CLUSTER_BYTES + links * LINK_BYTES + adjacency_bytes(n, links) \
-        + 8 * n * n * (2 * (n <= FULL_ROWS) + (n * n <= DENSE_KEYS))
+        + 8 * n * n * (3 * (n <= FULL_ROWS) + (n * n <= DENSE_KEYS))
     return table / per_pair * per_route if pairs else 0.0, topology + trees + table
 
 

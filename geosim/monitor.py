@@ -85,14 +85,17 @@ class _SparseRing:
         self._keys = np.zeros(0, dtype=np.int64)     # sorted (without a dense index)
         self._rows = np.zeros(0, dtype=np.int64)     # ring of _keys[i]
         self.used = 0
+        self._listed: tuple | None = None      # (used, keys, rows) of the dense index
         self.buf = np.full((0, window), np.nan)
         self.count = np.zeros(0, dtype=np.int64)
 
     def keys_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Keys in use (ascending) and the row of each."""
         if self._dense.size:
-            keys = np.flatnonzero(self._dense >= 0)
-            return keys, self._dense[keys]
+            if self._listed is None or self._listed[0] != self.used:   # new keys since
+                keys = np.flatnonzero(self._dense >= 0)
+                self._listed = (self.used, keys, self._dense[keys])
+            return self._listed[1], self._listed[2]
         return self._keys, self._rows
 
     def _find(self, keys: np.ndarray) -> np.ndarray:
@@ -105,28 +108,36 @@ class _SparseRing:
         return np.where(self._keys[at] == keys, self._rows[at], -1)
 
     def _rows_of(self, keys: np.ndarray) -> np.ndarray:
-        """Rows of ``keys``, adding rings for the keys not seen yet (in key order)."""
+        """Rows of ``keys``, adding rings for the keys not seen yet.
+
+        With a dense index, one compiled pass finds the rows and gives new keys theirs in
+        the order first seen; otherwise new keys get theirs in key order.
+        """
+        if self._dense.size:
+            rows, used = _dense_rows(self._dense, keys, self.used)
+            self._grow(used)
+            return rows
         rows = self._find(keys)
         if rows.min() >= 0:
             return rows
         new = np.unique(keys[rows < 0])
         used = self.used
-        if used + new.size > self.count.size:
-            size = max(used + new.size, 2 * self.count.size, 16)
-            buf = np.full((size, self.window), np.nan)
-            buf[:used] = self.buf[:used]
-            count = np.zeros(size, dtype=np.int64)
-            count[:used] = self.count[:used]
-            self.buf, self.count = buf, count
-        new_rows = np.arange(used, used + new.size)
-        self.used += new.size
-        if self._dense.size:
-            self._dense[new] = new_rows
-        else:
-            where = np.searchsorted(self._keys, new)
-            self._keys = np.insert(self._keys, where, new)
-            self._rows = np.insert(self._rows, where, new_rows)
+        self._grow(used + new.size)
+        where = np.searchsorted(self._keys, new)
+        self._keys = np.insert(self._keys, where, new)
+        self._rows = np.insert(self._rows, where, np.arange(used, used + new.size))
         return self._find(keys)
+
+    def _grow(self, used: int) -> None:
+        """Count ``used`` rings, growing the buffer (by doubling) to hold them."""
+        if used > self.count.size:
+            size = max(used, 2 * self.count.size, 16)
+            buf = np.full((size, self.window), np.nan)
+            buf[:self.used] = self.buf[:self.used]
+            count = np.zeros(size, dtype=np.int64)
+            count[:self.used] = self.count[:self.used]
+            self.buf, self.count = buf, count
+        self.used = used
 
     def write(self, keys: np.ndarray, values: np.ndarray) -> None:
         keys = np.asarray(keys, dtype=np.int64)
@@ -297,6 +308,22 @@ class MonitorView:
     def outage_rate(self) -> np.ndarray:
         """See :meth:`Monitor.outage_rate`."""
         return self._m.outage_rate()
+
+
+@njit(cache=True)
+def _dense_rows(index, keys, used):  # pragma: no cover - compiled
+    """Rows of ``keys`` in the dense ``index``, and the new count of rows.
+
+    A key without a row gets row ``used``, the next such key ``used + 1``, and so on.
+    """
+    rows = np.empty(keys.size, dtype=np.int64)
+    for i in range(keys.size):
+        k = keys[i]
+        if index[k] < 0:
+            index[k] = used
+            used += 1
+        rows[i] = index[k]
+    return rows, used
 
 
 @njit(cache=True)

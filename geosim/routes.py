@@ -96,6 +96,7 @@ class Routes:
         self._used = np.empty(0, dtype=np.int64)
         self._slot = np.full(n, -1, dtype=np.int64)
         self._tick = 0
+        self._all_hops = np.empty((0, n), dtype=np.int64)
         self._clear_pairs()
 
     def _build_adjacency(self, graph: nx.Graph, weight: str | None) -> None:
@@ -132,7 +133,8 @@ class Routes:
         return int(sum(a.nbytes for a in (self._ptr, self._tail, self._head, self._arc_res,
                                           self._wt, self._via, self._depth, self._owner,
                                           self._used, self._slot, self._keys, self._ids,
-                                          self._dense, self._rptr, self._rres)))
+                                          self._dense, self._rptr, self._rres,
+                                          self._all_hops)))
 
     # ------------------------------------------------------------------ trees
     def _trees(self, sources: np.ndarray) -> np.ndarray:
@@ -242,6 +244,21 @@ class Routes:
             pick = np.flatnonzero(np.isin(sources, chunk))
             out[pick] = self._depth[self._slot[sources[pick]]]
         return out
+
+    def all_hops(self) -> np.ndarray | None:
+        """Every hop count, ``[src, dst]``, in a world of at most :data:`FULL_ROWS` clusters.
+
+        Made on first use and kept (``n²`` integers, 2 MiB at most); None in a larger
+        world, whose rows are read with :meth:`hop_rows`. Read-only.
+        """
+        n = self.n_clusters
+        if n > FULL_ROWS:
+            return None
+        if self._all_hops.shape[0] != n:
+            hops = self.hop_rows(np.arange(n))
+            hops.flags.writeable = False
+            self._all_hops = hops
+        return self._all_hops
 
     def path(self, src: int, dst: int) -> list[int]:
         """Clusters of the route from ``src`` to ``dst``, both ends included."""
@@ -438,7 +455,8 @@ class HopCounts:
 class RouteView:
     """What a scheduler may read of the routes: hop counts, hop rows and paths.
 
-    Every result is a fresh array or list; the routes cannot be changed through it.
+    Every result is a fresh array or list (but :meth:`all_hops`, read-only); the routes
+    cannot be changed through it.
     """
 
     __slots__ = ("_routes",)
@@ -453,6 +471,13 @@ class RouteView:
     def n_clusters(self) -> int:
         """Clusters of the topology."""
         return self._routes.n_clusters
+
+    def all_hops(self) -> np.ndarray | None:
+        """Every hop count ``[src, dst]`` (read-only, kept), up to :data:`FULL_ROWS` clusters.
+
+        None in a larger world: read its rows with :meth:`hop_rows`.
+        """
+        return self._routes.all_hops()
 
     def hops(self, src, dst) -> np.ndarray:
         """Hop count of the route from each ``src`` to each ``dst`` (broadcast)."""

@@ -65,6 +65,11 @@ def locality_clusters(view: SchedulerView, tasks: np.ndarray, free: np.ndarray,
     owner, src, size = view.inputs_of(tasks)
     ptr = np.searchsorted(owner, np.arange(tasks.size + 1))
     homes = np.asarray(view.task_home)[tasks]
+    every = view.routes.all_hops()
+    if every is not None:           # a small world: every row at hand
+        _locality_kernel(0, homes, ptr, src, size, free, every, _rows_in_order(view.n_clusters),
+                         stop, out)
+        return out
     # Hop rows of the homes, fetched when a task first needs one: the kernel stops at a
     # task whose home has no row and goes on from there once the rows are in.
     row_of, rows = _no_rows(view.n_clusters)
@@ -81,6 +86,12 @@ def locality_clusters(view: SchedulerView, tasks: np.ndarray, free: np.ndarray,
         rows = view.routes.hop_rows(need)
         at = _locality_kernel(at, homes, ptr, src, size, free, rows, row_of, stop, out)
     return out
+
+
+@functools.cache
+def _rows_in_order(n: int) -> np.ndarray:
+    """Row ``h`` of cluster ``h``, for ``n`` clusters (never written)."""
+    return np.arange(n, dtype=np.int64)
 
 
 @functools.cache
