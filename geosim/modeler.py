@@ -142,11 +142,9 @@ class PairTable(NamedTuple):
         Up to :data:`DENSE_PAIRS_CLUSTERS` clusters (``n²`` rows of 8 bytes: 2 MiB at
         most), :func:`pair_row` then reads a pair's row instead of searching for it.
         """
-        n = self.n
-        if n > DENSE_PAIRS_CLUSTERS or self.index.size:
+        if self.n > DENSE_PAIRS_CLUSTERS or self.index.size:
             return self
-        every = np.arange(n * n, dtype=np.int64)
-        return self._replace(index=pair_rows(self, every // n, every % n))
+        return self._replace(index=_all_rows(self))
 
     def row(self, src: int) -> np.ndarray:
         """The value of every pair from ``src``, ``[dst]`` (``n`` rows)."""
@@ -536,6 +534,26 @@ def pair_row(table, src, dst):  # pragma: no cover - compiled
     if row >= 0:
         return row
     return table.prior + (src if table.gate[src] <= table.gate[dst] else dst)
+
+
+@njit(cache=True)
+def _all_rows(table):  # pragma: no cover - compiled
+    """The row of every pair ``src * n + dst`` of :class:`PairTable` ``table``.
+
+    :func:`pair_row` of each pair, in one pass: the fallback or prior row, then the
+    pairs with their own rows (``keys``) over it.
+    """
+    n = table.fallback.size
+    out = np.empty(n * n, dtype=np.int64)
+    for src in range(n):
+        for dst in range(n):
+            row = table.fallback[dst]
+            if row < 0:
+                row = table.prior + (src if table.gate[src] <= table.gate[dst] else dst)
+            out[src * n + dst] = row
+    for at in range(table.keys.size):
+        out[table.keys[at]] = at
+    return out
 
 
 @njit(cache=True)

@@ -10,7 +10,15 @@ from conftest import geo_world
 from scipy import stats
 
 from geosim import GeoModel, load_scenario
-from geosim.modeler import PerformanceModel, expected_max, expected_min, levels, normal_atoms
+from geosim.modeler import (
+    PairTable,
+    PerformanceModel,
+    expected_max,
+    expected_min,
+    levels,
+    normal_atoms,
+    pair_rows,
+)
 from geosim.monitor import Monitor, Priors
 
 
@@ -116,3 +124,18 @@ def test_learned_speed_converges_to_the_world_s_true_speed():
         assert pm.speed_mean[c, 0] == pytest.approx(
             model.monitor.priors.speed_mean[c] * normal_atoms(
                 model.monitor.priors.speed_rsd[c], pm.k).mean())
+
+
+def test_a_pair_index_lists_the_rows_a_search_finds():
+    # Ties in the gates pick the source's prior row; own keys override the fallbacks.
+    rng = np.random.default_rng(0)
+    n = 37
+    keys = np.sort(rng.choice(n * n, 200, replace=False)).astype(np.int64)
+    fallback = np.where(rng.random(n) < 0.5, rng.integers(0, 200, n), -1).astype(np.int64)
+    table = PairTable(keys, fallback, rng.random(n).round(1), 200 + n,
+                      rng.random(200 + 2 * n))
+    every = np.arange(n * n, dtype=np.int64)
+    indexed = table.indexed()
+    assert indexed.index.size == n * n
+    np.testing.assert_array_equal(indexed.index, pair_rows(table, every // n, every % n))
+    np.testing.assert_array_equal(pair_rows(indexed, every // n, every % n), indexed.index)
