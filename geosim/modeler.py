@@ -154,9 +154,7 @@ class PairTable(NamedTuple):
 
     def dense(self) -> np.ndarray:
         """The value of every pair, ``[src * n + dst]`` (``n²`` rows: for small worlds)."""
-        n = self.n
-        every = np.arange(n * n, dtype=np.int64)
-        return self.values[pair_rows(self, every // n, every % n)]
+        return self.values[self.index if self.index.size else _all_rows(self)]
 
     @staticmethod
     def constant(n: int, value: np.ndarray | float) -> PairTable:

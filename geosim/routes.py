@@ -398,8 +398,9 @@ class HopCounts:
 
     ``hops[a, b]`` takes scalars, arrays (NumPy broadcasting) or slices; ``hops[a]``
     is row ``a`` (``hops[a, :]``). Every result is a fresh array (or a NumPy integer).
-    Rows are computed on demand, so the whole matrix is never held: ``np.asarray(hops)``
-    builds it (``n²`` integers), which suits small worlds only.
+    Rows are computed on demand (a world of at most :data:`FULL_ROWS` clusters keeps them
+    all once :meth:`Routes.all_hops` made them); ``np.asarray(hops)`` gives the whole
+    matrix (``n²`` integers), which suits small worlds only.
     """
 
     __slots__ = ("_routes",)
@@ -448,7 +449,9 @@ class HopCounts:
         return out[()] if out.ndim == 0 else out
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        out = self._routes.hop_rows(np.arange(self._routes.n_clusters))
+        every = self._routes.all_hops()
+        out = every.copy() if every is not None else \
+            self._routes.hop_rows(np.arange(self._routes.n_clusters))
         return out if dtype is None else out.astype(dtype)
 
 

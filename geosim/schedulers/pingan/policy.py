@@ -256,16 +256,16 @@ class PingAn(Scheduler):
         refreshed = self.model.refresh(view.time)
         # The decision points of every event-driven policy, and the model's refresh.
         event = self.at_event(view)
-        if self.reach_changed:
-            self._total_slots = view.total_slots
         if view.n_ready == 0 or not (event or refreshed):
             return
         if view.reach_version != self._cand_version:
-            # Candidates are renewed when the reachable set is not the one they were
-            # found for (a set that changed and changed back keeps them).
+            # Candidates and the slot count follow the reachable set; candidates are
+            # renewed when it is not the one they were found for (a set that changed and
+            # changed back keeps them).
             self._cand_version = view.reach_version
             if not np.array_equal(view.reachable, self._cand_reach):
                 self._cand_reach = np.array(view.reachable, dtype=bool)
+                self._total_slots = view.total_slots
                 self._reach_epoch += 1
         self._release(view)
         free = view.free_slots()
