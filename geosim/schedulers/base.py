@@ -115,7 +115,7 @@ class Scheduler(Parametrised):
 
         Call it once per boundary the policy is asked to decide at: it remembers the
         reachable clusters, and sets :attr:`reach_changed` for policies that also act on
-        that change alone (PingAn recounts its slots then).
+        that change alone (FlowFlex replans then).
         """
         version, seen = view.reach_version, self._seen_reachable
         if seen is not None and version == self._seen_version:
