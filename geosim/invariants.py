@@ -44,6 +44,13 @@ cluster, slot, link, job, task or copy. What each invariant asserts, and why the
     (multi-slot and event spans need a world without transfers).
 ``transfers``
     Every received fraction of a copy input and of a raw-input move lies in [0, 1].
+``sharing`` (``links.sharing = "maxmin"``)
+    The last span's bandwidths are max-min fair: a transfer from an unreachable cluster
+    gets 0; every other one gets what it could use, or crosses a resource that is full
+    (within a relative ``1e-9``) and on which no transfer gets more than it. No transfer
+    could then gain without taking from one whose bandwidth is smaller or equal.
+    Progressive filling (:mod:`geosim.engine.sharing`) freezes each transfer at a
+    resource that fills at the level it reached, the highest on it.
 ``tasks``
     Per task, the live-copy count equals the live copies of the task, and a task is
     running exactly when it is not done and has a live copy; the job live-copy counts
@@ -298,6 +305,7 @@ class _State:
         self.check_slots()
         self.check_gates()
         self.check_transfers()
+        self.check_sharing()
         self.check_tasks()
         self.check_stage_caps()
         self.check_work()
@@ -391,6 +399,33 @@ class _State:
             f"an input of copy {int(icols['copy'][rows][i])} has received {got[i]:.12g}"))
         self.require("transfers", (e.move_got >= 0.0) & (e.move_got <= 1.0), lambda i: (
             f"move of raw input {int(e.move_raw[i])} has received {e.move_got[i]:.12g}"))
+
+    def check_sharing(self) -> None:
+        """The ``sharing`` invariant (max-min sharing only)."""
+        e = self.e
+        bw, flows = e.flow_bw, e.flows
+        if e.sharing != "maxmin" or bw.size == 0:
+            return
+        n_flow = flows.idx.size
+        res = np.concatenate([flows.res, flows.move_res])
+        starts = np.concatenate([flows.starts, flows.move_starts + flows.res.size])
+        owner = np.repeat(np.arange(bw.size), np.diff(np.append(starts, res.size)))
+        cap = self.world.resource_capacity()
+        load = np.bincount(res, weights=bw[owner], minlength=cap.size)
+        top = np.zeros(cap.size)
+        np.maximum.at(top, res, bw[owner])
+        full = load >= cap * (1.0 - BANDWIDTH_RTOL)
+        held = np.bincount(owner, weights=full[res] & (bw[owner] >= top[res]
+                                                       * (1.0 - BANDWIDTH_RTOL)),
+                           minlength=bw.size) > 0
+        active = e.flow_active
+        if e.flow_demand.size:
+            held |= bw >= e.flow_demand * (1.0 - BANDWIDTH_RTOL)
+        self.require("sharing", np.where(active, held, bw == 0.0), lambda j: (
+            f"{'flow' if j < n_flow else 'move'} {j if j < n_flow else j - n_flow} got "
+            f"{bw[j]:.12g} MB/s, " + ("no resource it crosses is full with it the largest "
+                                      "there" if active[j] else "but a cluster of it is "
+                                      "unreachable")))
 
     # ------------------------------------------------------------------ tasks
     def check_tasks(self) -> None:

@@ -132,6 +132,7 @@ class GeoModel(mesa.Model):
         self.world, self.workload = inputs.world, inputs.workload
         self.engine = Engine(self.world, self.workload, self.dt, streams["placement"],
                              transfer=scenario["links"]["transfer"],
+                             sharing=scenario["links"]["sharing"],
                              data_lag=scenario["workload"]["data_lag"],
                              variability=scenario["workload"]["copy_variability"],
                              copy_key=int(streams["copies"].integers(2 ** 63)),

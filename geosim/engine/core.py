@@ -40,8 +40,9 @@ from geosim.engine.launch import (
     take_slots,
 )
 from geosim.engine.records import Flows, Graph, JobState, SlotState, TaskState
+from geosim.engine.sharing import SHARING_RULES, allocate
 from geosim.engine.stages import Stages
-from geosim.engine.step import complete_kernel, step_kernel, time_left_kernel
+from geosim.engine.step import complete_kernel, step_kernel, stream_demand, time_left_kernel
 from geosim.engine.tables import COPY_SPEC, ID_MAX, INPUT_SPEC, CopyCols, InputCols, Table
 from geosim.engine.transfers import (
     RawMoves,
@@ -80,6 +81,8 @@ class Engine:
         dt: Length of a time slot (s).
         rng: Stream for choosing among equally good free slots.
         transfer: ``"fetch"`` or ``"stream"``, see :mod:`geosim.engine`.
+        sharing: ``"equal"`` or ``"maxmin"``, how transfers share the WAN
+            (:mod:`geosim.engine.sharing`).
         data_lag: A job's raw input exists this long before it arrives (s).
         variability: Family of each copy's own work factor (:mod:`geosim.variability`);
             used for tasks whose ``task_cv`` is positive.
@@ -102,13 +105,19 @@ class Engine:
         stages: The stage barriers and caps (:class:`~geosim.engine.stages.Stages`).
         moves: Raw-input moves (:class:`~geosim.engine.transfers.RawMoves`).
         traffic: The traffic counters (:class:`~geosim.engine.records.Traffic`).
+        flows: The transfers of the last span (:class:`~geosim.engine.records.Flows`).
+        flow_bw: Their bandwidths (MB/s) in that span, flows then moves.
+        flow_demand: The most each of them could use (empty: no limit).
+        flow_active: Whether each of them could move (its clusters reachable).
     """
 
     def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator,
                  transfer: str = "fetch", data_lag: float = 0.0, variability: str = "pareto",
-                 copy_key: int = 0, budget: Budget | None = None):
+                 copy_key: int = 0, budget: Budget | None = None, sharing: str = "equal"):
         if transfer not in TRANSFER_MODES:
             raise ValueError(f"transfer mode {transfer!r} not in {TRANSFER_MODES}")
+        if sharing not in SHARING_RULES:
+            raise ValueError(f"sharing rule {sharing!r} not in {SHARING_RULES}")
         if variability not in FAMILIES:
             raise ValueError(f"copy variability {variability!r} not in {FAMILIES}")
         if not data_lag >= 0.0:
@@ -116,6 +125,9 @@ class Engine:
         self.world, self.wl, self.dt, self.rng = world, workload, dt, rng
         self.data_lag = float(data_lag)
         self.fetch = transfer == "fetch"
+        self.sharing = sharing
+        self.flows, self.flow_bw, self.flow_demand = _NO_FLOWS, NO_FLOAT, NO_FLOAT
+        self.flow_active = np.empty(0, dtype=bool)
         self.time = 0.0
         n_tasks, n_jobs = workload.n_tasks, workload.n_jobs
         if max(n_tasks, world.n_slots, world.n_clusters) > ID_MAX:
@@ -638,11 +650,28 @@ class Engine:
         self._gates_used = True
         self._wan_mb += float(moved.sum())
 
-    def _advance_moves(self, flows: Flows, cap: np.ndarray) -> None:
-        """Run the raw-input moves through the slot at their share of every resource."""
+    def _bandwidths(self, flows: Flows, factor: np.ndarray) -> np.ndarray:
+        """Bandwidth of every transfer of the span, flows then moves (:mod:`.sharing`).
+
+        Also kept as :attr:`flow_bw` with the span's :attr:`flows`.
+        """
+        maxmin = self.sharing == "maxmin"
+        demand = NO_FLOAT
+        if maxmin and not self.fetch and flows.idx.size:
+            demand = stream_demand(self.live, self.copies.kernel_arg, self.inputs.kernel_arg,
+                                   self.task_work, self.world.power.level, factor,
+                                   tuple(flows), self.moves.src.size)
+        self.flows, self.flow_demand = flows, demand
+        self.flow_bw, self.flow_active = allocate(
+            tuple(flows), self.moves.src, self.moves.dst, self.world.resource_capacity(),
+            self.reachable, maxmin, demand)
+        return self.flow_bw
+
+    def _advance_moves(self, flows: Flows, bw: np.ndarray) -> None:
+        """Run the raw-input moves through the slot at bandwidths ``bw``."""
         moves = self.moves
         src, dst = moves.src, moves.dst
-        moved, done = moves.advance(flows, cap, self.reachable, self.wl.raw_size, self.dt)
+        moved, done = moves.advance(bw, self.wl.raw_size, self.dt)
         self._account(src, dst, moved, flows.move_res, flows.move_starts)
         if done.any():
             self.raw_cluster[moves.raw[done]] = dst[done]
@@ -675,26 +704,22 @@ class Engine:
             self.gate_out[:] = 0.0
             self.gate_in[:] = 0.0
             self._gates_used = False
-        flows = cap = None
-        if self.moves.raw.size:   # moves and copies share one structure within the slot
+        flows, bw = self.flows, self.flow_bw = _NO_FLOWS, NO_FLOAT
+        if self.moves.raw.size or (live.size and self.has_inputs):
+            # Moves and copies' inputs share one structure and one allocation in the slot.
             flows = self._flow_structure()
-            cap = world.resource_capacity()
-            self._advance_moves(flows, cap)
+            bw = self._bandwidths(flows, factor)
+        if self.moves.raw.size:
+            self._advance_moves(flows, bw[flows.idx.size:])
         if live.size == 0:
             self.time = t_end
             return
-        if flows is None and self.has_inputs:
-            flows = self._flow_structure()
-        has_flows = flows is not None and flows.idx.size > 0
-        if has_flows:
-            cap = world.resource_capacity() if cap is None else cap
-        else:
-            flows, cap = _NO_FLOWS, NO_FLOAT
+        has_flows = flows.idx.size > 0
         span_fields = (t, dt, dt * (1.0 + EPS), 1.0 + EPS, self.fetch)     # a Span's
         moved, arrived, win_at, done_tasks, done_time, ending, ending_at = step_kernel(
             live, self.copies.kernel_arg, self.inputs.kernel_arg, self.task_work,
-            world.power.level, factor, span_fields,
-            has_flows, tuple(flows), cap, self.reachable, *self._scratch())
+            world.power.level, factor, span_fields, has_flows, tuple(flows), bw,
+            *self._scratch())
         if has_flows:
             if self.fetch and arrived:
                 self._flows = None

@@ -77,12 +77,13 @@ def fold_groups(values, group, pos, out, largest):  # pragma: no cover - compile
 
 
 @njit(cache=True)
-def rates(live, copies, inputs, task_work, level, avail, fetch, flows_on, flows, cap,
-          reachable):  # pragma: no cover - compiled
+def rates(live, copies, inputs, task_work, level, avail, fetch, flows_on, flows,
+          flow_bw):  # pragma: no cover - compiled
     """Rates of the live copies and of their transfers, and the time each copy needs.
 
     ``avail`` is the availability factor of each live copy's slot (empty: none);
-    ``level`` each slot's VM power; ``cap`` each resource's capacity.
+    ``level`` each slot's VM power; ``flow_bw`` each transfer's bandwidth
+    (:func:`geosim.engine.sharing.allocate`).
 
     Returns:
         The :class:`Rates`.
@@ -105,21 +106,15 @@ def rates(live, copies, inputs, task_work, level, avail, fetch, flows_on, flows,
         share[p] = copies.share[c]
         rate[p] = copies.share[c] * sp / (w * copies.factor[c])
         progress[p] = copies.progress[c]
-    idx, res, starts, users = flows.idx, flows.res, flows.starts, flows.users
+    idx = flows.idx
     n_flow = idx.size if flows_on else 0
-    bw = np.empty(n_flow)
+    bw = flow_bw[:n_flow]
     size = np.empty(n_flow)
     fetch_rate = np.empty(n_flow)
     got = np.empty(n_flow)
     fetch_left = np.empty(n_flow)
     for j in range(n_flow):
-        end = starts[j + 1] if j + 1 < n_flow else res.size
-        b = cap[res[starts[j]]] / users[res[starts[j]]]
-        for h in range(starts[j] + 1, end):
-            b = fmin(b, cap[res[h]] / users[res[h]])
-        if not reachable[flows.src[j]]:
-            b = 0.0
-        bw[j] = b
+        b = bw[j]
         size[j] = inputs.size[idx[j]]
         fetch_rate[j] = b / size[j]
         got[j] = inputs.received[idx[j]]
@@ -133,6 +128,28 @@ def rates(live, copies, inputs, task_work, level, avail, fetch, flows_on, flows,
         fold_groups(fetch_left, flows.group, flows.pos, left, True)
     return Rates(speed, work, share, rate, progress, left, bw, size, fetch_rate, got,
                  fetch_left)
+
+
+@njit(cache=True)
+def stream_demand(live, copies, inputs, task_work, level, avail, flows,
+                  n_move):  # pragma: no cover - compiled
+    """The most each transfer can use when inputs stream (``"maxmin"`` sharing).
+
+    A streamed input moves in lockstep with processing, so its transfer can use at most
+    its copy's processing rate (fraction per second, as :func:`rates` computes it) times
+    its size; a raw-input move has no such limit.
+    """
+    flows, copies, inputs = Flows(*flows), CopyCols(*copies), InputCols(*inputs)
+    demand = np.full(flows.idx.size + n_move, np.inf)
+    for j in range(flows.idx.size):
+        p = flows.pos[j]
+        c = live[p]
+        sp = level[copies.slot[c]]
+        if avail.size:
+            sp = sp * avail[p]
+        rate = copies.share[c] * sp / (task_work[copies.task[c]] * copies.factor[c])
+        demand[j] = rate * inputs.size[flows.idx[j]]
+    return demand
 
 
 @njit(cache=True)
@@ -192,8 +209,8 @@ def apply(live, elapsed, r, win_pos, fetch, flows_on, flows, copies, inputs,
 
 
 @njit(cache=True)
-def step_kernel(live, copies, inputs, task_work, level, avail, span, flows_on, flows, cap,
-                reachable, best_time, best_pos):  # pragma: no cover - compiled
+def step_kernel(live, copies, inputs, task_work, level, avail, span, flows_on, flows, flow_bw,
+                best_time, best_pos):  # pragma: no cover - compiled
     """One span of :meth:`Engine.advance <geosim.engine.Engine.advance>`.
 
     :func:`rates`, :func:`finish_kernel` and :func:`apply` in turn, on the tables'
@@ -207,7 +224,7 @@ def step_kernel(live, copies, inputs, task_work, level, avail, span, flows_on, f
     copies, inputs, flows, span = CopyCols(*copies), InputCols(*inputs), Flows(*flows), \
         Span(*span)
     r = rates(live, copies, inputs, task_work, level, avail, span.fetch, flows_on, flows,
-              cap, reachable)
+              flow_bw)
     elapsed, win_pos, tasks, times, ending, ending_at = finish_kernel(
         live, copies.task, r.left, span.t, span.dt, span.limit, best_time, best_pos)
     moved, arrived = apply(live, elapsed, r, win_pos, span.fetch, flows_on, flows, copies,

@@ -1,9 +1,9 @@
 """Transfers: copies' inputs, the flows that fetch them, raw-input moves and traffic.
 
-Each transfer of a remote input gets an equal share of every resource it crosses (each
-directed WAN link of its route, the source's egress gate, the destination's ingress
-gate); its bandwidth is the smallest of those shares, and 0 while its source is
-unreachable. Raw-input moves (before their job arrives) share the same resources.
+Each transfer of a remote input crosses resources (each directed WAN link of its route,
+the source's egress gate, the destination's ingress gate) that it shares with the other
+transfers as ``links.sharing`` says (:mod:`geosim.engine.sharing`). Raw-input moves
+(before their job arrives) share the same resources.
 """
 
 from __future__ import annotations
@@ -50,18 +50,13 @@ class RawMoves:
         self.raw, self.src = self.raw[keep], self.src[keep]
         self.dst, self.got = self.dst[keep], self.got[keep]
 
-    def advance(self, flows: Flows, cap: np.ndarray, reachable: np.ndarray,
-                raw_size: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
-        """Run the moves through ``dt`` seconds at their share of every resource.
+    def advance(self, bw: np.ndarray, raw_size: np.ndarray,
+                dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """Run the moves through ``dt`` seconds at bandwidths ``bw`` (MB/s).
 
         Returns:
             MB each move carried, and which moves have completed.
         """
-        src, dst = self.src, self.dst
-        users = flows.users
-        bw = np.minimum.reduceat(cap[flows.move_res] / users[flows.move_res],
-                                 flows.move_starts)
-        bw[~(reachable[src] & reachable[dst])] = 0.0
         size = raw_size[self.raw]
         with np.errstate(divide="ignore", invalid="ignore"):
             got = np.where(size > 0, np.minimum(self.got + bw * dt / size, 1.0), 1.0)

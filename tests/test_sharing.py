@@ -1,0 +1,155 @@
+"""How transfers share the WAN (``links.sharing``): hand-solved max-min cases and worlds."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from test_engine import PinTo, make_workload, two_cluster_scenario
+
+from geosim import GeoModel, load_scenario
+from geosim.engine.sharing import equal_shares, maxmin_shares
+
+NONE = np.empty(0, dtype=np.int64)
+
+
+def solve(paths, cap, active=None, demand=None, rule="maxmin", moves=0):
+    """Bandwidths of transfers crossing ``paths`` (the last ``moves`` of them as moves)."""
+    n = len(paths)
+    active = np.ones(n, dtype=bool) if active is None else np.asarray(active)
+    demand = np.empty(0) if demand is None else np.asarray(demand, float)
+    lists = [np.asarray(p, dtype=np.int64) for p in paths]
+    flows, move_lists = lists[:n - moves], lists[n - moves:]
+
+    def layout(group):
+        starts = np.cumsum([0] + [p.size for p in group[:-1]]).astype(np.int64) if group \
+            else NONE
+        return (np.concatenate(group) if group else NONE), starts
+    res, starts = layout(flows)
+    move_res, move_starts = layout(move_lists)
+    cap = np.asarray(cap, float)
+    bw = np.empty(n)
+    if rule == "maxmin":
+        maxmin_shares(len(flows), res, starts, move_res, move_starts, cap, active, demand, bw)
+    else:
+        users = np.bincount(np.concatenate(lists), minlength=cap.size)
+        equal_shares(len(flows), res, starts, move_res, move_starts, users, cap, active, bw)
+    return bw
+
+
+def test_a_shared_bottleneck_is_split_evenly():
+    assert solve([[0], [0, 1], [0, 2]], [30.0, 100.0, 100.0]).tolist() == [10.0, 10.0, 10.0]
+
+
+def test_parking_lot():
+    # A long flow crosses three links (1, 2, 1 MB/s), one short flow on each: the first
+    # and last links are shared by two (0.5 each); the long flow's 0.5 leaves 1.5 on the
+    # middle link to its short flow.
+    bw = solve([[0, 1, 2], [0], [1], [2]], [1.0, 2.0, 1.0])
+    np.testing.assert_allclose(bw, [0.5, 0.5, 1.5, 0.5], rtol=1e-15)
+
+
+def test_bandwidth_a_flow_cannot_use_goes_to_the_others():
+    # A crosses a 10 and a 2 MB/s link, B the 10 MB/s link only. Max-min: A is held to 2
+    # by its second link, B takes the 8 left. Equal sharing gives B 10 / 2 and loses 3.
+    paths, cap = [[0, 1], [0]], [10.0, 2.0]
+    assert solve(paths, cap).tolist() == [2.0, 8.0]
+    assert solve(paths, cap, rule="equal").tolist() == [2.0, 5.0]
+
+
+def test_an_inactive_transfer_takes_nothing():
+    paths, cap = [[0], [0]], [4.0]
+    assert solve(paths, cap, active=[False, True]).tolist() == [0.0, 4.0]
+    assert solve(paths, cap, active=[False, True], rule="equal").tolist() == [0.0, 2.0]
+
+
+def test_a_transfer_that_asks_less_leaves_the_rest():
+    bw = solve([[0], [0], [0, 1]], [10.0, 3.0], demand=[1.0, np.inf, np.inf])
+    np.testing.assert_allclose(bw, [1.0, 6.0, 3.0], rtol=1e-15)
+
+
+def test_moves_and_flows_share_one_allocation():
+    # The second and third transfers are raw-input moves: the same answer as flows.
+    paths, cap = [[0, 1, 2], [0], [1], [2]], [1.0, 2.0, 1.0]
+    np.testing.assert_array_equal(solve(paths, cap, moves=2), solve(paths, cap))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_allocations_are_max_min_fair(seed):
+    # Max-min fairness is unique and equivalent to: every transfer crosses a full resource
+    # on which it gets the most, or gets its demand. Check it, and feasibility, exactly.
+    rng = np.random.default_rng(seed)
+    n_res, n = int(rng.integers(1, 12)), int(rng.integers(1, 40))
+    paths = [rng.choice(n_res, size=int(rng.integers(1, min(n_res, 4) + 1)), replace=False)
+             for _ in range(n)]
+    cap = rng.uniform(0.5, 20.0, n_res).round(2)
+    active = rng.random(n) < 0.85
+    demand = np.where(rng.random(n) < 0.3, rng.uniform(0.1, 5.0, n), np.inf)
+    bw = solve(paths, cap, active, demand)
+    load = np.zeros(n_res)
+    top = np.zeros(n_res)
+    for j, p in enumerate(paths):
+        load[p] += bw[j]
+        top[p] = np.maximum(top[p], bw[j])
+    assert (load <= cap * (1 + 1e-12)).all()
+    assert (bw[~active] == 0.0).all()
+    assert (bw <= demand * (1 + 1e-12)).all()
+    for j in np.flatnonzero(active):
+        p = paths[j]
+        held = (load[p] >= cap[p] * (1 - 1e-12)) & (bw[j] >= top[p] * (1 - 1e-12))
+        assert held.any() or bw[j] >= demand[j] * (1 - 1e-12), j
+
+
+def path_world(tmp_path, sharing="maxmin", transfer="fetch"):
+    """Clusters 0 - 1 - 2 in a line, 2 MB/s links, gates that never limit."""
+    graph = nx.path_graph(3)
+    for node in graph:
+        graph.nodes[node].update(x=float(node), y=0.0)
+    for u, v in graph.edges:
+        graph.edges[u, v]["length"] = 1.0
+    nx.write_graphml(graph, tmp_path / "line.graphml")
+    tier = {"slots": 4, "power_mean": 10.0, "power_rsd": 0.0, "gate_ratio": 1.0,
+            "outage_probability": 0.0}
+    return load_scenario({
+        "run": {"seed": 1},
+        "topology": {"generator": "file", "file": str(tmp_path / "line.graphml")},
+        "tiers": {"large": tier, "medium": tier, "small": tier},
+        "clusters": {"vm_bandwidth": 1000.0, "power_redraw_interval": 0.0},
+        "availability": {"enabled": False}, "outages": {"enabled": False},
+        "links": {"bandwidth_mean": 2.0, "bandwidth_rsd": 0.0, "redraw_interval": 0.0,
+                  "sharing": sharing, "transfer": transfer},
+        "workload": {"kind": "single", "n_jobs": 1},
+    })
+
+
+@pytest.mark.parametrize(("sharing", "completion"), [("equal", 20.0), ("maxmin", 10.0)])
+def test_a_transfer_from_an_unreachable_cluster_leaves_the_link_to_the_others(
+        tmp_path, sharing, completion):
+    # Job 0 reads 20 MB from cluster 1, job 1 20 MB from cluster 2 (unreachable until
+    # 100 s), both on cluster 0: both cross link 1-0. Equal sharing counts the stalled
+    # transfer, so job 0 gets 1 MB/s (20 s); max-min gives it the whole 2 MB/s (10 s).
+    wl = make_workload([0.0, 0.0], [10.0, 10.0], raw=[[(1, 20.0)], [(2, 20.0)]])
+    model = GeoModel(path_world(tmp_path, sharing), PinTo(0), workload=wl,
+                     check_invariants=True)
+    while not model.done:
+        model.engine.set_reachable([True, True, model.engine.time >= 100.0])
+        model.step()
+    assert model.engine.job_done[0] == pytest.approx(completion)
+    assert model.engine.job_done[1] == pytest.approx(110.0)
+
+
+@pytest.mark.parametrize(("sharing", "completion"), [("equal", 20.0), ("maxmin", 17.5)])
+def test_a_streamed_input_uses_no_more_than_processing_needs(sharing, completion):
+    # Stream mode over one 2 MB/s link. Job 0 processes for 10 s and streams 5 MB: it can
+    # use 0.5 MB/s. Job 1 (0.1 s of processing) reads 30 MB. Equal: 1 MB/s each, so job 1
+    # has 10 MB at 10 s and needs 10 s more at 2 MB/s: 20 s. Max-min: job 1 gets 1.5 MB/s,
+    # 15 MB at 10 s, then 7.5 s: 17.5 s. Job 0 ends at 10 s either way.
+    wl = make_workload([0.0, 0.0], [100.0, 1.0], raw=[[(1, 5.0)], [(1, 30.0)]])
+    scenario = two_cluster_scenario().with_overrides(
+        {"links.transfer": "stream", "links.sharing": sharing})
+    result = GeoModel(scenario, PinTo(0), workload=wl, check_invariants=True).run()
+    np.testing.assert_allclose(result.jobs["completion"], [10.0, completion])
+
+
+def test_equal_sharing_is_the_default():
+    assert two_cluster_scenario()["links"]["sharing"] == "equal"
