@@ -4,8 +4,8 @@
 arrival and completion, so the engine is an exact event simulation of the queue and the
 closed forms apply as they are. SRPT and processor sharing also run on 002's pool
 policies (SRPT+R and Fair+R on one machine are exactly those queues), whose compiled loop
-affords 200 000 jobs and a 1.5% tolerance; M/M/c FIFO goes through the general step, also
-with 200 000 jobs at 1.5%, and the remaining checks of the general step at 2-5%.
+affords 200 000 jobs and a 1.5% tolerance; M/M/c FIFO goes through the general step with
+120 000 jobs at 2%, and the remaining checks of the general step at 3-5%.
 With slotted timing a job waits for the next boundary and a freed slot idles until it;
 ``test_slotted_bias_shrinks_with_dt`` measures that bias.
 """
@@ -60,13 +60,13 @@ def mean_flowtime(world: dict, seeds: range) -> float:
 
 def test_mmc_fifo_matches_erlang_c():
     # Through the general event-timed step. A run's mean of 6000 jobs scatters by 2.9%
-    # (sd over 12 seeds), so 4 × 50 000 jobs put 1.5% at about 3 standard errors.
+    # (sd over 12 seeds), so 4 × 30 000 jobs put 2% at about 3 standard errors.
     c, mean, rho = 4, 20.0, 0.5
     lam = rho * c / mean
-    world = event_world(slots=c, rate=lam, n_jobs=50_000,
+    world = event_world(slots=c, rate=lam, n_jobs=30_000,
                         work={"distribution": "exponential", "mean": mean})
     sim = mean_flowtime(world, range(4))
-    assert sim == pytest.approx(erlang_c_response(lam, 1 / mean, c), rel=0.015)
+    assert sim == pytest.approx(erlang_c_response(lam, 1 / mean, c), rel=0.02)
 
 
 @pytest.mark.parametrize("name, dist, work", [

@@ -8,6 +8,7 @@ import pytest
 from test_engine import PinTo, make_workload, two_cluster_scenario
 
 from geosim import GeoModel, load_scenario
+from geosim.invariants import InvariantError
 from geosim.engine.sharing import equal_shares, maxmin_shares
 
 NONE = np.empty(0, dtype=np.int64)
@@ -153,3 +154,16 @@ def test_a_streamed_input_uses_no_more_than_processing_needs(sharing, completion
 
 def test_equal_sharing_is_the_default():
     assert two_cluster_scenario()["links"]["sharing"] == "equal"
+
+
+def test_the_invariants_catch_an_allocation_that_is_not_max_min(tmp_path, monkeypatch):
+    # Planted: the engine allocates by equal shares while the world asks for max-min.
+    import geosim.engine.core as core
+    real = core.allocate
+    monkeypatch.setattr(core, "allocate", lambda flows, src, dst, cap, reach, maxmin, demand:
+                        real(flows, src, dst, cap, reach, False, demand))
+    wl = make_workload([0.0, 0.0], [10.0, 10.0], raw=[[(1, 20.0)], [(2, 20.0)]])
+    model = GeoModel(path_world(tmp_path), PinTo(0), workload=wl, check_invariants=True)
+    model.engine.set_reachable([True, True, False])
+    with pytest.raises(InvariantError, match="'sharing'.*flow 0 got 1 MB/s"):
+        model.step()

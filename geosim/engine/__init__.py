@@ -5,9 +5,10 @@ copies and copy inputs (growing tables), slots and clusters. One call to
 :meth:`Engine.advance` moves every running copy through one time slot ``[t, t+dt]`` in a
 handful of NumPy operations:
 
-- each transfer of a remote input gets an equal share of every resource it crosses (each
-  directed WAN link of its route, the source's egress gate, the destination's ingress
-  gate); its bandwidth ``bw_j`` is the smallest of those shares, and 0 while the source
+- each transfer of a remote input crosses resources (each directed WAN link of its route,
+  the source's egress gate, the destination's ingress gate) and gets bandwidth ``bw_j``
+  from them by the scenario's ``links.sharing`` rule (:mod:`~geosim.engine.sharing`: an
+  equal share of each resource, the smallest, or max-min fair); 0 while the source
   cluster is unreachable;
 - a copy's progress is the bottleneck of processing and input transfer (003 §3.2). How
   the two combine over time is the scenario's ``links.transfer`` key:
@@ -49,6 +50,7 @@ The package's modules, one responsibility each:
 - :mod:`~geosim.engine.launch`: launch checks, the choice of slots, new copies;
 - :mod:`~geosim.engine.draw`: the exact replica of ``Generator.choice`` that picks slots;
 - :mod:`~geosim.engine.transfers`: inputs, flows, raw-input moves, traffic accounting;
+- :mod:`~geosim.engine.sharing`: each transfer's bandwidth (equal or max-min sharing);
 - :mod:`~geosim.engine.step`: the compiled kernels of a span and of completions;
 - :mod:`~geosim.engine.core`: the :class:`Engine` that holds them together.
 """
