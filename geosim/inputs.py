@@ -4,8 +4,7 @@
 with (the same streams of the same seed, the same checks in the same order), so what it
 returns is what a model of the scenario and seed runs. It serves what needs them without
 running anything: validating a scenario, the flow lower bounds of a comparison,
-benchmarks and tests. :func:`check_timing` refuses event timing where the scheduler or
-the world cannot have it, for the model and for validation alike.
+benchmarks and tests.
 """
 
 from __future__ import annotations
@@ -16,9 +15,7 @@ import numpy as np
 
 import geosim.footprint as footprint
 import geosim.guards as guards
-from geosim.errors import GeosimError
 from geosim.scenario import Scenario
-from geosim.schedulers import Scheduler
 from geosim.workload import Workload, build_workload
 from geosim.world import World, build_graph, build_world, spawn_streams
 
@@ -77,45 +74,24 @@ def world_and_workload(scenario: Scenario, seed: int | None = None) -> tuple[Wor
     return inputs.world, inputs.workload
 
 
-def rate_changes(world: World, workload: Workload, places_data: bool,
-                 exact: bool = False) -> str:
-    """Why copies' rates may change between events ('' when they cannot).
+def rate_changes(world: World, workload: Workload, places_data: bool) -> str:
+    """Why copies' rates may change between slot boundaries ('' when they cannot).
+
+    Where this is '', a quiet span of several slots may run in one engine call. Event
+    timing needs no such condition: it ends its spans at every instant a rate can
+    change (:meth:`~geosim.model.GeoModel._event_span`).
 
     Args:
         world: The run's world.
         workload: The run's jobs.
         places_data: Whether the scheduler moves raw input before arrival.
-        exact: Availability periods and outages do not count: their changes are known
-            instants, at which event timing stops
-            (:meth:`~geosim.model.GeoModel._event_span`).
     """
     for cause, present in (("the world has availability periods",
-                            world.availability is not None and not exact),
-                           ("the world has outages", world.outages is not None and not exact),
+                            world.availability is not None),
+                           ("the world has outages", world.outages is not None),
                            ("tasks read input over the network",
                             workload.n_raw > 0 or workload.n_edges > 0),
                            ("raw input is moved before arrival", places_data)):
         if present:
             return cause
     return ""
-
-
-def check_timing(scenario: Scenario, scheduler: Scheduler, world: World,
-                 workload: Workload) -> None:
-    """Refuse event timing for a scheduler or world it cannot run.
-
-    Event timing needs a scheduler that decides at events only, on a world whose rates
-    change only at known instants.
-
-    Raises:
-        GeosimError: Naming ``run.timing`` and why.
-    """
-    if scenario["run"]["timing"] != "event":
-        return
-    places_data = scenario["workload"]["data_lag"] > 0 and scheduler.places_data
-    why = ("the scheduler decides every slot" if not scheduler.event_driven else
-           rate_changes(world, workload, places_data, exact=True))
-    if why:
-        raise GeosimError(f"timing 'event' needs an event-driven scheduler on a world "
-                          f"whose rates change only at known instants, but {why}",
-                          source=scenario.source, key="run.timing")

@@ -54,7 +54,7 @@ from geosim.datacollector import GeoDataCollector
 from geosim.engine import Engine, concat_ranges
 from geosim.errors import GeosimError
 from geosim.guards import GIB, Budget, RunGuards
-from geosim.inputs import build_inputs, check_timing, rate_changes
+from geosim.inputs import build_inputs, rate_changes
 from geosim.monitor import Monitor
 from geosim.recorder import Recorder
 from geosim.results import Result, RunInfo, build_result
@@ -80,6 +80,10 @@ class Stop:
 
     kind: Literal["idle", "slots", "span"]
     value: float
+
+
+#: Event timing: the shortest span, relative to the clock (see ``GeoModel._event_span``).
+TIME_RESOLUTION = 1e-9
 
 
 class GeoModel(mesa.Model):
@@ -171,7 +175,6 @@ class GeoModel(mesa.Model):
         # Event-timed runs of 002's pool policies on a pool of machines use the compiled
         # loop of :mod:`geosim.poolsim` (the same model); False forces the general step.
         self.compiled = True
-        check_timing(scenario, scheduler, self.world, self.workload)
         self._event = True     # event timing: something happened since the last decision
         self._reach_version = self.engine.reach_version
         #: Conformance mode: :mod:`geosim.invariants` checked after every step.
@@ -279,17 +282,32 @@ class GeoModel(mesa.Model):
         return rate_changes(self.world, self.workload, self._places_data)
 
     def _stops(self) -> list[float]:
-        """Instants a span must not cross: a sample, an arrival, the horizon, a power redraw."""
-        e = self.engine
+        """Instants a span must not cross: a sample, an arrival, the horizon, a power redraw.
+
+        Under event timing also, when tasks read input over the network, the next
+        bandwidth redraw; when the scheduler places data, the next announcement; and when
+        the scheduler decides at slot boundaries, the next boundary.
+        """
+        e, world = self.engine, self.world
         stops = [self._next_record]
         if e.next_job < self.workload.n_jobs:
             stops.append(float(self.workload.arrival[e.next_job]))
         if self.horizon > 0:
             stops.append(self.horizon)
-        period = self.world.power.period
-        if period > 0:
-            stops.append((self.world.power.epoch + 1) * period)
+        for process in (world.power, world.link_bw if self._network else None):
+            if process is not None and process.period > 0:
+                stops.append((process.epoch + 1) * process.period)
+        if self.event_timing:
+            if self._places_data and e.next_announced < self.workload.n_jobs:
+                stops.append(float(self.workload.arrival[e.next_announced]) - e.data_lag)
+            if not self.policy.event_driven:
+                stops.append((np.floor(e.time / self.dt + 1e-9) + 1) * self.dt)
         return stops
+
+    @property
+    def _network(self) -> bool:
+        """Whether data crosses the WAN: tasks read input over it, or raw input is moved."""
+        return self.engine.has_inputs or self._places_data
 
     @property
     def _idle(self) -> bool:
@@ -350,6 +368,10 @@ class GeoModel(mesa.Model):
     def _event_span(self) -> float:
         """Event timing: seconds to the next arrival, completion, sample, redraw or horizon.
 
+        Also to the next arrival of a copy's input or end of a raw-input move (the WAN's
+        shares change then); such a span is at least :data:`TIME_RESOLUTION` times the
+        clock.
+
         With availability periods, also to the next phase change of a slot that runs a
         copy: rates are then constant over the span, so progress and completion times are
         exact. Such a change is not a decision point (002 §6 decides at arrivals and
@@ -357,14 +379,21 @@ class GeoModel(mesa.Model):
         cluster, which is one (copies are lost, the reachable slots change).
         """
         e = self.engine
-        span = min(min(self._stops()) - e.time, e.time_to_completion())
+        span = min(min(self._stops()) - e.time, e.time_to_event())
         avail, outages = self.world.availability, self.world.outages
         if avail is not None and e.live.size:
             span = min(span, float(avail.next_change[e.copies.cols["slot"][e.live]].min())
                        - e.time)
         if outages is not None:
             span = min(span, float(outages.next_change.min()) - e.time)
-        return span if math.isfinite(span) and span > 0 else self.dt
+        if not (math.isfinite(span) and span > 0):
+            return self.dt
+        if self._network:
+            # The clock's resolution: transfers' events closer than this run as one span,
+            # so that a span never divides the rounding of a received fraction by next
+            # to nothing.
+            span = max(span, TIME_RESOLUTION * max(1.0, e.time))
+        return span
 
     def _quiet_slots(self) -> int:
         """Slots from now that no arrival, sample, redraw, horizon or completion can end.
@@ -396,7 +425,6 @@ class GeoModel(mesa.Model):
         e = self.engine
         t = e.time
         view, now = self.view, self.boundary
-        now.arrivals = 0
         for job in e.arrive(t):
             self.jobs[job] = JobAgent(self, job)
             now.arrivals += 1
@@ -407,23 +435,41 @@ class GeoModel(mesa.Model):
                 start = _time.perf_counter()
                 self.policy.place_data(view, self.actions)
                 self.scheduler_seconds += _time.perf_counter() - start
-        if self.jobs and (self._event or now.arrivals or not self.event_timing):
-            start = _time.perf_counter()
-            self.scheduler_agent.step()
-            self.scheduler_seconds += _time.perf_counter() - start
+        if self._due():
+            if self.jobs:
+                start = _time.perf_counter()
+                self.scheduler_agent.step()
+                self.scheduler_seconds += _time.perf_counter() - start
+            now.arrivals = now.completions = now.failures = 0   # counted from this decision
         self._event = False
+
+    def _due(self) -> bool:
+        """Whether the scheduler decides now.
+
+        Under slot timing at every step (a slot boundary). Under event timing, an
+        event-driven scheduler decides at arrivals and decision points (completions,
+        outages, power redraws); a scheduler that decides every slot still decides at slot
+        boundaries only, as its paper defines it, while events between them end spans.
+        """
+        if not self.event_timing:
+            return True
+        if self.policy.event_driven:
+            return self._event or self.boundary.arrivals > 0
+        t = self.engine.time
+        return abs(t - round(t / self.dt) * self.dt) <= 1e-9 * max(1.0, t)
 
     def _settle(self) -> None:
         """After the engine ran: count the step, observe completions, remove finished jobs."""
         e, now = self.engine, self.boundary
         self.steps_run += 1
-        now.completions = 0
+        completions = 0
         if e.completed:
             winners = e.completed[0] if len(e.completed) == 1 else np.concatenate(e.completed)
-            now.completions = int(winners.size)
+            completions = int(winners.size)
+            now.completions += completions
             self._event = True
             self._observe(winners)
-        if now.completions or not self.jobs:
+        if completions or not self.jobs:
             self._last_progress, self._progress_step = e.time, self.steps_run
         elif e.time - self._last_progress > guards.STALL_SECONDS \
                 or self.steps_run - self._progress_step > guards.STALL_STEPS:
@@ -462,14 +508,13 @@ class GeoModel(mesa.Model):
             self._event = True      # a redraw changes rates: a decision point
         if world.link_bw is not None:
             world.link_bw.advance(t)
-        self.boundary.failures = 0
         if world.outages is None:
             return
         world.outages.advance(t)
         started = world.outages.count[1] - self._outages_seen
         self._outages_seen = world.outages.count[1].copy()
         e.set_reachable(world.outages.on)
-        self.boundary.failures = e.fail_clusters(np.flatnonzero(started > 0))
+        self.boundary.failures += e.fail_clusters(np.flatnonzero(started > 0))
         if started.any() or e.reach_version != self._reach_version:
             self._event = True      # an outage's start or end: a decision point
             self._reach_version = e.reach_version

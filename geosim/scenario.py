@@ -68,9 +68,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
                            "limit"),
         "timing": Field("slot", "str", choices=("slot", "event"),
                         doc="slot: decisions at slot boundaries; event: an event-driven "
-                        "scheduler decides at the instant of each arrival and completion "
-                        "(availability periods and outages are exact; network transfers "
-                        "need slots)"),
+                        "scheduler decides at the instant of each arrival and completion, "
+                        "others at slot boundaries; steps end at every instant a rate "
+                        "changes (availability, outages, transfers), so all are exact"),
     },
     "scheduler": {
         "name": Field("fifo", "str", doc="registered scheduler name (geosim schedulers)"),

@@ -38,12 +38,15 @@ def _ro(arr: np.ndarray) -> np.ndarray:
 
 
 class Boundary:
-    """What happened at the current boundary; written by the model, read through the view.
+    """What happened since the scheduler last decided; written by the model, read through the view.
+
+    Under slot timing the scheduler decides at every boundary, so the counts are those of
+    the last slot; under event timing, of every step since its last decision.
 
     Attributes:
-        arrivals: Jobs that arrived at this boundary.
-        completions: Tasks completed in the last slot.
-        failures: Copies lost to outages at this boundary.
+        arrivals: Jobs that arrived since the last decision.
+        completions: Tasks completed since the last decision.
+        failures: Copies lost to outages since the last decision.
         alive_jobs: Ids of the alive jobs, in arrival order.
         announced: Jobs whose raw input came into existence at this boundary.
     """
@@ -124,17 +127,17 @@ class SchedulerView:
 
     @property
     def arrivals(self) -> int:
-        """Jobs that arrived at this slot boundary."""
+        """Jobs that arrived since the scheduler last decided (at this slot boundary)."""
         return self._now.arrivals
 
     @property
     def completions(self) -> int:
-        """Tasks completed in the last slot."""
+        """Tasks completed since the scheduler last decided (in the last slot)."""
         return self._now.completions
 
     @property
     def failures(self) -> int:
-        """Copies lost to outages at this boundary."""
+        """Copies lost to outages since the scheduler last decided (at this boundary)."""
         return self._now.failures
 
     @property

@@ -1,8 +1,8 @@
 """Checks every registered scheduler must pass (like scikit-learn's estimator checks).
 
 Each scheduler runs on a small geo-distributed world with every process on (availability,
-outages, WAN), under both WAN sharing rules (``links.sharing``), on one-cluster worlds and
-on flows of capped MapReduce stages (004), in conformance mode: after every step the invariants of :mod:`geosim.invariants` are checked
+outages, WAN), under both WAN sharing rules (``links.sharing``) and both timings, on
+one-cluster worlds and on flows of capped MapReduce stages (004), in conformance mode: after every step the invariants of :mod:`geosim.invariants` are checked
 (no slot, gate, link or capped stage oversubscribed, no copy on an unreachable cluster,
 work conserved per task across kills, outages and checkpoints, every task finished at
 most once). At the end every job has finished, every task has exactly one winning copy,
@@ -45,6 +45,8 @@ WORLDS = {
     "geo": lambda name, params: geo_world(scheduler=name, params=params),
     "geo-maxmin": lambda name, params: {**geo_world(scheduler=name, params=params),
                                         "links": {"sharing": "maxmin"}},
+    "geo-event": lambda name, params: event_timed(geo_world(scheduler=name, params=params,
+                                                            n_jobs=4)),
     "closed": lambda name, params: closed_world(slots=3, rate=0.2, n_jobs=150, scheduler=name,
                                                 params=params, availability=True),
     "flows": lambda name, params: flows_world(scheduler=name, params=params),
@@ -76,10 +78,19 @@ def _random_pool_on_geo(params: dict, world: str) -> bool:
     return world == "geo" and params.get("reassign") == "random"
 
 
-#: Max-min sharing with each scheduler's defaults (the variants differ in placement, not in
-#: how the WAN is shared).
+def event_timed(world: dict) -> dict:
+    """``world`` event-timed under max-min sharing: the WAN's shares change at every
+    input's arrival, and schedulers that decide every slot decide at slot boundaries."""
+    world["run"]["timing"] = "event"
+    world["links"] = {"sharing": "maxmin"}
+    return world
+
+
+#: The geo world under max-min sharing and under event timing, with each scheduler's
+#: defaults (the variants differ in placement, not in how the WAN is shared or time kept).
 CASES = [(name, params, world) for world in sorted(WORLDS) for name, params in VARIANTS
-         if not _random_pool_on_geo(params, world) and not (world == "geo-maxmin" and params)]
+         if not _random_pool_on_geo(params, world)
+         and not (world in ("geo-maxmin", "geo-event") and params)]
 
 
 @pytest.mark.parametrize(("name", "params", "world"), CASES,

@@ -182,14 +182,18 @@ def test_event_timing_is_exact_under_availability_periods():
     assert gaps[1] < gaps[0] and gaps[1] < 0.01
 
 
-def test_event_timing_needs_rates_that_change_at_known_instants():
-    world = geo_world()
+def test_event_timing_runs_network_worlds_and_schedulers_that_decide_every_slot():
+    # Transfers' arrivals end spans between boundaries; PingAn, which decides every slot
+    # (003's rounds), still decides at slot boundaries only.
+    world = geo_world(n_jobs=3, scheduler="pingan")
     world["run"]["timing"] = "event"
-    with pytest.raises(geosim.GeosimError, match="timing 'event' .* read input"):
-        geosim.GeoModel(geosim.load_scenario(world))
-    world = event_world(scheduler="pingan")
-    with pytest.raises(geosim.GeosimError, match="decides every slot"):
-        geosim.GeoModel(geosim.load_scenario(world))
+    model = geosim.GeoModel(geosim.load_scenario(world))
+    decided, decide = [], model.policy.decide
+    model.policy.decide = lambda view, actions: (decided.append(view.time),
+                                                 decide(view, actions))
+    assert model.run().jobs["finished"].all()
+    assert decided and all(t == round(t) for t in decided)     # dt = 1 s
+    assert model.steps_run > 2 * len(decided)
 
 
 def test_srpt_beats_fifo_on_heavy_tailed_work():

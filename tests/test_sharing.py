@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
-from test_engine import PinTo, make_workload, two_cluster_scenario
+from test_engine import MoveThenPin, PinTo, make_workload, two_cluster_scenario
 
 from geosim import GeoModel, load_scenario
 from geosim.invariants import InvariantError
@@ -167,3 +167,27 @@ def test_the_invariants_catch_an_allocation_that_is_not_max_min(tmp_path, monkey
     model.engine.set_reachable([True, True, False])
     with pytest.raises(InvariantError, match="'sharing'.*flow 0 got 1 MB/s"):
         model.step()
+
+
+@pytest.mark.parametrize(("timing", "completion"), [("event", 32.65), ("slot", 33.0)])
+def test_event_timing_frees_a_share_at_the_instant_an_input_arrives(timing, completion):
+    # 15.3 MB and 50 MB from cluster 1 over one 2 MB/s link, 1 MB/s each. The first has
+    # arrived at 15.3 s; the other then has 34.7 MB left at 2 MB/s: 32.65 s. Slotted, the
+    # freed share waits for the boundary at 16 s: 16 MB by then, 17 s more, 33 s.
+    wl = make_workload([0.0], [100.0], raw=[[(1, 15.3), (1, 50.0)]])
+    scenario = two_cluster_scenario().with_overrides({"run.timing": timing})
+    result = GeoModel(scenario, PinTo(0), workload=wl, check_invariants=True).run()
+    assert result.jobs["completion"][0] == pytest.approx(completion, rel=1e-12)
+
+
+def test_event_timing_runs_a_move_and_a_copy_on_one_link_exactly():
+    # Job 0 reads 30 MB from cluster 1 while job 1's 10.5 MB (announced at 0) moves over
+    # the same 2 MB/s link: 1 MB/s each until the move ends at 10.5 s, then 2 MB/s for
+    # job 0's last 19.5 MB: done at 20.25 s. Job 1 then arrives at 100 with local input.
+    wl = make_workload([0.0, 100.0], [100.0, 100.0], raw=[[(1, 30.0)], [(1, 10.5)]])
+    scenario = two_cluster_scenario().with_overrides(
+        {"workload.data_lag": 100.0, "run.timing": "event"})
+    model = GeoModel(scenario, MoveThenPin(0), workload=wl, check_invariants=True)
+    result = model.run()
+    np.testing.assert_allclose(result.jobs["completion"], [20.25, 110.0], rtol=1e-12)
+    assert model.engine.raw_cluster.tolist() == [1, 0]

@@ -42,7 +42,13 @@ from geosim.engine.launch import (
 from geosim.engine.records import Flows, Graph, JobState, SlotState, TaskState
 from geosim.engine.sharing import SHARING_RULES, allocate
 from geosim.engine.stages import Stages
-from geosim.engine.step import complete_kernel, step_kernel, stream_demand, time_left_kernel
+from geosim.engine.step import (
+    complete_kernel,
+    next_event_kernel,
+    step_kernel,
+    stream_demand,
+    time_left_kernel,
+)
 from geosim.engine.tables import COPY_SPEC, ID_MAX, INPUT_SPEC, CopyCols, InputCols, Table
 from geosim.engine.transfers import (
     RawMoves,
@@ -109,6 +115,7 @@ class Engine:
         flow_bw: Their bandwidths (MB/s) in that span, flows then moves.
         flow_demand: The most each of them could use (empty: no limit).
         flow_active: Whether each of them could move (its clusters reachable).
+        last_span: Length (s) of the last span run.
     """
 
     def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator,
@@ -128,6 +135,7 @@ class Engine:
         self.sharing = sharing
         self.flows, self.flow_bw, self.flow_demand = _NO_FLOWS, NO_FLOAT, NO_FLOAT
         self.flow_active = np.empty(0, dtype=bool)
+        self.last_span = dt
         self.time = 0.0
         n_tasks, n_jobs = workload.n_tasks, workload.n_jobs
         if max(n_tasks, world.n_slots, world.n_clusters) > ID_MAX:
@@ -643,9 +651,9 @@ class Engine:
         return self._flows
 
     def _account(self, src: np.ndarray, dst: np.ndarray, moved: np.ndarray, res: np.ndarray,
-                 starts: np.ndarray) -> None:
-        """Add MB moved over the slot to the gate, link and WAN counters."""
-        account_kernel(src, dst, moved, res, starts, self.dt, tuple(self.traffic),
+                 starts: np.ndarray, dt: float) -> None:
+        """Add MB moved over a span of ``dt`` seconds to the gate, link and WAN counters."""
+        account_kernel(src, dst, moved, res, starts, dt, tuple(self.traffic),
                        *self._account_scratch)
         self._gates_used = True
         self._wan_mb += float(moved.sum())
@@ -667,12 +675,12 @@ class Engine:
             self.reachable, maxmin, demand)
         return self.flow_bw
 
-    def _advance_moves(self, flows: Flows, bw: np.ndarray) -> None:
-        """Run the raw-input moves through the slot at bandwidths ``bw``."""
+    def _advance_moves(self, flows: Flows, bw: np.ndarray, dt: float) -> None:
+        """Run the raw-input moves through ``dt`` seconds at bandwidths ``bw``."""
         moves = self.moves
         src, dst = moves.src, moves.dst
-        moved, done = moves.advance(bw, self.wl.raw_size, self.dt)
-        self._account(src, dst, moved, flows.move_res, flows.move_starts)
+        moved, done = moves.advance(bw, self.wl.raw_size, dt)
+        self._account(src, dst, moved, flows.move_res, flows.move_starts, dt)
         if done.any():
             self.raw_cluster[moves.raw[done]] = dst[done]
             self._drop_moves(done)
@@ -689,6 +697,7 @@ class Engine:
         """
         t, world = self.time, self.world
         dt = self.dt * slots if span is None else float(span)
+        self.last_span = dt
         t_end = t + dt
         live = self.live
         avail = world.availability
@@ -710,7 +719,7 @@ class Engine:
             flows = self._flow_structure()
             bw = self._bandwidths(flows, factor)
         if self.moves.raw.size:
-            self._advance_moves(flows, bw[flows.idx.size:])
+            self._advance_moves(flows, bw[flows.idx.size:], dt)
         if live.size == 0:
             self.time = t_end
             return
@@ -723,7 +732,7 @@ class Engine:
         if has_flows:
             if self.fetch and arrived:
                 self._flows = None
-            self._account(flows.src, flows.dst, moved, flows.res, flows.starts)
+            self._account(flows.src, flows.dst, moved, flows.res, flows.starts, dt)
         if win_at.size:
             self._slot_end = t_end
             self._complete(live[ending], ending_at, live[win_at], done_tasks, done_time)
@@ -750,6 +759,36 @@ class Engine:
         return float(time_left_kernel(live, self.copies.kernel_arg, self.task_work,
                                       self.world.power.level,
                                       NO_FLOAT if avail is None else avail.level))
+
+    def time_to_event(self) -> float:
+        """Seconds until a copy finishes, an input arrives or a raw-input move ends.
+
+        At today's rates and bandwidths (``inf`` if nothing would end). Between two such
+        events, with the world's processes constant, every rate and bandwidth is
+        constant, so event timing may run to the earliest exactly. Without transfers,
+        this is :meth:`time_to_completion`.
+        """
+        live, moves = self.live, self.moves
+        if not moves.raw.size and not (self.has_inputs and live.size):
+            return self.time_to_completion()
+        flows = self._flow_structure()
+        avail = self.world.availability
+        factor = NO_FLOAT if avail is None or not live.size else \
+            avail.level[self.copies.cols["slot"][live]]
+        bw = self._bandwidths(flows, factor)
+        best = math.inf
+        if live.size:
+            best = float(next_event_kernel(
+                live, self.copies.kernel_arg, self.inputs.kernel_arg, self.task_work,
+                self.world.power.level, factor, self.fetch, tuple(flows), bw))
+        if moves.raw.size:
+            size = self.wl.raw_size[moves.raw]
+            move_bw = bw[flows.idx.size:]
+            going = move_bw > 0
+            if going.any():
+                left = (1.0 - moves.got[going]) * size[going] / move_bw[going]
+                best = min(best, float(left.min()))
+        return best
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-task scratch of the completion kernels: a time (NaN) and a copy (-1).

@@ -131,6 +131,25 @@ def rates(live, copies, inputs, task_work, level, avail, fetch, flows_on, flows,
 
 
 @njit(cache=True)
+def next_event_kernel(live, copies, inputs, task_work, level, avail, fetch, flows,
+                      flow_bw):  # pragma: no cover - compiled
+    """Seconds until a live copy finishes or one of its inputs arrives, at today's rates.
+
+    The rates of :func:`rates` (``avail``: each live copy's availability factor, empty for
+    none); ``inf`` when nothing would end.
+    """
+    copies, inputs, flows = CopyCols(*copies), InputCols(*inputs), Flows(*flows)
+    r = rates(live, copies, inputs, task_work, level, avail, fetch, True, flows, flow_bw)
+    best = np.inf
+    for p in range(live.size):
+        best = fmin(best, r.left[p])
+    if fetch:
+        for j in range(r.fetch_left.size):
+            best = fmin(best, r.fetch_left[j])
+    return best
+
+
+@njit(cache=True)
 def stream_demand(live, copies, inputs, task_work, level, avail, flows,
                   n_move):  # pragma: no cover - compiled
     """The most each transfer can use when inputs stream (``"maxmin"`` sharing).
