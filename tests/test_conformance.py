@@ -2,11 +2,12 @@
 
 Each scheduler runs on a small geo-distributed world with every process on (availability,
 outages, WAN), under both WAN sharing rules (``links.sharing``) and both timings, on
-one-cluster worlds and on flows of capped MapReduce stages (004), in conformance mode: after every step the invariants of :mod:`geosim.invariants` are checked
-(no slot, gate, link or capped stage oversubscribed, no copy on an unreachable cluster,
-work conserved per task across kills, outages and checkpoints, every task finished at
-most once). At the end every job has finished, every task has exactly one winning copy,
-work is conserved, and a second run with the same seed gives identical tables.
+one-cluster worlds and on flows of capped MapReduce stages (004), in conformance mode:
+after every step the invariants of :mod:`geosim.invariants` are checked (no slot, gate,
+link or capped stage oversubscribed, no copy on an unreachable cluster, work conserved
+per task across kills, outages and checkpoints, every task finished at most once). At
+the end every job has finished, every task has exactly one winning copy, work is
+conserved, and a second run with the same seed gives identical tables.
 """
 
 from __future__ import annotations

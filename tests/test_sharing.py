@@ -8,8 +8,8 @@ import pytest
 from test_engine import MoveThenPin, PinTo, make_workload, two_cluster_scenario
 
 from geosim import GeoModel, load_scenario
-from geosim.invariants import InvariantError
 from geosim.engine.sharing import equal_shares, maxmin_shares
+from geosim.invariants import InvariantError
 
 NONE = np.empty(0, dtype=np.int64)
 
