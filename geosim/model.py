@@ -20,7 +20,9 @@ for every timing mode, and one method, :meth:`GeoModel._advance`, goes there:
   scheduler on a world of constant rates, the first boundary that can hold an event (a
   quiet span of several slots run in one engine call);
 - event timing (``"event"``): the next arrival, completion, sample, VM power redraw,
-  availability phase change of a busy slot, outage change or the horizon;
+  availability phase change of a busy slot, outage change or the horizon; with data on
+  the WAN, also the next input arrival, move end or bandwidth redraw; for a scheduler
+  that decides every slot, also the next slot boundary (it decides only there);
 - idle: the next arrival (under slot timing, the slot boundary at or after it).
 
 The cluster time series is sampled at the first instant at or after each sampling time
@@ -284,9 +286,9 @@ class GeoModel(mesa.Model):
     def _stops(self) -> list[float]:
         """Instants a span must not cross: a sample, an arrival, the horizon, a power redraw.
 
-        Under event timing also, when tasks read input over the network, the next
-        bandwidth redraw; when the scheduler places data, the next announcement; and when
-        the scheduler decides at slot boundaries, the next boundary.
+        When data crosses the WAN, also the next bandwidth redraw; under event timing
+        also, when the scheduler places data, the next announcement, and when it decides
+        at slot boundaries, the next boundary.
         """
         e, world = self.engine, self.world
         stops = [self._next_record]
