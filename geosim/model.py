@@ -21,8 +21,10 @@ for every timing mode, and one method, :meth:`GeoModel._advance`, goes there:
   quiet span of several slots run in one engine call);
 - event timing (``"event"``): the next arrival, completion, sample, VM power redraw,
   availability phase change of a busy slot, outage change or the horizon; with data on
-  the WAN, also the next input arrival, move end or bandwidth redraw; for a scheduler
-  that decides every slot, also the next slot boundary (it decides only there);
+  the WAN, also the next bandwidth redraw, and the engine runs through input arrivals,
+  move ends and busy slots' availability changes (not decision points) to the first
+  completion; for a scheduler that decides every slot, also the next slot boundary (it
+  decides only there);
 - idle: the next arrival (under slot timing, the slot boundary at or after it).
 
 The cluster time series is sampled at the first instant at or after each sampling time
@@ -82,10 +84,6 @@ class Stop:
 
     kind: Literal["idle", "slots", "span"]
     value: float
-
-
-#: Event timing: the shortest span, relative to the clock (see ``GeoModel._event_span``).
-TIME_RESOLUTION = 1e-9
 
 
 class GeoModel(mesa.Model):
@@ -348,7 +346,7 @@ class GeoModel(mesa.Model):
         """
         e = self.engine
         if stop.kind == "span":
-            e.advance(span=stop.value)
+            e.advance(span=stop.value, through_transfers=self._network)
             return
         if stop.kind == "slots":
             e.advance(stop.value)
@@ -370,9 +368,10 @@ class GeoModel(mesa.Model):
     def _event_span(self) -> float:
         """Event timing: seconds to the next arrival, completion, sample, redraw or horizon.
 
-        Also to the next arrival of a copy's input or end of a raw-input move (the WAN's
-        shares change then); such a span is at least :data:`TIME_RESOLUTION` times the
-        clock.
+        With data on the WAN the span is an upper bound: the engine runs through the
+        transfers' events (an input's arrival, a move's end, which change the WAN's
+        shares but are not decision points) and returns at the first completion
+        (:meth:`Engine.advance <geosim.engine.Engine.advance>`).
 
         With availability periods, also to the next phase change of a slot that runs a
         copy: rates are then constant over the span, so progress and completion times are
@@ -381,21 +380,18 @@ class GeoModel(mesa.Model):
         cluster, which is one (copies are lost, the reachable slots change).
         """
         e = self.engine
-        span = min(min(self._stops()) - e.time, e.time_to_event())
+        # With data on the WAN the engine runs to the next completion itself, through the
+        # transfers' events (Engine.advance); otherwise the next completion ends the span.
+        span = min(self._stops()) - e.time
+        if not self._network:
+            span = min(span, e.time_to_completion())
         avail, outages = self.world.availability, self.world.outages
-        if avail is not None and e.live.size:
+        if avail is not None and e.live.size and not self._network:
             span = min(span, float(avail.next_change[e.copies.cols["slot"][e.live]].min())
                        - e.time)
         if outages is not None:
             span = min(span, float(outages.next_change.min()) - e.time)
-        if not (math.isfinite(span) and span > 0):
-            return self.dt
-        if self._network:
-            # The clock's resolution: transfers' events closer than this run as one span,
-            # so that a span never divides the rounding of a received fraction by next
-            # to nothing.
-            span = max(span, TIME_RESOLUTION * max(1.0, e.time))
-        return span
+        return span if math.isfinite(span) and span > 0 else self.dt
 
     def _quiet_slots(self) -> int:
         """Slots from now that no arrival, sample, redraw, horizon or completion can end.

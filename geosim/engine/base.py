@@ -13,6 +13,10 @@ OUTCOMES = ("alive", "won", "lost", "killed", "failed")
 
 #: Tolerance of shares, fractions and instants.
 EPS = 1e-9
+#: Event timing with transfers: the shortest span, relative to the clock. Transfer events
+#: closer than this run as one span, so that a span never divides the rounding of a
+#: received fraction by next to nothing.
+TIME_RESOLUTION = 1e-9
 #: How a copy's inputs and its processing combine over time (see :mod:`geosim.engine`).
 TRANSFER_MODES = ("fetch", "stream")
 #: Empty arrays standing for an absent one in a kernel's arguments.

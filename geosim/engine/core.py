@@ -23,6 +23,7 @@ from geosim.engine.base import (
     NO_INT,
     READY,
     RUNNING,
+    TIME_RESOLUTION,
     TRANSFER_MODES,
     WAITING,
     WON,
@@ -653,7 +654,7 @@ class Engine:
 
     def _account(self, src: np.ndarray, dst: np.ndarray, moved: np.ndarray, res: np.ndarray,
                  starts: np.ndarray, dt: float) -> None:
-        """Add MB moved over a span of ``dt`` seconds to the gate, link and WAN counters."""
+        """Add MB moved to the link and WAN counters, and MB / ``dt`` to the gates'."""
         account_kernel(src, dst, moved, res, starts, dt, tuple(self.traffic),
                        *self._account_scratch)
         self._gates_used = True
@@ -685,18 +686,19 @@ class Engine:
         self.flow_bw, self.flow_active = self._alloc
         return self.flow_bw
 
-    def _advance_moves(self, flows: Flows, bw: np.ndarray, dt: float) -> None:
+    def _advance_moves(self, flows: Flows, bw: np.ndarray, dt: float, gate_dt: float) -> None:
         """Run the raw-input moves through ``dt`` seconds at bandwidths ``bw``."""
         moves = self.moves
         src, dst = moves.src, moves.dst
         moved, done = moves.advance(bw, self.wl.raw_size, dt)
-        self._account(src, dst, moved, flows.move_res, flows.move_starts, dt)
+        self._account(src, dst, moved, flows.move_res, flows.move_starts, gate_dt)
         if done.any():
             self.raw_cluster[moves.raw[done]] = dst[done]
             self._drop_moves(done)
 
     # ------------------------------------------------------------------ time
-    def advance(self, slots: int = 1, span: float | None = None) -> None:
+    def advance(self, slots: int = 1, span: float | None = None,
+                through_transfers: bool = False) -> None:
         """Run every live copy through ``slots`` time slots ``[time, time + slots * dt]``.
 
         More than one slot at once is exact only when every rate is constant over the
@@ -704,9 +706,51 @@ class Engine:
         copy finishing before the last slot (see :meth:`quiet_slots`). ``span`` (seconds)
         replaces ``slots * dt``: event timing runs to the next event instant
         (:meth:`time_to_completion`).
+
+        Args:
+            slots: Slots to run.
+            span: Seconds to run instead.
+            through_transfers: Event timing with data on the WAN: run ``span`` as exact
+                sub-spans, each to the next instant a rate or a share can change (an
+                input's arrival, a move's end, a busy slot's availability change, a
+                completion: :meth:`time_to_event`), so that such instants, which are not
+                decision points, cost no model step.
+                No rate may change otherwise within ``span`` (the model ends it at every
+                other event). Returns after the first sub-span in which a task completes
+                (the model observes completions at their instant). Gate rates and
+                :attr:`last_span` are then over the whole run.
+        """
+        if self._gates_used:          # the last run's gate rates are zeroed
+            self.gate_out[:] = 0.0
+            self.gate_in[:] = 0.0
+            self._gates_used = False
+        if not through_transfers:
+            self._run_span(self.dt * slots if span is None else float(span), 0.0)
+            return
+        start, stop = self.time, self.time + float(span)
+        completed = []
+        while True:
+            left = stop - self.time
+            dt = max(min(left, self.time_to_event()), TIME_RESOLUTION * max(1.0, self.time))
+            last = dt >= left
+            self._run_span(left if last else dt, 1.0)
+            completed.extend(self.completed)
+            if last or self.completed:
+                break
+        self.completed = completed
+        self.last_span = self.time - start
+        if self._gates_used:          # MB moved, into MB/s over the whole run
+            np.divide(self.gate_out, self.last_span, out=self.gate_out)
+            np.divide(self.gate_in, self.last_span, out=self.gate_in)
+
+    def _run_span(self, dt: float, gate_dt: float) -> None:
+        """Run every live copy through ``dt`` seconds at constant rates.
+
+        Args:
+            dt: Seconds.
+            gate_dt: Seconds the gate counters divide MB by (0: ``dt``).
         """
         t, world = self.time, self.world
-        dt = self.dt * slots if span is None else float(span)
         self.last_span = dt
         t_end = t + dt
         live = self.live
@@ -719,17 +763,14 @@ class Engine:
             else:
                 avail.advance(t_end)
         self.completed = []
-        if self._gates_used:          # the last span's gate rates are zeroed
-            self.gate_out[:] = 0.0
-            self.gate_in[:] = 0.0
-            self._gates_used = False
+        gate_dt = gate_dt or dt
         flows, bw = self.flows, self.flow_bw = _NO_FLOWS, NO_FLOAT
         if self.moves.raw.size or (live.size and self.has_inputs):
             # Moves and copies' inputs share one structure and one allocation in the slot.
             flows = self._flow_structure()
             bw = self._bandwidths(flows, factor)
         if self.moves.raw.size:
-            self._advance_moves(flows, bw[flows.idx.size:], dt)
+            self._advance_moves(flows, bw[flows.idx.size:], dt, gate_dt)
         if live.size == 0:
             self.time = t_end
             return
@@ -742,7 +783,7 @@ class Engine:
         if has_flows:
             if self.fetch and arrived:
                 self._flows = None
-            self._account(flows.src, flows.dst, moved, flows.res, flows.starts, dt)
+            self._account(flows.src, flows.dst, moved, flows.res, flows.starts, gate_dt)
         if win_at.size:
             self._slot_end = t_end
             self._complete(live[ending], ending_at, live[win_at], done_tasks, done_time)
@@ -771,18 +812,21 @@ class Engine:
                                       NO_FLOAT if avail is None else avail.level))
 
     def time_to_event(self) -> float:
-        """Seconds until a copy finishes, an input arrives or a raw-input move ends.
+        """Seconds until a copy ends, an input arrives, a move ends or a busy slot changes.
 
-        At today's rates and bandwidths (``inf`` if nothing would end). Between two such
-        events, with the world's processes constant, every rate and bandwidth is
-        constant, so event timing may run to the earliest exactly. Without transfers,
-        this is :meth:`time_to_completion`.
+        A busy slot's change is a phase change of its availability. At today's rates and
+        bandwidths (``inf`` if nothing would happen). Between two such events, with the
+        world's other processes constant, every rate and bandwidth is constant, so event
+        timing may run to the earliest exactly.
         """
         live, moves = self.live, self.moves
-        if not moves.raw.size and not (self.has_inputs and live.size):
-            return self.time_to_completion()
-        flows = self._flow_structure()
         avail = self.world.availability
+        soon = math.inf
+        if avail is not None and live.size:     # a busy slot's phase change
+            soon = float(avail.next_change[self.copies.cols["slot"][live]].min()) - self.time
+        if not moves.raw.size and not (self.has_inputs and live.size):
+            return min(soon, self.time_to_completion())
+        flows = self._flow_structure()
         factor = NO_FLOAT if avail is None or not live.size else \
             avail.level[self.copies.cols["slot"][live]]
         bw = self._bandwidths(flows, factor)
@@ -798,7 +842,7 @@ class Engine:
             if going.any():
                 left = (1.0 - moves.got[going]) * size[going] / move_bw[going]
                 best = min(best, float(left.min()))
-        return best
+        return min(soon, best)
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
         """Per-task scratch of the completion kernels: a time (NaN) and a copy (-1).
