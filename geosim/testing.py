@@ -13,10 +13,11 @@ and raises :class:`AssertionError` naming the first check that fails. The checks
     each with the default ``__init__`` gives it, and a value that breaks a declaration
     (:func:`geosim.params.values_outside`) is refused with a ``ValueError`` naming the
     parameter.
-``flows``, ``closed``, ``mapreduce``, ``geo``
+``flows``, ``closed``, ``mapreduce``, ``geo``, ``geo-event``
     A run in each small world of the suite (flows of capped stages; one cluster with
     availability periods; MapReduce jobs whose copies vary; a geo-distributed world with
-    every process on: availability, outages, WAN) in conformance mode, which checks the
+    every process on: availability, outages, WAN; the same, smaller, event-timed and with
+    the WAN shared max-min fairly) in conformance mode, which checks the
     invariants of :mod:`geosim.invariants` after every step (no slot, gate, link or capped
     stage oversubscribed, no copy on an unreachable cluster, work conserved). At the end
     every job has finished, every task has exactly one winning copy that started after
@@ -55,7 +56,8 @@ from geosim.schedulers.base import Scheduler
 from geosim.schedulers.registry import scheduler_class
 
 #: Steps per world after which a checked run is stopped and its check fails.
-MAX_STEPS = {"flows": 1_000, "closed": 8_000, "mapreduce": 5_000, "geo": 40_000}
+MAX_STEPS = {"flows": 1_000, "closed": 8_000, "mapreduce": 5_000, "geo": 40_000,
+             "geo-event": 20_000}
 
 
 def closed_world(slots: int = 1, rate: float = 0.05, n_jobs: int = 200,
@@ -128,7 +130,15 @@ WORLDS: dict[str, Callable[[], dict[str, Any]]] = {
                                             availability=True), "closed"),
     "mapreduce": lambda: _limited(mapreduce_world(), "mapreduce"),
     "geo": lambda: _limited(geo_world(), "geo"),
+    "geo-event": lambda: _limited(event_maxmin(geo_world(n_jobs=4)), "geo-event"),
 }
+
+
+def event_maxmin(world: dict[str, Any]) -> dict[str, Any]:
+    """``world`` event-timed, its WAN shared max-min fairly (``links.sharing``)."""
+    world["run"]["timing"] = "event"
+    world["links"] = {**world.get("links", {}), "sharing": "maxmin"}
+    return world
 
 
 def _require(condition: Any, message: str) -> None:
@@ -217,7 +227,7 @@ def _check_refused(cls: type[Scheduler], params: Mapping[str, Any], name: str,
 
 
 def check_world(cls: type[Scheduler], params: Mapping[str, Any], world: str) -> None:
-    """A world check (``flows``, ``closed``, ``mapreduce`` or ``geo``): see the module."""
+    """A world check (a key of :data:`WORLDS`): see the module."""
     where = f"{cls.__name__} in the {world} world"
     result = _run(cls, params, WORLDS[world](), where)
     jobs, tasks, copies = result.jobs, result.tasks, result.copies

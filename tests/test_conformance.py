@@ -17,6 +17,7 @@ import pytest
 from conftest import closed_world, flows_world, geo_world, mapreduce_world
 
 from geosim import GeoModel, load_scenario, make_scheduler, registered
+from geosim.testing import event_maxmin
 
 SCHEDULERS = sorted(registered())
 #: Every registered scheduler with its defaults, plus non-default variants worth checking.
@@ -46,8 +47,8 @@ WORLDS = {
     "geo": lambda name, params: geo_world(scheduler=name, params=params),
     "geo-maxmin": lambda name, params: {**geo_world(scheduler=name, params=params),
                                         "links": {"sharing": "maxmin"}},
-    "geo-event": lambda name, params: event_timed(geo_world(scheduler=name, params=params,
-                                                            n_jobs=4)),
+    "geo-event": lambda name, params: event_maxmin(geo_world(scheduler=name, params=params,
+                                                             n_jobs=4)),
     "closed": lambda name, params: closed_world(slots=3, rate=0.2, n_jobs=150, scheduler=name,
                                                 params=params, availability=True),
     "flows": lambda name, params: flows_world(scheduler=name, params=params),
@@ -77,14 +78,6 @@ def _random_pool_on_geo(params: dict, world: str) -> bool:
     on the pool (closed) and MapReduce worlds; their schedulers' defaults on the geo world.
     """
     return world == "geo" and params.get("reassign") == "random"
-
-
-def event_timed(world: dict) -> dict:
-    """``world`` event-timed under max-min sharing: the WAN's shares change at every
-    input's arrival, and schedulers that decide every slot decide at slot boundaries."""
-    world["run"]["timing"] = "event"
-    world["links"] = {"sharing": "maxmin"}
-    return world
 
 
 #: The geo world under max-min sharing and under event timing, with each scheduler's

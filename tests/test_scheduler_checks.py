@@ -61,7 +61,7 @@ class Unseeded(Scheduler):
 
 def test_the_checks_are_named_and_cover_every_world():
     assert list(scheduler_checks(FIFO)) == ["params", *WORLDS, "same seed"]
-    assert set(WORLDS) == {"flows", "closed", "mapreduce", "geo"}
+    assert set(WORLDS) == {"flows", "closed", "mapreduce", "geo", "geo-event"}
 
 
 def test_a_scheduler_that_never_finishes_fails_its_first_world_quickly():
