@@ -528,6 +528,12 @@ def pair_row(table, src, dst):  # pragma: no cover - compiled
     at = np.searchsorted(table.keys, key)
     if at < table.keys.size and table.keys[at] == key:
         return at
+    return _shared_row(table, src, dst)
+
+
+@njit(cache=True, inline="always")
+def _shared_row(table, src, dst):  # pragma: no cover - compiled
+    """The row of a pair without one of its own: its destination's, or the prior's."""
     row = table.fallback[dst]
     if row >= 0:
         return row
@@ -545,10 +551,7 @@ def _all_rows(table):  # pragma: no cover - compiled
     out = np.empty(n * n, dtype=np.int64)
     for src in range(n):
         for dst in range(n):
-            row = table.fallback[dst]
-            if row < 0:
-                row = table.prior + (src if table.gate[src] <= table.gate[dst] else dst)
-            out[src * n + dst] = row
+            out[src * n + dst] = _shared_row(table, src, dst)
     for at in range(table.keys.size):
         out[table.keys[at]] = at
     return out

@@ -14,6 +14,10 @@ move: both ends); an inactive one gets bandwidth 0.
   every active transfer has a resource that is saturated and on which no transfer gets
   more than it, or it gets all it asks (``demand``). No transfer can gain without taking
   from one whose bandwidth is smaller or equal. Inactive transfers take nothing.
+  Simplification: a streamed input (``links.transfer = "stream"``) asks at most its
+  copy's processing rate times its size; when another input of the same copy holds the
+  copy back, the transfer uses less than it was given, and the difference is not passed
+  on within the span.
 
 Both rules are computed for every span over all the transfers of that span, in one
 compiled pass.
@@ -25,6 +29,7 @@ import numpy as np
 from numba import njit
 
 from geosim.engine.base import fmin
+from geosim.engine.records import Flows
 
 #: The sharing rules, the scenario's ``links.sharing``.
 SHARING_RULES = ("equal", "maxmin")
@@ -45,10 +50,9 @@ def path(j, n_flow, res, starts, move_res, move_starts):  # pragma: no cover - c
 
 
 @njit(cache=True)
-def active_transfers(flow_src, n_flow, move_src, move_dst,
-                     reachable):  # pragma: no cover - compiled
+def active_transfers(flow_src, move_src, move_dst, reachable):  # pragma: no cover - compiled
     """Whether each transfer (flows, then moves) is active: its clusters are reachable."""
-    n_move = move_src.size
+    n_flow, n_move = flow_src.size, move_src.size
     active = np.empty(n_flow + n_move, dtype=np.bool_)
     for j in range(n_flow):
         active[j] = reachable[flow_src[j]]
@@ -131,8 +135,9 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
             while d < order.size and (frozen[order[d]] or demand[order[d]] <= level):
                 j = order[d]
                 if not frozen[j]:
-                    remaining -= _freeze(j, demand[j], bw, frozen, count, left, n_flow, res,
-                                         starts, move_res, move_starts)
+                    _freeze(j, demand[j], bw, frozen, count, left, n_flow, res, starts,
+                            move_res, move_starts)
+                    remaining -= 1
                 d += 1
             continue
         n_b = 0
@@ -146,8 +151,9 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
             for q in range(ptr[r], ptr[r + 1]):
                 j = members[q]
                 if not frozen[j]:
-                    remaining -= _freeze(j, level, bw, frozen, count, left, n_flow, res,
-                                         starts, move_res, move_starts)
+                    _freeze(j, level, bw, frozen, count, left, n_flow, res, starts,
+                            move_res, move_starts)
+                    remaining -= 1
 
 
 @njit(cache=True)
@@ -160,7 +166,6 @@ def _freeze(j, rate, bw, frozen, count, left, n_flow, res, starts, move_res,
     for h in range(lo, hi):
         left[arr[h]] -= rate
         count[arr[h]] -= 1
-    return 1
 
 
 @njit(cache=True)
@@ -180,14 +185,15 @@ def allocate(flows, move_src, move_dst, cap, reachable, maxmin,
     Returns:
         The bandwidths, and whether each transfer is active.
     """
-    src, res, starts, users = flows[2], flows[4], flows[5], flows[7]
-    move_res, move_starts = flows[8], flows[9]
-    n_flow = src.size
-    active = active_transfers(src, n_flow, move_src, move_dst, reachable)
+    f = Flows(*flows)
+    active = active_transfers(f.src, move_src, move_dst, reachable)
     bw = np.empty(active.size)
+    n_flow = f.src.size
     if maxmin:
-        maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, demand, bw)
+        maxmin_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, cap, active, demand,
+                      bw)
     else:
-        equal_shares(n_flow, res, starts, move_res, move_starts, users, cap, active, bw)
+        equal_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, f.users, cap, active,
+                     bw)
     return bw, active
 
