@@ -346,7 +346,8 @@ class GeoModel(mesa.Model):
         """
         e = self.engine
         if stop.kind == "span":
-            e.advance(span=stop.value, through_transfers=self._network)
+            e.advance(span=stop.value, through_events=self._sub_spans,
+                      to_completion=self.policy.event_driven)
             return
         if stop.kind == "slots":
             e.advance(stop.value)
@@ -365,30 +366,37 @@ class GeoModel(mesa.Model):
             if at >= self._next_record - 1e-9:
                 self._record()
 
+    @property
+    def _sub_spans(self) -> bool:
+        """Whether event timing runs the engine through sub-spans (:meth:`_event_span`)."""
+        return self._network or not self.policy.event_driven
+
     def _event_span(self) -> float:
         """Event timing: seconds to the next arrival, completion, sample, redraw or horizon.
 
-        With data on the WAN the span is an upper bound: the engine runs through the
-        transfers' events (an input's arrival, a move's end, which change the WAN's
-        shares but are not decision points) and returns at the first completion
+        With data on the WAN, or when the scheduler decides at slot boundaries, the span
+        is an upper bound: the engine runs through the events that are not decision
+        points (an input's arrival, a move's end, which change the WAN's shares; a busy
+        slot's availability change; for a scheduler that decides at slot boundaries, a
+        completion) as exact sub-spans, and returns at a decision point
         (:meth:`Engine.advance <geosim.engine.Engine.advance>`).
 
-        With availability periods, also to the next phase change of a slot that runs a
-        copy: rates are then constant over the span, so progress and completion times are
-        exact. Such a change is not a decision point (002 §6 decides at arrivals and
-        departures only). With outages, also to the next outage start or end of any
-        cluster, which is one (copies are lost, the reachable slots change).
+        Otherwise the span also ends at the next completion and, with availability
+        periods, at the next phase change of a slot that runs a copy: rates are then
+        constant over the span, so progress and completion times are exact. Such a change
+        is not a decision point (002 §6 decides at arrivals and departures only). With
+        outages, the span ends at the next outage start or end of any cluster, which is
+        one (copies are lost, the reachable slots change).
         """
         e = self.engine
-        # With data on the WAN the engine runs to the next completion itself, through the
-        # transfers' events (Engine.advance); otherwise the next completion ends the span.
         span = min(self._stops()) - e.time
-        if not self._network:
+        if not self._sub_spans:
             span = min(span, e.time_to_completion())
-        avail, outages = self.world.availability, self.world.outages
-        if avail is not None and e.live.size and not self._network:
-            span = min(span, float(avail.next_change[e.copies.cols["slot"][e.live]].min())
-                       - e.time)
+            avail = self.world.availability
+            if avail is not None and e.live.size:
+                span = min(span, float(avail.next_change[e.copies.cols["slot"][e.live]].min())
+                           - e.time)
+        outages = self.world.outages
         if outages is not None:
             span = min(span, float(outages.next_change.min()) - e.time)
         return span if math.isfinite(span) and span > 0 else self.dt

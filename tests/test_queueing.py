@@ -186,15 +186,23 @@ def test_event_timing_runs_network_worlds_and_schedulers_that_decide_every_slot(
     # Transfers' arrivals end sub-spans inside the engine; PingAn, which decides every
     # slot (003's rounds), still decides at slot boundaries only, and arrivals (off the
     # boundaries) are steps of their own.
+    # Completions, not decision points for it, end no model step either.
     world = geo_world(n_jobs=3, scheduler="pingan")
     world["run"]["timing"] = "event"
     model = geosim.GeoModel(geosim.load_scenario(world))
     decided, decide = [], model.policy.decide
     model.policy.decide = lambda view, actions: (decided.append(view.time),
                                                  decide(view, actions))
-    assert model.run().jobs["finished"].all()
+    ends = []
+    while model.running:
+        model.step()
+        ends.append(model.engine.time)
+    result = model.result()
+    assert result.jobs["finished"].all()
     assert decided and all(t == round(t) for t in decided)     # dt = 1 s
     assert model.steps_run > len(decided)
+    completions = set(result.tasks["completion"]) - {round(t) for t in ends}
+    assert len(completions) > 100 and not completions & set(ends)
 
 
 def test_srpt_beats_fifo_on_heavy_tailed_work():

@@ -698,7 +698,7 @@ class Engine:
 
     # ------------------------------------------------------------------ time
     def advance(self, slots: int = 1, span: float | None = None,
-                through_transfers: bool = False) -> None:
+                through_events: bool = False, to_completion: bool = True) -> None:
         """Run every live copy through ``slots`` time slots ``[time, time + slots * dt]``.
 
         More than one slot at once is exact only when every rate is constant over the
@@ -710,21 +710,22 @@ class Engine:
         Args:
             slots: Slots to run.
             span: Seconds to run instead.
-            through_transfers: Event timing with data on the WAN: run ``span`` as exact
-                sub-spans, each to the next instant a rate or a share can change (an
-                input's arrival, a move's end, a busy slot's availability change, a
-                completion: :meth:`time_to_event`), so that such instants, which are not
-                decision points, cost no model step.
-                No rate may change otherwise within ``span`` (the model ends it at every
-                other event). Returns after the first sub-span in which a task completes
-                (the model observes completions at their instant). Gate rates and
+            through_events: Event timing: run ``span`` as exact sub-spans, each to the
+                next instant a rate or a share can change (an input's arrival, a move's
+                end, a busy slot's availability change, a completion:
+                :meth:`time_to_event`), so that such instants, unless they are decision
+                points, cost no model step. No rate may change otherwise within
+                ``span`` (the model ends it at every other event). Gate rates and
                 :attr:`last_span` are then over the whole run.
+            to_completion: With ``through_events``, return after the first sub-span in
+                which a task completes (a decision point of an event-driven scheduler);
+                False runs the whole span (a scheduler that decides at slot boundaries).
         """
         if self._gates_used:          # the last run's gate rates are zeroed
             self.gate_out[:] = 0.0
             self.gate_in[:] = 0.0
             self._gates_used = False
-        if not through_transfers:
+        if not through_events:
             self._run_span(self.dt * slots if span is None else float(span), 0.0)
             return
         start, stop = self.time, self.time + float(span)
@@ -735,7 +736,7 @@ class Engine:
             last = dt >= left
             self._run_span(left if last else dt, 1.0)
             completed.extend(self.completed)
-            if last or self.completed:
+            if last or (to_completion and self.completed):
                 break
         self.completed = completed
         self.last_span = self.time - start
