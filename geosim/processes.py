@@ -198,6 +198,26 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
     return -1, -1
 
 
+@njit(cache=True)
+def renewal_mean(state, epoch, t_end, t_start, want, out, resume):  # pragma: no cover - compiled
+    """:meth:`AlternatingRenewal.advance_mean` for a compiled caller.
+
+    ``state`` is :meth:`AlternatingRenewal.kernel_arg`; ``epoch`` the process's epoch,
+    already incremented for this call. Returns what :func:`_renewal_kernel` returns:
+    ``(kind, last block)`` when a block must be drawn first (call again with ``resume``
+    once :meth:`AlternatingRenewal.draw` has drawn it), ``(-1, -1)`` when done, with
+    ``out`` filled.
+    """
+    on, level, next_change, count, ring0, ring1, next_block, k, idx, st, acc, seg, stamp, \
+        soon = state
+    if not resume:
+        st[0], st[1] = -1, 0
+    return _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_block, k,
+                           idx, st, acc, seg, stamp, epoch, True, t_start, want, out, soon,
+                           np.empty(0, dtype=np.int64), np.empty(0), np.empty(0),
+                           np.zeros(1, dtype=np.int64))
+
+
 class AlternatingRenewal:
     """Entities alternating between an "on" phase and an "off" phase.
 
@@ -230,7 +250,7 @@ class AlternatingRenewal:
         self._acc = np.zeros(n)
         self._seg = np.zeros(n)
         self._stamp = np.zeros(n, dtype=np.int64)      # 0: no running integral yet
-        self._epoch = 0
+        self.epoch = 0          # calls that averaged levels (marks running integrals)
         self._all = np.arange(n, dtype=np.int64)
         self._idx = np.empty(n, dtype=np.int64)
         self._state = np.zeros(2, dtype=np.int64)
@@ -275,9 +295,22 @@ class AlternatingRenewal:
         """
         entities = np.asarray(entities, dtype=np.int64)
         out = np.empty(entities.size)
-        self._epoch += 1
+        self.epoch += 1
         self._run(t_end, t_start, entities, out, _NO_LOG)
         return out
+
+    @property
+    def kernel_arg(self) -> tuple:
+        """The state a compiled caller advances (:func:`renewal_mean`); valid until a draw."""
+        seq = self._seq
+        self._next_block[0], self._next_block[1] = seq[0].next_block, seq[1].next_block
+        return (self.on, self.level, self.next_change, self.count, seq[0].ring, seq[1].ring,
+                self._next_block, seq[0].k, self._idx, self._state, self._acc, self._seg,
+                self._stamp, self._soon)
+
+    def draw(self, kind: int, last: int) -> None:
+        """Draw the blocks of phase ``kind`` up to ``last`` that a compiled caller asked for."""
+        self._seq[kind].ensure(last, int(self.count[kind].min()) // self._seq[kind].k)
 
     def changes(self, t_end: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Move every entity to time ``t_end`` and return the phase changes on the way.
@@ -306,7 +339,7 @@ class AlternatingRenewal:
             kind, last = _renewal_kernel(
                 t_end, self.on, self.level, self.next_change, self.count, seq[0].ring,
                 seq[1].ring, self._next_block, seq[0].k, self._idx, state, self._acc,
-                self._seg, self._stamp, self._epoch, with_acc,
+                self._seg, self._stamp, self.epoch, with_acc,
                 -1.0 if t_start is None else t_start, want, out, self._soon, *log)
             if kind < 0:
                 return log
@@ -317,6 +350,13 @@ class AlternatingRenewal:
                 continue
             seq[kind].ensure(last, int(self.count[kind].min()) // seq[kind].k)
 
+
+#: The :attr:`AlternatingRenewal.kernel_arg` of no process.
+NO_RENEWAL = (np.empty(0, dtype=np.bool_), np.empty(0), np.empty(0),
+              np.empty((2, 0), dtype=np.int64), np.empty((0, 0, 0, 2)), np.empty((0, 0, 0, 2)),
+              np.zeros(2, dtype=np.int64), 1, np.empty(0, dtype=np.int64),
+              np.zeros(2, dtype=np.int64), np.empty(0), np.empty(0), np.empty(0, dtype=np.int64),
+              np.array([np.inf]))
 
 #: No phase-change log (:meth:`AlternatingRenewal.advance`).
 _NO_LOG = (np.empty(0, dtype=np.int64), np.empty(0), np.empty(0), np.zeros(1, dtype=np.int64))

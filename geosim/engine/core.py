@@ -28,10 +28,10 @@ from geosim.engine.base import (
     WAITING,
     WON,
     SchedulingError,
-    concat_ranges,
     first_of_runs,
     pointers,
 )
+from geosim.engine.checkpoint import checkpoint_copies
 from geosim.engine.launch import (
     free_count,
     launch_check,
@@ -50,6 +50,7 @@ from geosim.engine.step import (
     stream_demand,
     time_left_kernel,
 )
+from geosim.engine.subspans import COMPLETED, NEED_BLOCK, NEED_ROUTES, REACHED, run_subspans
 from geosim.engine.tables import COPY_SPEC, ID_MAX, INPUT_SPEC, CopyCols, InputCols, Table
 from geosim.engine.transfers import (
     RawMoves,
@@ -63,6 +64,7 @@ from geosim.engine.transfers import (
 )
 from geosim.errors import GeosimError
 from geosim.guards import Budget
+from geosim.processes import NO_RENEWAL
 from geosim.variability import FAMILIES
 from geosim.workload import Workload
 from geosim.world import World
@@ -548,48 +550,11 @@ class Engine:
     def checkpoint_jobs(self, jobs: np.ndarray) -> None:
         """Checkpoint every job of ``jobs`` that has running copies, in one pass.
 
-        Each running copy is brought to the progress of its task's most advanced copy
-        (002 §3): the state of that copy is saved and cloned to the others, whose own
-        work since the last checkpoint is wasted. A job (and a task) counts a checkpoint
-        only when it has running copies; a job without any has nothing to save.
+        See :func:`~geosim.engine.checkpoint.checkpoint_copies` (002 §3).
         """
-        live = self.live
-        if live.size == 0:
-            return
-        cols = self.copies.cols
-        task = cols["task"][live]
-        chosen = np.zeros(self.wl.n_jobs, dtype=bool)
-        chosen[np.asarray(jobs, dtype=np.int64)] = True
-        mine = chosen[self.task_job[task]]
-        if not mine.any():
-            return
-        copies, t = live[mine], task[mine]
-        ut, inv = np.unique(t, return_inverse=True)
-        best = self.task_saved[ut].copy()
-        np.maximum.at(best, inv, cols["progress"][copies])
-        level = best[inv]
-        # One leader per task keeps its work (its base is the task's saved progress);
-        # every other copy's work since the last checkpoint is wasted, ties included.
-        progress = cols["progress"][copies]
-        order = np.lexsort((copies, -progress, inv))
-        leader = np.zeros(copies.size, dtype=bool)
-        leader[order[first_of_runs(inv[order])]] = True
-        cols["wasted"][copies] += np.where(
-            leader & (progress >= level - EPS), 0.0,
-            (progress - cols["base"][copies]) * self.task_work[t])
-        cols["progress"][copies] = level
-        cols["base"][copies] = level
-        idx = concat_ranges(cols["in_lo"][copies], cols["in_hi"][copies])
-        if idx.size:
-            received = self.inputs.cols["received"]
-            reach = np.repeat(level, cols["in_hi"][copies] - cols["in_lo"][copies])
-            received[idx] = np.maximum(received[idx], reach)
-        self._flows = None
-        gain = (best - self.task_saved[ut]) * self.task_work[ut]
-        np.subtract.at(self.job_work_left, self.task_job[ut], gain)
-        self.task_saved[ut] = best
-        self.task_checkpoints[ut] += 1
-        self.job_checkpoints[np.unique(self.task_job[ut])] += 1
+        if checkpoint_copies(self.live, self.copies.cols, self.inputs.cols["received"], jobs,
+                             self.tasks, self.jobs, self.task_work):
+            self._flows = None
 
     def set_share(self, copies: np.ndarray | int, share: float) -> None:
         """Set the slot share of live copies (multitasking); the result must fit every slot."""
@@ -655,10 +620,9 @@ class Engine:
     def _account(self, src: np.ndarray, dst: np.ndarray, moved: np.ndarray, res: np.ndarray,
                  starts: np.ndarray, dt: float) -> None:
         """Add MB moved to the link and WAN counters, and MB / ``dt`` to the gates'."""
-        account_kernel(src, dst, moved, res, starts, dt, tuple(self.traffic),
-                       *self._account_scratch)
+        self._wan_mb += account_kernel(src, dst, moved, res, starts, dt, tuple(self.traffic),
+                                       *self._account_scratch)
         self._gates_used = True
-        self._wan_mb += float(moved.sum())
 
     def _bandwidths(self, flows: Flows, factor: np.ndarray) -> np.ndarray:
         """Bandwidth of every transfer of the span, flows then moves (:mod:`.sharing`).
@@ -702,20 +666,17 @@ class Engine:
         """Run every live copy through ``slots`` time slots ``[time, time + slots * dt]``.
 
         More than one slot at once is exact only when every rate is constant over the
-        span: no availability process, no transfers or moves, power not redrawn, and no
-        copy finishing before the last slot (see :meth:`quiet_slots`). ``span`` (seconds)
-        replaces ``slots * dt``: event timing runs to the next event instant
-        (:meth:`time_to_completion`).
+        span (see :meth:`quiet_slots`). ``span`` (seconds) replaces ``slots * dt``: event
+        timing runs to the next event instant (:meth:`time_to_completion`).
 
         Args:
             slots: Slots to run.
             span: Seconds to run instead.
             through_events: Event timing: run ``span`` as exact sub-spans, each to the
-                next instant a rate or a share can change (an input's arrival, a move's
-                end, a busy slot's availability change, a completion:
-                :meth:`time_to_event`), so that such instants, unless they are decision
-                points, cost no model step. No rate may change otherwise within
-                ``span`` (the model ends it at every other event). Gate rates and
+                next instant a rate or a share can change (:meth:`time_to_event`; in one
+                compiled loop, :mod:`.subspans`, when copies read input and no move
+                runs), so that such instants cost no model step unless they are decision
+                points. No rate may change otherwise within ``span``. Gate rates and
                 :attr:`last_span` are then over the whole run.
             to_completion: With ``through_events``, return after the first sub-span in
                 which a task completes (a decision point of an event-driven scheduler);
@@ -730,11 +691,23 @@ class Engine:
             return
         start, stop = self.time, self.time + float(span)
         completed = []
+        pending = np.array([0.0, -1.0, 0.0])       # a sub-span waiting for draws
         while True:
-            left = stop - self.time
-            dt = max(min(left, self.time_to_event()), TIME_RESOLUTION * max(1.0, self.time))
-            last = dt >= left
-            self._run_span(left if last else dt, 1.0)
+            if self.live.size and self.has_inputs and not self.moves.raw.size:
+                code = self._compiled_subspans(stop, pending)
+                if code == NEED_ROUTES:
+                    self._flows = None
+                    self._flow_structure()
+                    continue
+                if code == NEED_BLOCK:
+                    continue
+                last = code == REACHED
+            else:
+                left = stop - self.time
+                dt = max(min(left, self.time_to_event()),
+                         TIME_RESOLUTION * max(1.0, self.time))
+                last = dt >= left
+                self._run_span(left if last else dt, 1.0)
             completed.extend(self.completed)
             if last or (to_completion and self.completed):
                 break
@@ -743,6 +716,43 @@ class Engine:
         if self._gates_used:          # MB moved, into MB/s over the whole run
             np.divide(self.gate_out, self.last_span, out=self.gate_out)
             np.divide(self.gate_in, self.last_span, out=self.gate_in)
+
+    def _compiled_subspans(self, stop: float, pending: np.ndarray) -> int:
+        """Run sub-spans in one compiled loop (:func:`~.subspans.run_subspans`) and apply them.
+
+        Returns:
+            Why the loop returned; after :data:`~.subspans.NEED_BLOCK` the block is drawn
+            and ``pending`` holds the sub-span to finish.
+        """
+        world, avail = self.world, self.world.availability
+        flows = self._flows if self._flows is not None else _NO_FLOWS
+        (code, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw, active, demand, ending,
+         ending_at, win_at, tasks, times, kind, block) = run_subspans(
+            self.time, stop, TIME_RESOLUTION, EPS, self.live, self.copies.kernel_arg,
+            self.inputs.kernel_arg, self.task_work, world.power.level,
+            NO_RENEWAL if avail is None else avail.kernel_arg,
+            0 if avail is None else avail.epoch, pending, tuple(flows),
+            self._flows is not None, world.routes.pair_table(), world.n_clusters,
+            2 * world.n_links + 2 * world.n_clusters, world.resource_capacity(),
+            self.reachable, self.sharing == "maxmin", self.fetch, tuple(self.traffic),
+            self._account_scratch, *self._scratch())
+        if avail is not None:
+            avail.epoch = epoch
+            if code == NEED_BLOCK:
+                avail.draw(kind, block)
+        self.completed = []
+        self._flows = Flows(*flows) if flows_ok else None
+        self._alloc_key = None
+        if n_spans:
+            self.time, self.last_span, self._wan_mb = t, span_len, self._wan_mb + wan
+            self._gates_used = True
+            self.flows, self.flow_bw, self.flow_active, self.flow_demand = \
+                Flows(*flows), bw, active, demand
+        if code == COMPLETED:
+            self._slot_end = t
+            live = self.live
+            self._complete(live[ending], ending_at, live[win_at], tasks, times)
+        return code
 
     def _run_span(self, dt: float, gate_dt: float) -> None:
         """Run every live copy through ``dt`` seconds at constant rates.

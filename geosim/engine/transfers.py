@@ -242,10 +242,15 @@ def account_kernel(src, dst, moved, res, starts, dt, traffic, out, into,
     scratch ``out``, ``into`` and ``per_res``, whose touched entries are then added to the
     counters and zeroed again, so a call costs the transfers and their hops, not the size
     of the world. (An entry whose sum is zero adds nothing, as adding ``+0.0`` would.)
+
+    Returns:
+        The MB moved in all, summed in the order of the transfers.
     """
     traffic = Traffic(*traffic)
     gate_out, gate_in, link_mb = traffic.gate_out, traffic.gate_in, traffic.link
+    total = 0.0
     for j in range(moved.size):
+        total += moved[j]
         out[src[j]] += moved[j]
         into[dst[j]] += moved[j]
         end = starts[j + 1] if j + 1 < starts.size else res.size
@@ -268,6 +273,7 @@ def account_kernel(src, dst, moved, res, starts, dt, traffic, out, into,
             if d < link_mb.size:
                 link_mb[d] += per_res[d]
             per_res[d] = 0.0
+    return total
 
 
 @njit(cache=True)

@@ -1,0 +1,190 @@
+"""Event timing's sub-spans in one compiled loop (:meth:`Engine.advance`).
+
+Under event timing with copies reading input over the WAN, a model step is cut into
+exact sub-spans, each to the next instant a rate or a share can change: an input
+arriving in full, a busy slot's availability phase change, a completion. Run one Python
+call each, the sub-spans cost more than the simulation inside them; :func:`run_subspans`
+runs them in one compiled loop, calling the same kernels in the same order as the
+engine's Python path (:meth:`Engine.time_to_event`, then :meth:`Engine._run_span`), so
+both give the same numbers bit for bit.
+
+The loop hands back to Python whenever Python has work to do, with a code saying why:
+
+- :data:`COMPLETED`: the sub-span just run completed tasks (the engine ends them);
+- :data:`REACHED`: the loop reached ``stop``;
+- :data:`NEED_ROUTES`: the flows must be rebuilt with routes not in the table yet
+  (nothing of the sub-span was run);
+- :data:`NEED_BLOCK`: the availability process needs a block of draws in the middle of
+  a sub-span; the caller draws it and calls again with the sub-span ``pending``.
+
+Raw-input moves are not handled here: a run with moves under way takes the Python path.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from geosim.engine.base import fmin
+from geosim.engine.records import Flows
+from geosim.engine.sharing import allocate
+from geosim.engine.step import next_event_kernel, step_kernel, stream_demand
+from geosim.engine.tables import CopyCols
+from geosim.engine.transfers import account_kernel, flow_kernel
+from geosim.processes import renewal_mean
+
+#: Why :func:`run_subspans` returned (see the module docstring).
+COMPLETED, REACHED, NEED_ROUTES, NEED_BLOCK = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, power, avail,
+                 epoch, pending, flows, flows_ok, routes, n_clusters, n_res, cap, reachable,
+                 maxmin, fetch, traffic, scratch, best_time,
+                 best_pos):  # pragma: no cover - compiled
+    """Run exact sub-spans from ``t`` until a completion, ``stop`` or a need of Python.
+
+    Args:
+        t: The engine's time.
+        stop: Where the step ends.
+        resolution: The clock's resolution (relative): the shortest sub-span.
+        eps: The engine's ``EPS``.
+        live: Live copies (ascending; unchanged until a completion).
+        copies: The copies table's records.
+        inputs: The inputs table's records.
+        task_work: Work of each task.
+        power: Each slot's VM power.
+        avail: The availability process's kernel state (``AlternatingRenewal.kernel_arg``),
+            or an empty tuple's stand-in with ``avail[0].size == 0`` for none.
+        epoch: The process's epoch (incremented per sub-span).
+        pending: ``[t_end, dt, last]`` of a sub-span whose availability step waits for a
+            block (``pending[1] < 0``: none).
+        flows: The current :class:`~geosim.engine.records.Flows` (as a tuple).
+        flows_ok: Whether ``flows`` is up to date.
+        routes: The route table (``Routes.pair_table``).
+        n_clusters: Clusters of the world.
+        n_res: Transfer resources (``2L + 2n``).
+        cap: Capacity of every resource (MB/s).
+        reachable: Whether each cluster is reachable.
+        maxmin: ``"maxmin"`` sharing.
+        fetch: ``links.transfer`` is ``"fetch"``.
+        traffic: The traffic counters' records.
+        scratch: The accounting scratch (three zeroed arrays).
+        best_time: Per-task scratch of the completion kernel (NaN).
+        best_pos: Per-task scratch of the completion kernel (-1).
+
+    Returns:
+        The code, the time, the epoch, the sub-spans run, MB moved over the WAN, the last
+        sub-span's length, the flows and whether they are up to date, the last
+        sub-span's bandwidths, activity and demands, the completion outputs of
+        :func:`~geosim.engine.step.step_kernel` (ending positions and instants, winners'
+        positions, tasks and instants), then the block needed (kind, last block).
+    """
+    with_avail = avail[0].size > 0
+    keys, ids, dense, ptr, route_res = routes
+    slots = np.empty(live.size, dtype=np.int64)
+    slot_of = CopyCols(*copies).slot
+    for p in range(live.size):
+        slots[p] = slot_of[live[p]]
+    no_move = np.empty(0, dtype=np.int64)
+    no_float = np.empty(0)
+    no_int = np.empty(0, dtype=np.int64)
+    have_alloc = False
+    bw = np.empty(0)
+    active = np.empty(0, dtype=np.bool_)
+    demand = no_float
+    n_spans = 0
+    wan = 0.0
+    span_len = 0.0
+    while True:
+        if pending[1] < 0.0:
+            left = stop - t
+            soon = np.inf
+            if with_avail:
+                next_change = avail[2]
+                soon = next_change[slots[0]]
+                for p in range(1, slots.size):
+                    soon = fmin(soon, next_change[slots[p]])
+                soon -= t
+            if not flows_ok:
+                out = flow_kernel(live, copies, inputs, no_move, no_move, keys, ids, dense, ptr,
+                                  route_res, n_clusters, n_res, 1.0 - eps)
+                if out[-1].size:
+                    return (NEED_ROUTES, t, epoch, n_spans, wan, span_len, flows, False, bw,
+                            active, demand, no_int, no_float, no_int, no_int, no_float, -1, -1)
+                flows = out[:-1]
+                flows_ok = True
+                have_alloc = False
+            level = no_float
+            if with_avail:
+                level = np.empty(slots.size)
+                for p in range(slots.size):
+                    level[p] = avail[1][slots[p]]
+            bw, active, demand, have_alloc = _allocation(
+                live, copies, inputs, task_work, power, level, flows, cap, reachable, maxmin,
+                fetch, bw, active, demand, have_alloc)
+            best = next_event_kernel(live, copies, inputs, task_work, power, level, fetch, flows,
+                                     bw)
+            dt = max(min(left, min(soon, best)), resolution * max(1.0, t))
+            last = dt >= left
+            pending[0] = t + (left if last else dt)
+            pending[1] = left if last else dt
+            pending[2] = 1.0 if last else 0.0
+            fresh = True
+        else:
+            fresh = False
+        t_end, dt, last = pending[0], pending[1], pending[2] > 0.0
+        factor = no_float
+        if with_avail:
+            if fresh:
+                epoch += 1
+            factor = np.empty(slots.size)
+            kind, block = renewal_mean(avail, epoch, t_end, t, slots, factor, not fresh)
+            if kind >= 0:
+                return (NEED_BLOCK, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw,
+                        active, demand, no_int, no_float, no_int, no_int, no_float, kind, block)
+        pending[1] = -1.0
+        bw, active, demand, have_alloc = _allocation(
+            live, copies, inputs, task_work, power, factor, flows, cap, reachable, maxmin,
+            fetch, bw, active, demand, have_alloc)
+        f = Flows(*flows)
+        has_flows = f.idx.size > 0
+        span = (t, dt, dt * (1.0 + eps), 1.0 + eps, fetch)
+        moved, arrived, win_at, done_tasks, done_time, ending, ending_at = step_kernel(
+            live, copies, inputs, task_work, power, factor, span, has_flows, flows, bw,
+            best_time, best_pos)
+        if has_flows:
+            if fetch and arrived:
+                flows_ok = False
+            wan += account_kernel(f.src, f.dst, moved, f.res, f.starts, 1.0, traffic,
+                                  scratch[0], scratch[1], scratch[2])
+        n_spans += 1
+        span_len = dt
+        t = t_end
+        if win_at.size:
+            return (COMPLETED, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw, active,
+                    demand, ending, ending_at, win_at, done_tasks, done_time, -1, -1)
+        if last:
+            return (REACHED, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw, active,
+                    demand, no_int, no_float, no_int, no_int, no_float, -1, -1)
+
+
+@njit(cache=True)
+def _allocation(live, copies, inputs, task_work, power, factor, flows, cap, reachable, maxmin,
+                fetch, bw, active, demand, have_alloc):  # pragma: no cover - compiled
+    """The bandwidths of a sub-span, as ``Engine._bandwidths`` computes them.
+
+    Without demands the allocation of the same flows is kept (the reachable clusters and
+    link bandwidths do not change within a step); streamed inputs under max-min ask for
+    what their copy can process, which the availability factor changes.
+    """
+    f = Flows(*flows)
+    no_move = np.empty(0, dtype=np.int64)
+    if maxmin and not fetch and f.idx.size:
+        demand = stream_demand(live, copies, inputs, task_work, power, factor, flows, 0)
+    elif have_alloc:
+        return bw, active, np.empty(0), True
+    else:
+        demand = np.empty(0)
+    bw, active = allocate(flows, no_move, no_move, cap, reachable, maxmin, demand)
+    return bw, active, demand, demand.size == 0
