@@ -119,7 +119,10 @@ class Engine:
         flow_demand: The most each of them could use (empty: no limit).
         flow_active: Whether each of them could move (its clusters reachable).
         last_span: Length (s) of the last span run.
+        compiled_subspans: False runs event timing's sub-spans in Python (same results).
     """
+
+    compiled_subspans = True
 
     def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator,
                  transfer: str = "fetch", data_lag: float = 0.0, variability: str = "pareto",
@@ -543,10 +546,6 @@ class Engine:
         if self.staged:
             self.stages.count_idle(idle)
 
-    def checkpoint(self, job: int) -> None:
-        """Bring every running copy of ``job`` to its task's most advanced copy (002 §3)."""
-        self.checkpoint_jobs(np.array([job], dtype=np.int64))
-
     def checkpoint_jobs(self, jobs: np.ndarray) -> None:
         """Checkpoint every job of ``jobs`` that has running copies, in one pass.
 
@@ -693,7 +692,8 @@ class Engine:
         completed = []
         pending = np.array([0.0, -1.0, 0.0])       # a sub-span waiting for draws
         while True:
-            if self.live.size and self.has_inputs and not self.moves.raw.size:
+            if self.compiled_subspans and self.live.size and self.has_inputs \
+                    and not self.moves.raw.size:
                 code = self._compiled_subspans(stop, pending)
                 if code == NEED_ROUTES:
                     self._flows = None
