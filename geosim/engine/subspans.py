@@ -28,8 +28,8 @@ from numba import njit
 from geosim.engine.base import fmin
 from geosim.engine.records import Flows
 from geosim.engine.sharing import allocate
-from geosim.engine.step import next_event_kernel, step_kernel, stream_demand
-from geosim.engine.tables import CopyCols
+from geosim.engine.step import apply, finish_kernel, rates, step_kernel, stream_demand
+from geosim.engine.tables import CopyCols, InputCols
 from geosim.engine.transfers import account_kernel, flow_kernel
 from geosim.processes import renewal_mean
 
@@ -120,11 +120,18 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
                 level = np.empty(slots.size)
                 for p in range(slots.size):
                     level[p] = avail[1][slots[p]]
-            bw, active, demand, have_alloc = _allocation(
+            bw, active, demand, have_alloc, _ = _allocation(
                 live, copies, inputs, task_work, power, level, flows, cap, reachable, maxmin,
                 fetch, bw, active, demand, have_alloc)
-            best = next_event_kernel(live, copies, inputs, task_work, power, level, fetch, flows,
-                                     bw)
+            # next_event_kernel, keeping the rates for the span when they are the same.
+            r = rates(live, CopyCols(*copies), InputCols(*inputs), task_work, power, level,
+                      fetch, True, Flows(*flows), bw)
+            best = np.inf
+            for p in range(live.size):
+                best = fmin(best, r.left[p])
+            if fetch:
+                for j in range(r.fetch_left.size):
+                    best = fmin(best, r.fetch_left[j])
             dt = max(min(left, min(soon, best)), resolution * max(1.0, t))
             last = dt >= left
             pending[0] = t + (left if last else dt)
@@ -144,15 +151,23 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
                 return (NEED_BLOCK, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw,
                         active, demand, no_int, no_float, no_int, no_int, no_float, kind, block)
         pending[1] = -1.0
-        bw, active, demand, have_alloc = _allocation(
+        bw, active, demand, have_alloc, new_bw = _allocation(
             live, copies, inputs, task_work, power, factor, flows, cap, reachable, maxmin,
             fetch, bw, active, demand, have_alloc)
         f = Flows(*flows)
         has_flows = f.idx.size > 0
-        span = (t, dt, dt * (1.0 + eps), 1.0 + eps, fetch)
-        moved, arrived, win_at, done_tasks, done_time, ending, ending_at = step_kernel(
-            live, copies, inputs, task_work, power, factor, span, has_flows, flows, bw,
-            best_time, best_pos)
+        if fresh and not new_bw and _same(factor, level):
+            # step_kernel on the rates already computed: the same inputs give the same rates.
+            c, i = CopyCols(*copies), InputCols(*inputs)
+            elapsed, win_at, done_tasks, done_time, ending, ending_at = finish_kernel(
+                live, c.task, r.left, t, dt, dt * (1.0 + eps), best_time, best_pos)
+            moved, arrived = apply(live, elapsed, r, win_at, fetch, has_flows, f, c, i,
+                                   1.0 + eps)
+        else:
+            span = (t, dt, dt * (1.0 + eps), 1.0 + eps, fetch)
+            moved, arrived, win_at, done_tasks, done_time, ending, ending_at = step_kernel(
+                live, copies, inputs, task_work, power, factor, span, has_flows, flows, bw,
+                best_time, best_pos)
         if has_flows:
             if fetch and arrived:
                 flows_ok = False
@@ -174,17 +189,29 @@ def _allocation(live, copies, inputs, task_work, power, factor, flows, cap, reac
                 fetch, bw, active, demand, have_alloc):  # pragma: no cover - compiled
     """The bandwidths of a sub-span, as ``Engine._bandwidths`` computes them.
 
-    Without demands the allocation of the same flows is kept (the reachable clusters and
-    link bandwidths do not change within a step); streamed inputs under max-min ask for
-    what their copy can process, which the availability factor changes.
+    Also returns whether they were computed anew. Without demands the allocation of the
+    same flows is kept (the reachable clusters and link bandwidths do not change within a
+    step); streamed inputs under max-min ask for what their copy can process, which the
+    availability factor changes.
     """
     f = Flows(*flows)
     no_move = np.empty(0, dtype=np.int64)
     if maxmin and not fetch and f.idx.size:
         demand = stream_demand(live, copies, inputs, task_work, power, factor, flows, 0)
     elif have_alloc:
-        return bw, active, np.empty(0), True
+        return bw, active, np.empty(0), True, False
     else:
         demand = np.empty(0)
     bw, active = allocate(flows, no_move, no_move, cap, reachable, maxmin, demand)
-    return bw, active, demand, demand.size == 0
+    return bw, active, demand, demand.size == 0, True
+
+
+@njit(cache=True)
+def _same(a, b):  # pragma: no cover - compiled
+    """Whether two arrays hold the same values."""
+    if a.size != b.size:
+        return False
+    for k in range(a.size):
+        if a[k] != b[k]:
+            return False
+    return True
