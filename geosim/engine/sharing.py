@@ -122,20 +122,12 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
     frozen = ~active
     order = np.argsort(demand) if demand.size else np.empty(0, dtype=np.int64)
     d = 0
-    # Every resource's fair level, in a heap whose stale entries (an older version of a
-    # resource's level) are skipped as they surface.
-    size = n_used + ptr[n_res] + 1
-    heap = (np.empty(size), np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
-            np.zeros(1, dtype=np.int64))          # key, resource, version; length
-    version = np.zeros(n_res, dtype=np.int64)
-    for r in used:
-        _push(heap, max(left[r], 0.0) / count[r], r, 0)
     bottleneck = np.empty(n_used, dtype=np.int64)
-    touched = np.zeros(n_res, dtype=np.bool_)
-    changed = np.empty(n_res, dtype=np.int64)
     while remaining:
-        level = _top(heap, version)
-        n_changed = 0
+        level = np.inf
+        for r in used:
+            if count[r] > 0:
+                level = min(level, max(left[r], 0.0) / count[r])
         while d < order.size and frozen[order[d]]:
             d += 1
         if d < order.size and demand[order[d]] <= level:
@@ -143,108 +135,37 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
             while d < order.size and (frozen[order[d]] or demand[order[d]] <= level):
                 j = order[d]
                 if not frozen[j]:
-                    n_changed = _freeze(j, demand[j], bw, frozen, count, left, n_flow, res,
-                                        starts, move_res, move_starts, touched, changed,
-                                        n_changed)
+                    _freeze(j, demand[j], bw, frozen, count, left, n_flow, res, starts,
+                            move_res, move_starts)
                     remaining -= 1
                 d += 1
-        else:
-            # The bottlenecks: every resource whose fair level is within LEVEL_RTOL of the
-            # lowest, frozen in the order of their ids.
-            n_b = 0
-            limit = level * (1.0 + LEVEL_RTOL)
-            while heap[3][0] and heap[0][0] <= limit:
-                r, v = _pop(heap)
-                if v == version[r]:
-                    bottleneck[n_b] = r
-                    n_b += 1
-                    version[r] += 1         # none of its entries is current any more
-            bottleneck[:n_b].sort()
-            for b in range(n_b):
-                r = bottleneck[b]
-                for q in range(ptr[r], ptr[r + 1]):
-                    j = members[q]
-                    if not frozen[j]:
-                        n_changed = _freeze(j, level, bw, frozen, count, left, n_flow, res,
-                                            starts, move_res, move_starts, touched, changed,
-                                            n_changed)
-                        remaining -= 1
-        for i in range(n_changed):          # the new levels of the resources touched
-            r = changed[i]
-            touched[r] = False
-            version[r] += 1
-            if count[r] > 0:
-                _push(heap, max(left[r], 0.0) / count[r], r, version[r])
+            continue
+        n_b = 0
+        limit = level * (1.0 + LEVEL_RTOL)
+        for r in used:
+            if count[r] > 0 and max(left[r], 0.0) / count[r] <= limit:
+                bottleneck[n_b] = r
+                n_b += 1
+        for b in range(n_b):
+            r = bottleneck[b]
+            for q in range(ptr[r], ptr[r + 1]):
+                j = members[q]
+                if not frozen[j]:
+                    _freeze(j, level, bw, frozen, count, left, n_flow, res, starts,
+                            move_res, move_starts)
+                    remaining -= 1
 
 
 @njit(cache=True)
-def _push(heap, key, r, v):  # pragma: no cover - compiled
-    """Add resource ``r`` at level ``key`` (version ``v``) to the binary min-heap."""
-    keys, rs, vs, n = heap
-    i = n[0]
-    n[0] += 1
-    while i > 0:
-        parent = (i - 1) // 2
-        if keys[parent] <= key:
-            break
-        keys[i], rs[i], vs[i] = keys[parent], rs[parent], vs[parent]
-        i = parent
-    keys[i], rs[i], vs[i] = key, r, v
-
-
-@njit(cache=True)
-def _pop(heap):  # pragma: no cover - compiled
-    """Remove the lowest entry of the heap; return its resource and version."""
-    keys, rs, vs, n = heap
-    r, v = rs[0], vs[0]
-    n[0] -= 1
-    m = n[0]
-    key, last_r, last_v = keys[m], rs[m], vs[m]
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= m:
-            break
-        if child + 1 < m and keys[child + 1] < keys[child]:
-            child += 1
-        if keys[child] >= key:
-            break
-        keys[i], rs[i], vs[i] = keys[child], rs[child], vs[child]
-        i = child
-    if m:
-        keys[i], rs[i], vs[i] = key, last_r, last_v
-    return r, v
-
-
-@njit(cache=True)
-def _top(heap, version):  # pragma: no cover - compiled
-    """The lowest current level in the heap (stale entries dropped; ``inf`` if none)."""
-    keys, rs, vs, n = heap
-    while n[0] and vs[0] != version[rs[0]]:
-        _pop(heap)
-    return keys[0] if n[0] else np.inf
-
-
-@njit(cache=True)
-def _freeze(j, rate, bw, frozen, count, left, n_flow, res, starts, move_res, move_starts,
-            touched, changed, n_changed):  # pragma: no cover - compiled
-    """Transfer ``j`` keeps ``rate``: its resources give it that and count it no more.
-
-    Each resource changed is listed once in ``changed`` (from ``n_changed``, marked in
-    ``touched``); returns the new length of the list.
-    """
+def _freeze(j, rate, bw, frozen, count, left, n_flow, res, starts, move_res,
+            move_starts):  # pragma: no cover - compiled
+    """Transfer ``j`` keeps ``rate``: its resources give it that and count it no more."""
     bw[j] = rate
     frozen[j] = True
     arr, lo, hi = path(j, n_flow, res, starts, move_res, move_starts)
     for h in range(lo, hi):
-        r = arr[h]
-        left[r] -= rate
-        count[r] -= 1
-        if not touched[r]:
-            touched[r] = True
-            changed[n_changed] = r
-            n_changed += 1
-    return n_changed
+        left[arr[h]] -= rate
+        count[arr[h]] -= 1
 
 
 @njit(cache=True)
