@@ -39,14 +39,20 @@ LEVEL_RTOL = 1e-12
 
 
 @njit(cache=True)
-def path(j, n_flow, res, starts, move_res, move_starts):  # pragma: no cover - compiled
-    """Resources of transfer ``j``: ``(array, lo, hi)`` (flows first, then moves)."""
-    if j < n_flow:
-        hi = starts[j + 1] if j + 1 < n_flow else res.size
-        return res, starts[j], hi
-    m = j - n_flow
-    hi = move_starts[m + 1] if m + 1 < move_starts.size else move_res.size
-    return move_res, move_starts[m], hi
+def transfer_hops(n_flow, res, starts, move_res, move_starts):  # pragma: no cover - compiled
+    """The resources of every transfer, flows then moves, in one layout.
+
+    Transfer ``j`` crosses ``hops[bound[j]:bound[j + 1]]``. (Loops index these directly:
+    a helper returning a transfer's array would cost reference counting per call.)
+    """
+    n_move = move_starts.size
+    bound = np.empty(n_flow + n_move + 1, dtype=np.int64)
+    for j in range(n_flow):
+        bound[j] = starts[j]
+    for m in range(n_move):
+        bound[n_flow + m] = res.size + move_starts[m]
+    bound[n_flow + n_move] = res.size + move_res.size
+    return np.concatenate((res, move_res)), bound
 
 
 @njit(cache=True)
@@ -65,11 +71,12 @@ def active_transfers(flow_src, move_src, move_dst, reachable):  # pragma: no cov
 def equal_shares(n_flow, res, starts, move_res, move_starts, users, cap, active,
                  bw):  # pragma: no cover - compiled
     """``"equal"`` sharing into ``bw``: the smallest of ``cap / users`` on each path."""
+    hops, bound = transfer_hops(n_flow, res, starts, move_res, move_starts)
     for j in range(active.size):
-        arr, lo, hi = path(j, n_flow, res, starts, move_res, move_starts)
-        b = cap[arr[lo]] / users[arr[lo]]
-        for h in range(lo + 1, hi):
-            b = fmin(b, cap[arr[h]] / users[arr[h]])
+        lo = bound[j]
+        b = cap[hops[lo]] / users[hops[lo]]
+        for h in range(lo + 1, bound[j + 1]):
+            b = fmin(b, cap[hops[h]] / users[hops[h]])
         bw[j] = b if active[j] else 0.0
 
 
@@ -86,15 +93,15 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
     the capacity left, not accumulated, so rates are exact to rounding.
     """
     n, n_res = active.size, cap.size
+    hops, bound = transfer_hops(n_flow, res, starts, move_res, move_starts)
     count = np.zeros(n_res, dtype=np.int64)
     remaining = 0
     for j in range(n):
         bw[j] = 0.0
         if active[j]:
             remaining += 1
-            arr, lo, hi = path(j, n_flow, res, starts, move_res, move_starts)
-            for h in range(lo, hi):
-                count[arr[h]] += 1
+            for h in range(bound[j], bound[j + 1]):
+                count[hops[h]] += 1
     if remaining == 0:
         return
     # The active transfers on each resource (CSR), and the resources used.
@@ -114,10 +121,9 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
     fill = ptr[:n_res].copy()
     for j in range(n):
         if active[j]:
-            arr, lo, hi = path(j, n_flow, res, starts, move_res, move_starts)
-            for h in range(lo, hi):
-                members[fill[arr[h]]] = j
-                fill[arr[h]] += 1
+            for h in range(bound[j], bound[j + 1]):
+                members[fill[hops[h]]] = j
+                fill[hops[h]] += 1
     left = cap.copy()                   # capacity not yet given to frozen transfers
     frozen = ~active
     order = np.argsort(demand) if demand.size else np.empty(0, dtype=np.int64)
@@ -135,8 +141,7 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
             while d < order.size and (frozen[order[d]] or demand[order[d]] <= level):
                 j = order[d]
                 if not frozen[j]:
-                    _freeze(j, demand[j], bw, frozen, count, left, n_flow, res, starts,
-                            move_res, move_starts)
+                    _freeze(j, demand[j], bw, frozen, count, left, hops, bound)
                     remaining -= 1
                 d += 1
             continue
@@ -151,21 +156,18 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
             for q in range(ptr[r], ptr[r + 1]):
                 j = members[q]
                 if not frozen[j]:
-                    _freeze(j, level, bw, frozen, count, left, n_flow, res, starts,
-                            move_res, move_starts)
+                    _freeze(j, level, bw, frozen, count, left, hops, bound)
                     remaining -= 1
 
 
 @njit(cache=True)
-def _freeze(j, rate, bw, frozen, count, left, n_flow, res, starts, move_res,
-            move_starts):  # pragma: no cover - compiled
+def _freeze(j, rate, bw, frozen, count, left, hops, bound):  # pragma: no cover - compiled
     """Transfer ``j`` keeps ``rate``: its resources give it that and count it no more."""
     bw[j] = rate
     frozen[j] = True
-    arr, lo, hi = path(j, n_flow, res, starts, move_res, move_starts)
-    for h in range(lo, hi):
-        left[arr[h]] -= rate
-        count[arr[h]] -= 1
+    for h in range(bound[j], bound[j + 1]):
+        left[hops[h]] -= rate
+        count[hops[h]] -= 1
 
 
 @njit(cache=True)
