@@ -139,9 +139,15 @@ def next_event_kernel(live, copies, inputs, task_work, level, avail, fetch, flow
     none); ``inf`` when nothing would end.
     """
     copies, inputs, flows = CopyCols(*copies), InputCols(*inputs), Flows(*flows)
-    r = rates(live, copies, inputs, task_work, level, avail, fetch, True, flows, flow_bw)
+    return first_event(rates(live, copies, inputs, task_work, level, avail, fetch, True,
+                             flows, flow_bw), fetch)
+
+
+@njit(cache=True)
+def first_event(r, fetch):  # pragma: no cover - compiled
+    """Seconds until the first copy finishes or input arrives at the :class:`Rates` ``r``."""
     best = np.inf
-    for p in range(live.size):
+    for p in range(r.left.size):
         best = fmin(best, r.left[p])
     if fetch:
         for j in range(r.fetch_left.size):

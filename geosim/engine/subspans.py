@@ -28,7 +28,14 @@ from numba import njit
 from geosim.engine.base import fmin
 from geosim.engine.records import Flows
 from geosim.engine.sharing import allocate
-from geosim.engine.step import apply, finish_kernel, rates, step_kernel, stream_demand
+from geosim.engine.step import (
+    apply,
+    finish_kernel,
+    first_event,
+    rates,
+    step_kernel,
+    stream_demand,
+)
 from geosim.engine.tables import CopyCols, InputCols
 from geosim.engine.transfers import account_kernel, flow_kernel
 from geosim.processes import renewal_mean
@@ -126,12 +133,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
             # next_event_kernel, keeping the rates for the span when they are the same.
             r = rates(live, CopyCols(*copies), InputCols(*inputs), task_work, power, level,
                       fetch, True, Flows(*flows), bw)
-            best = np.inf
-            for p in range(live.size):
-                best = fmin(best, r.left[p])
-            if fetch:
-                for j in range(r.fetch_left.size):
-                    best = fmin(best, r.fetch_left[j])
+            best = first_event(r, fetch)
             dt = max(min(left, min(soon, best)), resolution * max(1.0, t))
             last = dt >= left
             pending[0] = t + (left if last else dt)
