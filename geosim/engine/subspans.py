@@ -62,7 +62,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         task_work: Work of each task.
         power: Each slot's VM power.
         avail: The availability process's kernel state (``AlternatingRenewal.kernel_arg``),
-            or an empty tuple's stand-in with ``avail[0].size == 0`` for none.
+            or :data:`~geosim.processes.NO_RENEWAL` when there is none.
         epoch: The process's epoch (incremented per sub-span).
         pending: ``[t_end, dt, last]`` of a sub-span whose availability step waits for a
             block (``pending[1] < 0``: none).
