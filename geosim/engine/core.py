@@ -695,8 +695,7 @@ class Engine:
             if self.compiled_subspans and self.live.size and self.has_inputs \
                     and not self.moves.raw.size:
                 code = self._compiled_subspans(stop, pending)
-                if code == NEED_ROUTES:
-                    self._flows = None
+                if code == NEED_ROUTES:     # the flows are rebuilt here, routes added
                     self._flow_structure()
                     continue
                 if code == NEED_BLOCK:
@@ -741,13 +740,14 @@ class Engine:
             if code == NEED_BLOCK:
                 avail.draw(kind, block)
         self.completed = []
-        self._flows = Flows(*flows) if flows_ok else None
+        flows = Flows(*flows)
+        self._flows = flows if flows_ok else None
         self._alloc_key = None
         if n_spans:
             self.time, self.last_span, self._wan_mb = t, span_len, self._wan_mb + wan
             self._gates_used = True
             self.flows, self.flow_bw, self.flow_active, self.flow_demand = \
-                Flows(*flows), bw, active, demand
+                flows, bw, active, demand
         if code == COMPLETED:
             self._slot_end = t
             live = self.live
