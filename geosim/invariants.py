@@ -102,6 +102,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
 import numpy as np
+from numba import njit
 
 from geosim.engine import ALIVE, DONE, READY, RUNNING, WAITING, WON, concat_ranges
 
@@ -416,8 +417,7 @@ class _State:
         owner = np.repeat(np.arange(bw.size), np.diff(np.append(starts, res.size)))
         cap = self.world.resource_capacity()
         load = np.bincount(res, weights=bw[owner], minlength=cap.size)
-        top = np.zeros(cap.size)
-        np.maximum.at(top, res, bw[owner])
+        top = _largest(res, bw[owner], cap.size)
         full = load >= cap * (1.0 - BANDWIDTH_RTOL)
         held = np.bincount(owner, weights=full[res] & (bw[owner] >= top[res]
                                                        * (1.0 - BANDWIDTH_RTOL)),
@@ -555,3 +555,18 @@ class _State:
             j = int(np.setxor1d(agents, alive)[0])
             self.fail("completion", f"job {j} {'has' if j in model.jobs else 'lacks'} an agent "
                                     f"but is {'' if j in alive else 'not '}alive")
+
+
+@njit(cache=True)
+def _largest(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:  # pragma: no cover
+    """Per index, the largest of its values (0 where none): ``np.maximum.at`` on zeros.
+
+    Compiled because ``np.maximum.at`` took up to a third of a checked max-min run (5 ms
+    a call on 60 000 values); the same arrays rebuilt from Python lists took 0.15 ms, for
+    a reason not isolated.
+    """
+    top = np.zeros(n)
+    for k in range(index.size):
+        if values[k] > top[index[k]]:
+            top[index[k]] = values[k]
+    return top

@@ -2,16 +2,18 @@
 
 ``run.timing = "event"`` lets an event-driven scheduler decide at the instant of every
 arrival and completion, so the engine is an exact event simulation of the queue and the
-closed forms apply as they are. SRPT and processor sharing also run on 002's pool
-policies (SRPT+R and Fair+R on one machine are exactly those queues), whose compiled loop
-affords 200 000 jobs and a 1.5% tolerance; M/M/c FIFO goes through the general step with
-120 000 jobs at 2%, and the remaining checks of the general step at 3-5%.
+closed forms apply as they are. SRPT and processor sharing run on 002's pool policies
+(SRPT+R and Fair+R on one machine are exactly those queues), whose compiled loop affords
+200 000 jobs and a 1.5% tolerance. The general step is checked job by job: FIFO against
+the c-server recursion on the same jobs (the recursion, on 120 000 of geosim's jobs,
+meets Erlang C within 2%), SRPT and processor sharing against the pool loop's.
 With slotted timing a job waits for the next boundary and a freed slot idles until it;
 ``test_slotted_bias_shrinks_with_dt`` measures that bias.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 
 import numpy as np
@@ -21,6 +23,7 @@ from scipy import stats
 from scipy.integrate import cumulative_trapezoid, trapezoid
 
 import geosim
+from geosim.workload import build_workload
 from geosim.world import build_world, spawn_streams
 
 
@@ -58,15 +61,42 @@ def mean_flowtime(world: dict, seeds: range) -> float:
     return float(np.mean([geosim.run(world, seed=s).jobs["flowtime"].mean() for s in seeds]))
 
 
+def fifo_completions(arrival: np.ndarray, work: np.ndarray, c: int) -> np.ndarray:
+    """Completion instants of FIFO on ``c`` identical servers of speed 1 (Kiefer-Wolfowitz)."""
+    free = [0.0] * c
+    done = np.empty(arrival.size)
+    for i, (a, s) in enumerate(zip(arrival, work, strict=True)):
+        done[i] = max(a, heapq.heappop(free)) + s
+        heapq.heappush(free, done[i])
+    return done
+
+
+def recursion_flowtime(world: dict, c: int, seeds: range) -> float:
+    """Mean flowtime of :func:`fifo_completions` on the jobs geosim draws for ``seeds``."""
+    scenario = geosim.load_scenario(world)
+    means = []
+    for seed in seeds:
+        streams = spawn_streams(seed)
+        wl = build_workload(scenario, build_world(scenario, streams), streams["workload"])
+        means.append(np.mean(fifo_completions(wl.arrival, wl.task_work, c) - wl.arrival))
+    return float(np.mean(means))
+
+
 def test_mmc_fifo_matches_erlang_c():
-    # Through the general event-timed step. A run's mean of 6000 jobs scatters by 2.9%
-    # (sd over 12 seeds), so 4 × 30 000 jobs put 2% at about 3 standard errors.
+    # Through the general event-timed step. Its completions are exactly those of the
+    # c-server FIFO recursion on the same jobs, and the recursion on 4 × 30 000 of
+    # geosim's jobs meets Erlang C within 2% (about 3 standard errors), so the general
+    # step meets it without running them all.
     c, mean, rho = 4, 20.0, 0.5
     lam = rho * c / mean
-    world = event_world(slots=c, rate=lam, n_jobs=30_000,
+    world = event_world(slots=c, rate=lam, n_jobs=4000,
                         work={"distribution": "exponential", "mean": mean})
-    sim = mean_flowtime(world, range(4))
-    assert sim == pytest.approx(erlang_c_response(lam, 1 / mean, c), rel=0.02)
+    jobs = geosim.run(world).jobs
+    expected = fifo_completions(jobs["arrival"].to_numpy(), jobs["work"].to_numpy(), c)
+    assert jobs["completion"].to_numpy() == pytest.approx(expected, rel=1e-9, abs=1e-6)
+    world["workload"]["n_jobs"] = 30_000
+    assert recursion_flowtime(world, c, range(4)) == pytest.approx(
+        erlang_c_response(lam, 1 / mean, c), rel=0.02)
 
 
 @pytest.mark.parametrize("name, dist, work", [
@@ -85,14 +115,15 @@ def test_mg1_srpt_matches_schrage_miller(name, dist, work):
     assert sim == pytest.approx(srpt_response(lam, dist), rel=0.015)
 
 
-def test_general_step_srpt_matches_schrage_miller():
-    # The same queue through the general event-timed step (its own SRPT scheduler).
-    dist = stats.expon(scale=20.0)
-    lam = 0.5 / dist.mean()
-    world = event_world(slots=1, rate=lam, n_jobs=5000, scheduler="srpt",
+def test_general_step_srpt_is_the_pool_loop_s_srpt():
+    # The same queue through the general event-timed step (its own SRPT scheduler) gives
+    # every job the completion instant that SRPT+R on the pool loop gives it, the queue
+    # checked against Schrage-Miller above.
+    world = event_world(slots=1, rate=0.025, n_jobs=2000, scheduler="srpt",
                         work={"distribution": "exponential", "mean": 20.0})
-    sim = mean_flowtime(world, range(4))
-    assert sim == pytest.approx(srpt_response(lam, dist), rel=0.03)
+    general = geosim.run(world).jobs["completion"].to_numpy()
+    pool = geosim.run(world, scheduler="srpt+r").jobs["completion"].to_numpy()
+    assert general == pytest.approx(pool, rel=1e-9, abs=1e-6)
 
 
 def test_fair_r_on_one_machine_is_processor_sharing():
@@ -106,27 +137,31 @@ def test_fair_r_on_one_machine_is_processor_sharing():
     assert np.mean(ratios) == pytest.approx(1 / (1 - rho), rel=0.015)
 
 
-def test_processor_sharing_matches_es_over_one_minus_rho():
-    # M/G/1-PS: E[T | S] = S / (1 - rho) for every job, so sum(T) / sum(S) estimates
-    # 1 / (1 - rho) without the noise of the service times themselves.
-    mean, rho = 20.0, 0.5
-    world = event_world(slots=1, rate=rho / mean, n_jobs=4000, scheduler="fair",
+def test_general_step_processor_sharing_is_the_pool_loop_s():
+    # Fair with multitasking on one slot shares it equally among the alive jobs through
+    # the general step: every completion is Fair+R's on the pool loop, the M/G/1-PS queue
+    # checked above.
+    world = event_world(slots=1, rate=0.025, n_jobs=2000, scheduler="fair",
                         params={"multitasking": True},
-                        work={"distribution": "exponential", "mean": mean})
-    ratios = []
-    for seed in range(4):
-        jobs = geosim.run(world, seed=seed).jobs
-        ratios.append(jobs["flowtime"].sum() / jobs["work"].sum())
-    assert np.mean(ratios) == pytest.approx(1 / (1 - rho), rel=0.05)
+                        work={"distribution": "exponential", "mean": 20.0})
+    general = geosim.run(world).jobs["completion"].to_numpy()
+    pool = geosim.run(world, scheduler="fair+r").jobs["completion"].to_numpy()
+    assert general == pytest.approx(pool, rel=1e-9, abs=1e-6)
 
 
 def test_md1_fifo_matches_pollaczek_khinchine():
-    # One slot, deterministic work: W = S + rho S / (2 (1 - rho)).
+    # One slot, deterministic work: W = S + rho S / (2 (1 - rho)). The general step's
+    # completions are the one-server recursion's; the recursion on 2 × 6000 of geosim's
+    # jobs meets Pollaczek-Khinchine.
     s, rho = 10.0, 0.5
-    world = event_world(slots=1, rate=rho / s, n_jobs=6000,
+    world = event_world(slots=1, rate=rho / s, n_jobs=2000,
                         work={"distribution": "deterministic", "value": s})
-    sim = mean_flowtime(world, range(2))
-    assert sim == pytest.approx(s + rho * s / (2 * (1 - rho)), rel=0.02)
+    jobs = geosim.run(world).jobs
+    expected = fifo_completions(jobs["arrival"].to_numpy(), jobs["work"].to_numpy(), 1)
+    assert jobs["completion"].to_numpy() == pytest.approx(expected, rel=1e-9, abs=1e-6)
+    world["workload"]["n_jobs"] = 6000
+    assert recursion_flowtime(world, 1, range(2)) == pytest.approx(
+        s + rho * s / (2 * (1 - rho)), rel=0.02)
 
 
 def test_slotted_bias_shrinks_with_dt():
