@@ -13,6 +13,7 @@ Runs are saved under ``results/reproduce-003/`` and an interrupted study resumes
 the tables of ``docs/results.md`` as Markdown.
 
     python benchmarks/reproduce_003.py [--jobs 2000] [--study load ablation epsilon]
+        [--sharing equal|maxmin]
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ def studies(which: list[str]) -> list[tuple[str, str, float, list[str]]]:
 
 
 def run_all(which: list[str], n_jobs: int, jobs_parallel: int | None, seed: int,
-            out: Path) -> pd.DataFrame:
+            out: Path, sharing: str | None = None) -> pd.DataFrame:
     rows = []
     for study, scenario, lam, specs in studies(which):
         overrides = {"workload.arrival_rate": lam, "workload.n_jobs": n_jobs}
+        if sharing is not None:
+            overrides["links.sharing"] = sharing
         start = time.perf_counter()
         cmp = geosim.compare(ROOT / "scenarios" / f"{scenario}.toml", specs, seeds=[seed],
                              jobs_parallel=jobs_parallel, within=(100, 200, 800),
@@ -77,8 +80,11 @@ def main() -> None:
     parser.add_argument("--jobs-parallel", type=int, default=None)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "reproduce-003")
+    parser.add_argument("--sharing", choices=["equal", "maxmin"], default=None,
+                        help="WAN sharing rule (links.sharing; default: the scenarios')")
     args = parser.parse_args()
-    table = run_all(args.study, args.jobs, args.jobs_parallel, args.seed, args.out)
+    table = run_all(args.study, args.jobs, args.jobs_parallel, args.seed, args.out,
+                    args.sharing)
     args.out.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out / f"tables-{'-'.join(args.study)}.csv", index=False)
     print(markdown(table, ["study", "lambda", "label", "mean_flowtime", "p50_flowtime",

@@ -10,7 +10,7 @@ PingAn's paired change against Spark, and the share of jobs done within 200 s, e
 Runs are saved under ``results/reproduce-003-prototype/`` and an interrupted run resumes.
 About 10 minutes on 2 cores with the default 10 seeds.
 
-    python benchmarks/reproduce_003_prototype.py [--seeds 10] [--jobs 88]
+    python benchmarks/reproduce_003_prototype.py [--seeds 10] [--jobs 88] [--sharing equal|maxmin]
 """
 
 from __future__ import annotations
@@ -53,13 +53,18 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=88, help="jobs per run (003: 88)")
     parser.add_argument("--jobs-parallel", type=int, default=None)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "reproduce-003-prototype")
+    parser.add_argument("--sharing", choices=["equal", "maxmin"], default=None,
+                        help="WAN sharing rule (links.sharing; default: the scenario's)")
     args = parser.parse_args()
+    overrides = {"workload.n_jobs": args.jobs}
+    if args.sharing is not None:
+        overrides["links.sharing"] = args.sharing
     seeds = list(range(1, args.seeds + 1))
     start = time.perf_counter()
     cmp = geosim.compare(SCENARIO, [SPARK, SPECULATIVE, PINGAN], seeds=seeds,
                          jobs_parallel=args.jobs_parallel, baseline=SPECULATIVE,
                          within=(200,), out=args.out,
-                         overrides={"workload.n_jobs": args.jobs}, progress=True,
+                         overrides=overrides, progress=True,
                          restart=True)
     wall = time.perf_counter() - start
     summary = cmp.summary.set_index("label")
