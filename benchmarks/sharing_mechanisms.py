@@ -66,10 +66,7 @@ def _run(task: tuple[str, str, int, int, str]) -> pd.DataFrame:
         core.Engine.compiled_subspans = False
     overrides = {"workload.n_jobs": n_jobs,
                  "links.sharing": "maxmin" if rule == "maxmin" else "equal"}
-    config = geosim.load_scenario(scenario, overrides)
-    if rule == "equal-active" and config["run"]["timing"] != "slot":
-        raise SystemExit("equal-active runs slotted worlds only")
-    jobs = geosim.run(config, scheduler, seed=seed).jobs
+    jobs = geosim.run(geosim.load_scenario(scenario, overrides), scheduler, seed=seed).jobs
     return jobs.assign(rule=rule, label=scheduler, seed=seed)[
         ["rule", "label", "seed", "job", "flowtime", "finished", "weight"]]
 
@@ -86,7 +83,13 @@ def main(argv: list[str] | None = None) -> int:
     import geosim
     from geosim.experiment.stats import paired_difference, verdict
     rules = args.rules.split(",")
-    base_seed = geosim.load_scenario(args.scenario)["run"]["seed"]
+    config = geosim.load_scenario(args.scenario)
+    if set(rules) - set(RULES):
+        parser.error(f"--rules: unknown rule in {args.rules!r} (known: {', '.join(RULES)})")
+    if "equal-active" in rules and config["run"]["timing"] != "slot":
+        parser.error(f"{args.scenario}: equal-active runs slotted worlds only "
+                     f"(run.timing = {config['run']['timing']!r})")
+    base_seed = config["run"]["seed"]
     seeds = [base_seed + i for i in range(args.reps)]
     tasks = [(args.scenario, rule, seed, args.jobs, name)
              for rule in rules for name in SCHEDULERS for seed in seeds]
