@@ -11,7 +11,7 @@ over total), for remote and local copies, and for those that were their task's o
 copy (no race picked them, so no selection towards fast copies). Prints one JSON line
 per run, then a Markdown table of means over seeds with 95% t-intervals.
 
-    python benchmarks/modeler_estimate.py [--jobs 150] [--seeds 1 2]
+    python benchmarks/modeler_estimate.py [--jobs 150] [--seeds 1 2] [--sharing equal|maxmin]
 """
 
 from __future__ import annotations
@@ -38,10 +38,12 @@ VARIANTS = {
 GROUPS = ("remote", "local", "remote_sole", "local_sole")
 
 
-def run(jobs: int, seed: int, params: dict) -> dict:
+def run(jobs: int, seed: int, params: dict, sharing: str | None = None) -> dict:
     """One run of PingAn; its flowtimes and the actual/planned ratios of its winners."""
-    scenario = load_scenario(ROOT / "scenarios" / "pingan-medium.toml",
-                             {"workload.n_jobs": jobs, "run.seed": seed})
+    overrides = {"workload.n_jobs": jobs, "run.seed": seed}
+    if sharing is not None:
+        overrides["links.sharing"] = sharing
+    scenario = load_scenario(ROOT / "scenarios" / "pingan-medium.toml", overrides)
     policy = make_scheduler("pingan", {"epsilon": 0.6, **params})
     model = GeoModel(scenario, scheduler=policy)
     planned: dict[int, tuple[float, bool]] = {}
@@ -96,11 +98,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=150)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--sharing", choices=["equal", "maxmin"], default=None,
+                        help="WAN sharing rule (links.sharing; default: the scenario's)")
     args = parser.parse_args()
     runs = {}
     for seed in args.seeds:
         for label, params in VARIANTS.items():
-            runs[label, seed] = run(args.jobs, seed, params)
+            runs[label, seed] = run(args.jobs, seed, params, args.sharing)
             print(json.dumps({"variant": label, **runs[label, seed]}), flush=True)
     base = "mean-rate (003)"
     print("\n| variant | mean flowtime (s) | vs 003's, paired (s) | remote: median ratio "
