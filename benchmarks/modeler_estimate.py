@@ -51,10 +51,10 @@ def run(jobs: int, seed: int, params: dict, sharing: str | None = None) -> dict:
     def tagged(self: PingAn, actions, tasks, ev, plan) -> None:
         first = model.engine.copies.n
         PingAn._launch(self, actions, tasks, ev, plan)
-        if not plan:
+        n = int(plan.n[0])
+        if n == 0:
             return
-        rows = np.concatenate([r for r, _ in plan])
-        cols = np.concatenate([c for _, c in plan])
+        rows, cols = plan.rows[:n], plan.cols[:n]
         cluster = ev.cand[rows, cols]
         with np.errstate(divide="ignore"):
             promise = 1.0 / ev.rate[rows, cols]
