@@ -18,7 +18,7 @@ difference 2 does. ``equal-active`` exists only in this script: it replaces the
 engine's allocation in the worker processes, and runs slotted worlds only (the compiled
 sub-spans of event timing allocate on their own).
 
-Usage (003's medium load at its paper size, about 20 minutes per rule on 2 cores)::
+Usage (003's medium load at its paper size: 777 s for one rule on 2 cores)::
 
     python benchmarks/sharing_mechanisms.py [--scenario scenarios/pingan-medium.toml]
         [--rules equal,equal-active,maxmin] [--reps 10] [--jobs 2000] [--workers 2]
