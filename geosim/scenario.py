@@ -136,10 +136,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
                           doc="fetch: each remote input arrives on its own and is processed "
                           "as it arrives; stream: a copy moves at its slowest input's "
                           "current rate"),
-        "sharing": Field("equal", "str", choices=("equal", "maxmin"),
-                         doc="equal: each transfer gets an equal share of every link and "
-                         "gate it crosses, its bandwidth the smallest; maxmin: max-min fair "
-                         "(progressive filling), unused bandwidth goes to the others"),
+        "sharing": Field("maxmin", "str", choices=("maxmin", "equal"),
+                         doc="maxmin: max-min fair (progressive filling), unused bandwidth "
+                         "goes to the others; equal: each transfer gets an equal share of "
+                         "every link and gate it crosses, its bandwidth the smallest"),
     },
     "workload": {
         "kind": Field("montage", "str",

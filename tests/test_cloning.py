@@ -55,7 +55,7 @@ class BudgetChecked(GeoModel):
 def test_dolly_never_exceeds_its_budget(delay):
     BudgetChecked.most = 0
     params = {"budget": 0.5, "small_tasks": 60, "max_clones": 3, "delay": delay}
-    scenario = load_scenario(geo_world(n_jobs=12, params=params))
+    scenario = load_scenario(geo_world(n_jobs=16, params=params))
     sched = make_scheduler("dolly", params)
     result = BudgetChecked(scenario, sched).run()
     dolly = sched.redundancy

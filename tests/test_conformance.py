@@ -45,8 +45,8 @@ VARIANTS = [(name, {}) for name in SCHEDULERS] + [
 WORLDS = {
     "mapreduce": lambda name, params: mapreduce_world(scheduler=name, params=params),
     "geo": lambda name, params: geo_world(scheduler=name, params=params),
-    "geo-maxmin": lambda name, params: {**geo_world(scheduler=name, params=params),
-                                        "links": {"sharing": "maxmin"}},
+    "geo-equal": lambda name, params: {**geo_world(scheduler=name, params=params),
+                                       "links": {"sharing": "equal"}},
     "geo-event": lambda name, params: event_maxmin(geo_world(scheduler=name, params=params,
                                                              n_jobs=4)),
     "closed": lambda name, params: closed_world(slots=3, rate=0.2, n_jobs=150, scheduler=name,
@@ -80,11 +80,11 @@ def _random_pool_on_geo(params: dict, world: str) -> bool:
     return world == "geo" and params.get("reassign") == "random"
 
 
-#: The geo world under max-min sharing and under event timing, with each scheduler's
+#: The geo world under equal sharing and under event timing, with each scheduler's
 #: defaults (the variants differ in placement, not in how the WAN is shared or time kept).
 CASES = [(name, params, world) for world in sorted(WORLDS) for name, params in VARIANTS
          if not _random_pool_on_geo(params, world)
-         and not (world in ("geo-maxmin", "geo-event") and params)]
+         and not (world in ("geo-equal", "geo-event") and params)]
 
 
 @pytest.mark.parametrize(("name", "params", "world"), CASES,

@@ -171,8 +171,8 @@ def test_a_streamed_input_uses_no_more_than_processing_needs(sharing, completion
     np.testing.assert_allclose(result.jobs["completion"], [10.0, completion])
 
 
-def test_equal_sharing_is_the_default():
-    assert two_cluster_scenario()["links"]["sharing"] == "equal"
+def test_max_min_sharing_is_the_default():
+    assert two_cluster_scenario()["links"]["sharing"] == "maxmin"
 
 
 def test_the_invariants_catch_an_allocation_that_is_not_max_min(tmp_path, monkeypatch):

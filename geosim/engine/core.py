@@ -90,7 +90,7 @@ class Engine:
         dt: Length of a time slot (s).
         rng: Stream for choosing among equally good free slots.
         transfer: ``"fetch"`` or ``"stream"``, see :mod:`geosim.engine`.
-        sharing: ``"equal"`` or ``"maxmin"``, how transfers share the WAN
+        sharing: ``"maxmin"`` or ``"equal"``, how transfers share the WAN
             (:mod:`geosim.engine.sharing`).
         data_lag: A job's raw input exists this long before it arrives (s).
         variability: Family of each copy's own work factor (:mod:`geosim.variability`);
@@ -126,7 +126,7 @@ class Engine:
 
     def __init__(self, world: World, workload: Workload, dt: float, rng: np.random.Generator,
                  transfer: str = "fetch", data_lag: float = 0.0, variability: str = "pareto",
-                 copy_key: int = 0, budget: Budget | None = None, sharing: str = "equal"):
+                 copy_key: int = 0, budget: Budget | None = None, sharing: str = "maxmin"):
         if transfer not in TRANSFER_MODES:
             raise ValueError(f"transfer mode {transfer!r} not in {TRANSFER_MODES}")
         if sharing not in SHARING_RULES:

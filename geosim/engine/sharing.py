@@ -9,7 +9,7 @@ move: both ends); an inactive one gets bandwidth 0.
   on it, inactive ones included) of every resource it crosses, and its bandwidth is the
   smallest of those shares. Bandwidth a transfer cannot use because another resource
   holds it back is not passed on.
-- ``"maxmin"``: the max-min fair allocation over the active transfers (progressive
+- ``"maxmin"`` (the default): the max-min fair allocation over the active transfers (progressive
   filling, the bottleneck fairness of flow-level network models such as SimGrid's):
   every active transfer has a resource that is saturated and on which no transfer gets
   more than it, or it gets all it asks (``demand``). No transfer can gain without taking
