@@ -29,7 +29,7 @@ VARIANTS = [(name, {}) for name in SCHEDULERS] + [
     ("laps+r", {"beta": 0.3, "reassign": "random"}),
     ("laps", {"beta": 0.5}),
     ("pingan", {"principle": "reli-eff", "allocation": "jga"}),
-    ("pingan", {"backfill": True, "candidates": 2}),
+    ("pingan", {"backfill": True, "candidates": 2, "floor": 0.9}),
     ("dolly", {"budget": 0.5, "small_tasks": 60, "delay": 0.0, "admission": "arrival"}),
     ("spark", {"locality_wait": 0.0, "order": "fifo"}),
     ("spark+speculation", {"quantile": 0.5, "multiplier": 1.2, "interval": 5.0}),

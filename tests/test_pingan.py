@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import uniform_world
 
@@ -106,6 +107,28 @@ def test_rate_floor_makes_a_task_wait():
     assert _placement(loose) == {0: [1], 1: [2]}
 
 
+@pytest.mark.parametrize(("epsilon", "floor", "runs"), [
+    (0.6, 0.5, True),       # 0.5 * 300 = 150 <= 160, although ε = 0.6 alone holds it back
+    (0.6, 0.55, False),     # 165 > 160
+    (0.95, 0.6, False),     # 180 > 160, although ε = 0.95 alone lets it run
+])
+def test_floor_sets_the_rate_floor_apart_from_epsilon(epsilon, floor, runs):
+    # As above: task 1's best free cluster runs at 160, its global optimum is 300.
+    jobs = [[(BIG, -1, 0.0), (BIG, -1, 0.0)]]
+    model = _first_slot(jobs, speed=[100, 300, 160], p=[0.0] * 3, slots=1, epsilon=epsilon,
+                        floor=floor)
+    assert _placement(model) == ({0: [1], 1: [2]} if runs else {0: [1]})
+
+
+def test_unset_floor_is_one_over_one_plus_epsilon():
+    from geosim.testing import geo_world
+    scenario = load_scenario(geo_world(n_jobs=6, scheduler="pingan"))
+    runs = [GeoModel(scenario, make_scheduler("pingan", params)).run()
+            for params in ({"epsilon": 0.6}, {"epsilon": 0.6, "floor": 0.625})]
+    for name in ("jobs", "copies"):
+        pd.testing.assert_frame_equal(getattr(runs[0], name), getattr(runs[1], name))
+
+
 def test_gate_reservations_limit_remote_copies():
     # Both tasks read 1000 MB on cluster 0 at 10 MB/s: one remote copy pulls 10 MB/s,
     # capped at the 8 MB/s gates (4 slots x 2 MB/s), which fills cluster 0's egress.
@@ -156,6 +179,8 @@ def test_efficient_first_versus_job_greedy_allocation(allocation, want):
     ({"allocation": "greedy"}, "allocation must be one of efa, jga"),
     ({"candidates": 0}, "candidates must be >= 1 (got 0)"),
     ({"backfill": "yes"}, "backfill must be true or false"),
+    ({"floor": 0}, "floor must be > 0 (got 0)"),
+    ({"floor": 1.5}, "floor must be <= 1 (got 1.5)"),
 ])
 def test_bad_parameters_are_one_line_errors(params, message):
     with pytest.raises(GeosimError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -157,7 +157,11 @@ class PingAn(Scheduler):
     the paper. PingAn does not checkpoint: a copy lost to an outage restarts from zero.
 
     Args:
-        epsilon: ε in (0, 1): the admitted fraction of jobs and the rate floor 1/(1+ε).
+        epsilon: ε in (0, 1): the admitted fraction of jobs and, unless ``floor`` is
+            given, the rate floor 1/(1+ε).
+        floor: The rate floor as its own parameter, a fraction in (0, 1] of a task's best
+            expected rate (a copy slower than that is not made); None: 1/(1+ε), as 003
+            prints it. Separates the floor's effect from the admitted fraction's.
         principle: Selection rule of rounds 1 and 2, one of :data:`PRINCIPLES`.
         allocation: ``efa`` or ``jga``.
         candidates: Clusters per task whose rates are computed exactly, per criterion.
@@ -179,6 +183,9 @@ class PingAn(Scheduler):
     params = {
         "epsilon": Field(0.6, "float", lo=0, hi=1, lo_open=True, hi_open=True,
                          doc="admitted fraction of the jobs; rate floor 1/(1+ε)"),
+        "floor": Field(None, "float", lo=0, hi=1, lo_open=True, optional=True,
+                       doc="rate floor, a fraction of a task's best expected rate; unset: "
+                       "1/(1+ε) as 003 prints it"),
         "principle": Field("eff-reli", "str", doc="selection rule of rounds 1 and 2: "
                            f"{', '.join(PRINCIPLES)} (any case)"),
         "allocation": Field("efa", "str", doc="efa: every job's round 1 first; jga: each job "
@@ -200,12 +207,14 @@ class PingAn(Scheduler):
                             "learns from: winners, or all that ended"),
     }
 
-    def __init__(self, epsilon: float = 0.6, principle: str = "eff-reli",
+    def __init__(self, epsilon: float = 0.6, floor: float | None = None,
+                 principle: str = "eff-reli",
                  allocation: str = "efa", candidates: int = 8, atoms: int = 16,
                  min_samples: int = 5, prior_seconds: float = 600.0, refresh: float = 30.0,
                  backfill: bool = False, estimate: str = "mean-rate",
                  learn_from: str = "winners"):
-        self.validate_params(epsilon=epsilon, principle=principle, allocation=allocation,
+        self.validate_params(epsilon=epsilon, floor=floor, principle=principle,
+                             allocation=allocation,
                              candidates=candidates, atoms=atoms, min_samples=min_samples,
                              prior_seconds=prior_seconds, refresh=refresh, backfill=backfill,
                              estimate=estimate, learn_from=learn_from)
@@ -217,6 +226,9 @@ class PingAn(Scheduler):
                 raise ValueError(f"{key} must be one of {', '.join(allowed)}, in any case "
                                  f"(got {value!r})")
         self.epsilon, self.principle, self.allocation = epsilon, principle, allocation
+        self.floor = floor
+        # Rates are floored at opt / this.
+        self._floor_denom = 1.0 + epsilon if floor is None else 1.0 / floor
         self.candidates, self.atoms, self.min_samples = candidates, atoms, min_samples
         self.prior_seconds, self.refresh, self.backfill = prior_seconds, refresh, backfill
         self.estimate, self.learn_from = estimate, learn_from
@@ -392,13 +404,13 @@ class PingAn(Scheduler):
             # A copy pulls each remote input at its expected rate times the input's size.
             opt, din, dout = _flows(rate, cand, reach, g_ptr, g_src, g_size, self._gate_mb)
             return _Candidates(cand, rate, atoms, opt, din, g_ptr, g_src, dout,
-                               opt / (1.0 + self.epsilon), np.ones(tasks.size, dtype=np.bool_),
+                               opt / self._floor_denom, np.ones(tasks.size, dtype=np.bool_),
                                _NO_SOURCE)
         # expected_min of each group count's rows (the rows kept between refreshes), and
         # the flows as above.
         rate, opt, din, dout, floor, source = self._rows.rates(
             model, slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, reach,
-            self._gate_mb, 1.0 + self.epsilon)
+            self._gate_mb, self._floor_denom)
         return _Candidates(cand, rate, np.empty(cand.shape + (model.k,)), opt, din, g_ptr,
                            g_src, dout, floor, np.zeros(tasks.size, dtype=np.bool_), source)
 
