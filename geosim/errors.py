@@ -26,7 +26,14 @@ class GeosimError(Exception):
         self.key = key
         parts = [p for p in (source, key) if p]
         prefix = ": ".join(parts)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        super().__init__(_one_line(f"{prefix}: {message}" if prefix else message))
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every unprintable character escaped (a key or path may hold a CR)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def os_error(exc: OSError) -> str:
