@@ -119,8 +119,9 @@ def estimate(scenario: Scenario, graph: nx.Graph, workload=None) -> Footprint:
     n = graph.number_of_nodes()
     per_tier = np.bincount(assign_tiers(graph, scenario["topology"]["tier_shares"]),
                            minlength=len(TIERS))
-    slots = sum(float(k) * _mean(scenario[f"tiers.{t}"]["slots"])
-                for k, t in zip(per_tier, TIERS, strict=True))
+    slots = max(float(n), scenario["clusters"]["slot_scale"] * sum(
+        float(k) * _mean(scenario[f"tiers.{t}"]["slots"])
+        for k, t in zip(per_tier, TIERS, strict=True)))
     entries, topo_bytes = topology_bytes(graph)
     if workload is None:
         jobs, tasks, task_key = _tasks(scenario, slots)

@@ -99,6 +99,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "power_redraw_interval": Field(60.0, "float", lo=0,
                                        doc="VM power is redrawn every this many s (at least "
                                            "1e-3); 0 = never"),
+        "slot_scale": Field(1.0, "float", lo=0, lo_open=True, hi=1_000,
+                            doc="every cluster's drawn slot count times this (rounded, at "
+                            "least 1); gates stay those of the drawn slots: slot scarcity "
+                            "alone"),
     },
     "availability": {
         "enabled": Field(True, "bool", doc="per-slot available/unavailable periods"),
@@ -122,11 +126,17 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 doc="gamma k of outage length (gamma only)"),
         "duration_scale": Field(15.0, "float", lo=0, lo_open=True,
                                 doc="gamma θ; mean of exponential; value of deterministic (s)"),
+        "probability_scale": Field(1.0, "float", lo=0, hi=1_000,
+                                   doc="every cluster's drawn outage probability times this "
+                                   "(at most 1): outage rates alone"),
     },
     "links": {
         "bandwidth_mean": Field([8.0, 32.0], "range", lo=0, lo_open=True,
                                 doc="mean bandwidth of a WAN link (MB/s), drawn per link"),
         "bandwidth_rsd": Field([0.2, 0.5], "range", lo=0, doc="RSD of link bandwidth, per link"),
+        "bandwidth_scale": Field(1.0, "float", lo=0, lo_open=True, hi=1_000,
+                                 doc="every link's drawn mean bandwidth and every gate times "
+                                 "this: WAN scarcity alone"),
         "redraw_interval": Field(10.0, "float", lo=0,
                                  doc="link bandwidth is redrawn every this many s (at "
                                      "least 1e-3); 0 = never"),

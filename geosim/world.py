@@ -147,24 +147,27 @@ def build_world(scenario: Scenario, streams: dict[str, np.random.Generator],
             out[idx] = _draw_range(params[key], len(idx), rng, integer)
         return out
 
-    slots = draw("slots", integer=True)
+    drawn = draw("slots", integer=True)
     gate_ratio = draw("gate_ratio")
     power_mean = draw("power_mean")
     power_rsd = draw("power_rsd")
     outage_p = draw("outage_probability")
-    clusters = scenario["clusters"]
-    gate = gate_ratio * slots * clusters["vm_bandwidth"]
+    clusters, links = scenario["clusters"], scenario["links"]
+    # The scarcity axes scale what was drawn, so that every other draw stays the same.
+    slots = drawn if clusters["slot_scale"] == 1.0 else \
+        np.maximum(1, np.rint(drawn * clusters["slot_scale"])).astype(np.int64)
+    gate = gate_ratio * drawn * clusters["vm_bandwidth"] * links["bandwidth_scale"]
+    outage_p = np.minimum(outage_p * scenario["outages"]["probability_scale"], 1.0)
     slot_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(slots, out=slot_ptr[1:])
     slot_cluster = np.repeat(np.arange(n), slots)
 
-    links = scenario["links"]
     weight = "length" if links["routing"] == "distance" else None
     routes = Routes(graph, weight)
     link_u, link_v = routes.link_u, routes.link_v
     link_bw = None
     if len(link_u):
-        bw_mean = _draw_range(links["bandwidth_mean"], len(link_u), rng)
+        bw_mean = _draw_range(links["bandwidth_mean"], len(link_u), rng) * links["bandwidth_scale"]
         bw_rsd = _draw_range(links["bandwidth_rsd"], len(link_u), rng)
         link_bw = PeriodicNormal(bw_mean, bw_rsd, links["redraw_interval"], streams["links"])
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import networkx as nx
+import numpy as np
 import pytest
 
 from geosim import GeoModel, GeosimError, load_scenario
@@ -187,3 +188,36 @@ def test_scheduler_defaults_fill_what_a_spec_leaves_out():
 def test_scheduler_defaults_must_be_tables_of_parameters():
     with pytest.raises(GeosimError, match="scheduler.defaults.pingan: must be a table"):
         load_scenario({"scheduler": {"defaults": {"pingan": 0.8}}})
+
+
+def test_scarcity_axes_scale_what_was_drawn_and_nothing_else():
+    from geosim.world import build_world, spawn_streams
+    base = load_scenario(ROOT / "scenarios" / "pingan-medium.toml")
+    ref = build_world(base, spawn_streams(1))
+    scaled = build_world(base.with_overrides({"clusters.slot_scale": 0.05,
+                                              "links.bandwidth_scale": 0.5,
+                                              "outages.probability_scale": 3.0}),
+                         spawn_streams(1))
+    np.testing.assert_array_equal(scaled.slots, np.maximum(1, np.rint(ref.slots * 0.05)))
+    np.testing.assert_allclose(scaled.gate, ref.gate * 0.5, rtol=1e-15)   # drawn slots' gates
+    np.testing.assert_allclose(scaled.link_bw.mean, ref.link_bw.mean * 0.5, rtol=1e-15)
+    np.testing.assert_allclose(scaled.outage_p, np.minimum(ref.outage_p * 3.0, 1.0))
+    assert scaled.outage_p.max() == 1.0 and ref.outage_p.max() < 1.0
+    np.testing.assert_array_equal(scaled.tier, ref.tier)
+    np.testing.assert_array_equal(scaled.input_clusters, ref.input_clusters)
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("clusters.slot_scale", 0.0, "must be > 0"),
+    ("links.bandwidth_scale", -1.0, "must be > 0"),
+    ("outages.probability_scale", -0.5, "must be >= 0"),
+])
+def test_scarcity_axes_refuse_bad_values(key, value, message):
+    with pytest.raises(GeosimError, match=f"{key}: {message}"):
+        load_scenario(ROOT / "scenarios" / "pingan-medium.toml", {key: value})
+
+
+def test_an_error_naming_a_key_with_a_line_break_stays_one_line():
+    with pytest.raises(GeosimError) as err:
+        load_scenario({"availability": {"\r": float("nan")}})
+    assert str(err.value).splitlines() == [r"<dict>: availability.\r: unknown key (value nan)"]
