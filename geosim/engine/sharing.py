@@ -9,11 +9,12 @@ move: both ends); an inactive one gets bandwidth 0.
   on it, inactive ones included) of every resource it crosses, and its bandwidth is the
   smallest of those shares. Bandwidth a transfer cannot use because another resource
   holds it back is not passed on.
-- ``"maxmin"`` (the default): the max-min fair allocation over the active transfers (progressive
-  filling, the bottleneck fairness of flow-level network models such as SimGrid's):
-  every active transfer has a resource that is saturated and on which no transfer gets
-  more than it, or it gets all it asks (``demand``). No transfer can gain without taking
-  from one whose bandwidth is smaller or equal. Inactive transfers take nothing.
+- ``"maxmin"`` (the default): the max-min fair allocation over the active transfers
+  (progressive filling, the bottleneck fairness of flow-level network models such as
+  SimGrid's): every active transfer has a resource that is saturated and on which no
+  transfer gets more than it, or it gets all it asks (``demand``). No transfer can gain
+  without taking from one whose bandwidth is smaller or equal. Inactive transfers take
+  nothing.
   Simplification: a streamed input (``links.transfer = "stream"``) asks at most its
   copy's processing rate times its size; when another input of the same copy holds the
   copy back, the transfer uses less than it was given, and the difference is not passed

@@ -207,17 +207,15 @@ class PingAn(Scheduler):
                             "learns from: winners, or all that ended"),
     }
 
-    def __init__(self, epsilon: float = 0.6, floor: float | None = None,
-                 principle: str = "eff-reli",
+    def __init__(self, epsilon: float = 0.6, principle: str = "eff-reli",
                  allocation: str = "efa", candidates: int = 8, atoms: int = 16,
                  min_samples: int = 5, prior_seconds: float = 600.0, refresh: float = 30.0,
                  backfill: bool = False, estimate: str = "mean-rate",
-                 learn_from: str = "winners"):
-        self.validate_params(epsilon=epsilon, floor=floor, principle=principle,
-                             allocation=allocation,
+                 learn_from: str = "winners", floor: float | None = None):
+        self.validate_params(epsilon=epsilon, principle=principle, allocation=allocation,
                              candidates=candidates, atoms=atoms, min_samples=min_samples,
                              prior_seconds=prior_seconds, refresh=refresh, backfill=backfill,
-                             estimate=estimate, learn_from=learn_from)
+                             estimate=estimate, learn_from=learn_from, floor=floor)
         # Choices in any case (003 writes Eff-Reli), which a declaration's exact choices
         # do not express.
         for key, value, allowed in (("principle", principle, PRINCIPLES),
