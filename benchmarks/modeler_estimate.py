@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy import stats
+from summary_tables import add_sharing_option, sharing_override
 
 from geosim import GeoModel, load_scenario, make_scheduler
 from geosim.schedulers.pingan import PingAn
@@ -40,10 +41,9 @@ GROUPS = ("remote", "local", "remote_sole", "local_sole")
 
 def run(jobs: int, seed: int, params: dict, sharing: str | None = None) -> dict:
     """One run of PingAn; its flowtimes and the actual/planned ratios of its winners."""
-    overrides = {"workload.n_jobs": jobs, "run.seed": seed}
-    if sharing is not None:
-        overrides["links.sharing"] = sharing
-    scenario = load_scenario(ROOT / "scenarios" / "pingan-medium.toml", overrides)
+    scenario = load_scenario(ROOT / "scenarios" / "pingan-medium.toml",
+                             {"workload.n_jobs": jobs, "run.seed": seed,
+                              **sharing_override(sharing)})
     policy = make_scheduler("pingan", {"epsilon": 0.6, **params})
     model = GeoModel(scenario, scheduler=policy)
     planned: dict[int, tuple[float, bool]] = {}
@@ -98,8 +98,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=150)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--sharing", choices=["equal", "maxmin"], default=None,
-                        help="WAN sharing rule (links.sharing; default: the scenario's)")
+    add_sharing_option(parser)
     args = parser.parse_args()
     runs = {}
     for seed in args.seeds:

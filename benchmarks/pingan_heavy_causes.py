@@ -21,10 +21,10 @@ import itertools
 import time
 from pathlib import Path
 
-import pandas as pd
+from summary_tables import saved_jobs
 
 import geosim
-from geosim.experiment import paired_difference, safe_name, verdict
+from geosim.experiment import paired_difference, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "pingan-heavy.toml"
@@ -47,16 +47,9 @@ def name(eps: float, floor_of: float, backfill: bool) -> str:
     return f"ε {eps}, floor of ε {floor_of}, backfill {'on' if backfill else 'off'}"
 
 
-def job_table(out: Path, label: str, seeds: list[int]) -> pd.DataFrame:
-    """Every saved job of ``label``, with its seed (for paired differences)."""
-    frames = [pd.read_parquet(out / "runs" / safe_name(label) / f"seed-{seed}" / "jobs.parquet")
-              .assign(seed=seed) for seed in seeds]
-    return pd.concat(frames, ignore_index=True)
-
-
 def change(out: Path, seeds: list[int], label: str, reference: str) -> str:
     """The paired change of the mean flowtime and its verdict word."""
-    diff, half = paired_difference(job_table(out, label, seeds), job_table(out, reference, seeds))
+    diff, half = paired_difference(saved_jobs(out, label, seeds), saved_jobs(out, reference, seeds))
     word = verdict(label, reference, diff, half).rsplit(": ", 1)[-1].split(" (")[0]
     return f"{100 * diff:+.1f}% [{100 * (diff - half):+.1f}, {100 * (diff + half):+.1f}] {word}"
 

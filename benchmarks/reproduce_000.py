@@ -26,15 +26,14 @@ differences (job j of a seed is the same job under every scheduler; see ``paired
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from pathlib import Path
 
-import pandas as pd
+from summary_tables import saved_jobs
 
 import geosim
-from geosim.experiment import MANIFEST, paired_difference, run_path
+from geosim.experiment import paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "cloning-google.toml"
@@ -70,20 +69,12 @@ def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
     return out
 
 
-def _jobs(out: Path, label: str, seed: int) -> pd.DataFrame:
-    manifest = json.loads((out / MANIFEST).read_text())
-    path = run_path(out, manifest, label, seed) / "jobs.parquet"
-    return pd.read_parquet(path, columns=["job", "arrival", "flowtime", "weight", "finished"])
-
-
 def paired(out: Path, seeds: list[int], label: str, reference: str,
            weighted: bool) -> tuple[float, float]:
     """Paired difference of the (weighted) mean flowtime against the reference
     (:func:`geosim.experiment.paired_difference` over the saved runs of ``seeds``)."""
-    def jobs(name: str) -> pd.DataFrame:
-        return pd.concat([_jobs(out, name, seed).assign(seed=seed) for seed in seeds],
-                         ignore_index=True)
-    return paired_difference(jobs(label), jobs(reference), weighted=weighted)
+    return paired_difference(saved_jobs(out, label, seeds), saved_jobs(out, reference, seeds),
+                             weighted=weighted)
 
 
 def _pct(value: float, half: float, is_reference: bool) -> str:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
-from summary_tables import markdown
+from summary_tables import add_sharing_option, markdown, sharing_override
 
 import geosim
 
@@ -55,9 +55,8 @@ def run_all(which: list[str], n_jobs: int, jobs_parallel: int | None, seed: int,
             out: Path, sharing: str | None = None) -> pd.DataFrame:
     rows = []
     for study, scenario, lam, specs in studies(which):
-        overrides = {"workload.arrival_rate": lam, "workload.n_jobs": n_jobs}
-        if sharing is not None:
-            overrides["links.sharing"] = sharing
+        overrides = {"workload.arrival_rate": lam, "workload.n_jobs": n_jobs,
+                     **sharing_override(sharing)}
         start = time.perf_counter()
         cmp = geosim.compare(ROOT / "scenarios" / f"{scenario}.toml", specs, seeds=[seed],
                              jobs_parallel=jobs_parallel, within=(100, 200, 800),
@@ -80,8 +79,7 @@ def main() -> None:
     parser.add_argument("--jobs-parallel", type=int, default=None)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "reproduce-003")
-    parser.add_argument("--sharing", choices=["equal", "maxmin"], default=None,
-                        help="WAN sharing rule (links.sharing; default: the scenarios')")
+    add_sharing_option(parser)
     args = parser.parse_args()
     table = run_all(args.study, args.jobs, args.jobs_parallel, args.seed, args.out,
                     args.sharing)

@@ -19,7 +19,7 @@ import argparse
 import time
 from pathlib import Path
 
-import pandas as pd
+from summary_tables import add_sharing_option, saved_jobs, sharing_override
 
 import geosim
 from geosim.experiment import paired_difference
@@ -33,16 +33,6 @@ PAPER_WITHIN_200 = {PINGAN: 0.724, SPECULATIVE: 0.656, SPARK: 0.459}
 PAPER_CUT_VS_SPECULATIVE = -0.396
 
 
-def job_table(out: Path, label: str, seeds: list[int]) -> pd.DataFrame:
-    """Every saved job of ``label``, with its seed (for paired differences)."""
-    name = geosim.experiment.safe_name(label)
-    frames = []
-    for seed in seeds:
-        jobs = pd.read_parquet(out / "runs" / name / f"seed-{seed}" / "jobs.parquet")
-        frames.append(jobs.assign(seed=seed))
-    return pd.concat(frames, ignore_index=True)
-
-
 def pct(x: float) -> str:
     return f"{100 * x:+.1f}%"
 
@@ -53,12 +43,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=88, help="jobs per run (003: 88)")
     parser.add_argument("--jobs-parallel", type=int, default=None)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "reproduce-003-prototype")
-    parser.add_argument("--sharing", choices=["equal", "maxmin"], default=None,
-                        help="WAN sharing rule (links.sharing; default: the scenario's)")
+    add_sharing_option(parser)
     args = parser.parse_args()
-    overrides = {"workload.n_jobs": args.jobs}
-    if args.sharing is not None:
-        overrides["links.sharing"] = args.sharing
+    overrides = {"workload.n_jobs": args.jobs, **sharing_override(args.sharing)}
     seeds = list(range(1, args.seeds + 1))
     start = time.perf_counter()
     cmp = geosim.compare(SCENARIO, [SPARK, SPECULATIVE, PINGAN], seeds=seeds,
@@ -84,8 +71,8 @@ def main() -> None:
              (SPARK, SPECULATIVE, "not printed (fewer jobs within 200 s)"),
              (PINGAN, SPARK, "not printed (abstract: up to -40%)")]
     for label, reference, paper in pairs:
-        diff, half = paired_difference(job_table(cmp.out, label, seeds),
-                                       job_table(cmp.out, reference, seeds))
+        diff, half = paired_difference(saved_jobs(cmp.out, label, seeds),
+                                       saved_jobs(cmp.out, reference, seeds))
         print(f"| {label} vs {reference} | {pct(diff)} | [{pct(diff - half)}, "
               f"{pct(diff + half)}] | {paper} |")
         print(f"  {geosim.experiment.verdict(label, reference, diff, half)}")

@@ -1,8 +1,38 @@
-"""Markdown rendering of comparison summaries, shared by the reproduction scripts."""
+"""Markdown rendering of comparison summaries and the saved job tables behind paired
+differences, shared by the reproduction scripts."""
 
 from __future__ import annotations
 
+import argparse
+import json
+from pathlib import Path
+
 import pandas as pd
+
+from geosim.experiment import MANIFEST, run_path
+
+
+def add_sharing_option(parser: argparse.ArgumentParser) -> None:
+    """``--sharing equal|maxmin``: the WAN sharing rule (default: the scenario's)."""
+    parser.add_argument("--sharing", choices=["equal", "maxmin"], default=None,
+                        help="WAN sharing rule (links.sharing; default: the scenario's)")
+
+
+def sharing_override(sharing: str | None) -> dict[str, str]:
+    """The scenario override ``--sharing`` asks for (none when it was not given)."""
+    return {} if sharing is None else {"links.sharing": sharing}
+
+
+def saved_jobs(out: Path, label: str, seeds: list[int]) -> pd.DataFrame:
+    """Every saved job of ``label`` in the comparison directory ``out``, with its seed.
+
+    The frame :func:`geosim.experiment.paired_difference` pairs job by job.
+    """
+    manifest = json.loads((Path(out) / MANIFEST).read_text())
+    return pd.concat([pd.read_parquet(run_path(out, manifest, label, seed) / "jobs.parquet",
+                                      columns=["job", "arrival", "flowtime", "weight",
+                                               "finished"]).assign(seed=seed)
+                      for seed in seeds], ignore_index=True)
 
 
 def markdown(table: pd.DataFrame, cols: list[str]) -> str:

@@ -154,8 +154,7 @@ def build_world(scenario: Scenario, streams: dict[str, np.random.Generator],
     outage_p = draw("outage_probability")
     clusters, links = scenario["clusters"], scenario["links"]
     # The scarcity axes scale what was drawn, so that every other draw stays the same.
-    slots = drawn if clusters["slot_scale"] == 1.0 else \
-        np.maximum(1, np.rint(drawn * clusters["slot_scale"])).astype(np.int64)
+    slots = np.maximum(1, np.rint(drawn * clusters["slot_scale"])).astype(np.int64)
     gate = gate_ratio * drawn * clusters["vm_bandwidth"] * links["bandwidth_scale"]
     outage_p = np.minimum(outage_p * scenario["outages"]["probability_scale"], 1.0)
     slot_ptr = np.zeros(n + 1, dtype=np.int64)
