@@ -20,7 +20,7 @@ mean flowtime (job by job, 95% interval by batch means) against the best specula
 (the one of Flutter+Mantri, LATE and Spark's speculation with the lowest mean) and
 against FIFO, the lowest mean of all five, and the utilisation of slots, gates and links
 over all runs of the cell (busy slot-seconds over slot-seconds; a gate's or link's
-traffic over its capacity, averaged over samples and resources, and the same mean of the
+traffic over its capacity, summed over samples and resources, and the same for the
 busiest gate and link alone).
 
 With ``--more-seeds N``, a cell whose verdict against the best speculation is undecided
@@ -98,25 +98,30 @@ def overrides(cell: dict[str, float], jobs: int) -> dict[str, float | int]:
 
 def wan_utilisation(directory: Path, scenario: geosim.Scenario, seed: int
                     ) -> tuple[float, float, float, float]:
-    """Mean utilisation of the gates and the links in one run, and of the busiest of each.
+    """Utilisation of the gates and the links in one run, over all and of the busiest.
 
-    A gate's utilisation in a sample is the larger of its egress and ingress traffic
-    (MB/s, averaged since the previous sample) over its capacity; a link's, the larger of
-    its two directions over the link's bandwidth at the sample. The mean is over samples
-    and resources; the busiest is the resource with the highest mean over the samples.
+    A gate carries the larger of its egress and ingress traffic (MB/s, averaged since the
+    previous sample) against its capacity; a link the larger of its two directions
+    against its bandwidth (which varies: each sample's bandwidth is the one at the
+    sample). Utilisation is traffic summed over samples (and resources) over capacity
+    summed alike; the busiest is the resource with the highest such ratio. A link's can
+    exceed 100% where its bandwidth changes between samples.
     """
     world = build_world(scenario.with_overrides({"run.seed": seed}), spawn_streams(seed))
     clusters = pd.read_parquet(directory / "clusters.parquet",
                                columns=["cluster", "egress_mbps", "ingress_mbps"])
-    gate = world.gate[clusters["cluster"].to_numpy()]
-    g = np.maximum(clusters["egress_mbps"], clusters["ingress_mbps"]).to_numpy() / gate
+    gates = pd.DataFrame({
+        "used": np.maximum(clusters["egress_mbps"], clusters["ingress_mbps"]),
+        "cap": world.gate[clusters["cluster"].to_numpy()], "id": clusters["cluster"]})
     links = pd.read_parquet(directory / "links.parquet",
                             columns=["link", "bandwidth", "forward_mbps", "backward_mbps"])
-    lk = np.maximum(links["forward_mbps"], links["backward_mbps"]).to_numpy() \
-        / links["bandwidth"].to_numpy()
-    busiest_gate = pd.Series(g).groupby(clusters["cluster"].to_numpy()).mean().max()
-    busiest_link = pd.Series(lk).groupby(links["link"].to_numpy()).mean().max()
-    return float(g.mean()), float(busiest_gate), float(lk.mean()), float(busiest_link)
+    links = pd.DataFrame({"used": np.maximum(links["forward_mbps"], links["backward_mbps"]),
+                          "cap": links["bandwidth"], "id": links["link"]})
+    out = []
+    for table in (gates, links):
+        per = table.groupby("id")[["used", "cap"]].sum()
+        out += [table["used"].sum() / table["cap"].sum(), (per["used"] / per["cap"]).max()]
+    return tuple(float(x) for x in out)  # type: ignore[return-value]
 
 
 def cell_figures(directory: Path, scenario: geosim.Scenario, seeds: list[int]
