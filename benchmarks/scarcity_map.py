@@ -174,16 +174,19 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 def draw(table: pd.DataFrame, path: Path) -> None:
-    """One heat map per pair of axes: PingAn's change against the best speculation."""
+    """One heat map per pair of axes: PingAn's change against the best speculation.
+
+    A decided cell is coloured by the change (blue: PingAn faster, red: slower; clipped at
+    ±100%), an undecided one is grey; every cell names the best speculation.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.colors import TwoSlopeNorm
 
     fig, axes = plt.subplots(2, 3, figsize=(13.5, 8.4), constrained_layout=True)
-    limit = max(0.5, float(np.nanmax(np.abs(table["focus_diff"]))))
-    norm = TwoSlopeNorm(0.0, -limit, limit)
     index = table.set_index(list(AXES))
+    cmap = plt.get_cmap("RdBu_r").copy()
+    cmap.set_bad("#dddddd")
     image = None
     for ax, (a, b) in zip(axes.flat, panels(), strict=True):
         va, vb = AXES[a][1], AXES[b][1]
@@ -192,22 +195,23 @@ def draw(table: pd.DataFrame, path: Path) -> None:
             cell = {name: shipped for name, (_, _, shipped) in AXES.items()}
             cell[a], cell[b] = va[i], vb[j]
             r = index.loc[tuple(cell.values())]
-            grid[i, j] = r["focus_diff"]
-            word = "undecided"
-            if r["focus_diff"] - r["focus_ci95"] > 0:
-                word = "slower"
-            elif r["focus_diff"] + r["focus_ci95"] < 0:
-                word = "faster"
-            ax.text(j, i, f"{100 * r['focus_diff']:+.0f}%\n{word}\nvs {SHORT[r['versus_best']]}",
+            diff, half = 100 * r["focus_diff"], 100 * r["focus_ci95"]
+            word = "slower" if diff - half > 0 else "faster" if diff + half < 0 else "undecided"
+            if word != "undecided":
+                grid[i, j] = diff
+            ax.text(j, i, f"{diff:+.0f}%\n{word}\nvs {SHORT[r['versus_best']]}",
                     ha="center", va="center", fontsize=8,
+                    color="white" if word != "undecided" and abs(diff) > 60 else "black",
                     fontweight="bold" if word != "undecided" else "normal")
-        image = ax.imshow(grid, cmap="RdBu_r", norm=norm, origin="upper")
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=-100, vmax=100,
+                          origin="upper")
         ax.set_xticks(range(len(vb)), [f"{v:g}" for v in vb])
         ax.set_yticks(range(len(va)), [f"{v:g}" for v in va])
         ax.set_xlabel(f"{b} ({AXES[b][0]})", fontsize=9)
         ax.set_ylabel(f"{a} ({AXES[a][0]})", fontsize=9)
-    fig.colorbar(image, ax=axes, shrink=0.6,
-                 label="PingAn's paired change of the mean against the best speculation")
+    fig.colorbar(image, ax=axes, shrink=0.6, extend="both",
+                 label="PingAn's paired change of the mean flowtime against the best "
+                       "speculation (%; grey: undecided)")
     fig.suptitle("Where insurance (PingAn, ε = 0.6) beats speculation: each panel varies "
                  "two scarcities, the others as shipped (blue: PingAn faster)")
     path.parent.mkdir(parents=True, exist_ok=True)
