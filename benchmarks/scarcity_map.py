@@ -50,7 +50,7 @@ import pandas as pd
 import geosim
 from geosim.experiment import build_comparison
 from geosim.experiment.store import MANIFEST, load_outcome, run_path
-from geosim.experiment.sweep import cell_row
+from geosim.experiment.sweep import cell_row, decision
 from geosim.world import build_world, spawn_streams
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,13 +142,10 @@ def cell_figures(directory: Path, scenario: geosim.Scenario, seeds: list[int]
 
 
 def interval(diff: float, half: float) -> str:
-    """``+12.3% [+1.0, +23.6]`` and the verdict when the interval excludes 0."""
+    """``+12.3% [+1.0, +23.6] slower``; a decided lead in bold."""
     text = f"{100 * diff:+.1f}% [{100 * (diff - half):+.1f}, {100 * (diff + half):+.1f}]"
-    if diff - half > 0:
-        return f"{text} slower"
-    if diff + half < 0:
-        return f"**{text} faster**"
-    return f"{text} undecided"
+    word = decision(diff, half)
+    return f"**{text} faster**" if word == "faster" else f"{text} {word}"
 
 
 def markdown(table: pd.DataFrame) -> str:
@@ -195,8 +192,7 @@ def draw(table: pd.DataFrame, path: Path) -> None:
             cell = {name: shipped for name, (_, _, shipped) in AXES.items()}
             cell[a], cell[b] = va[i], vb[j]
             r = index.loc[tuple(cell.values())]
-            diff, half = 100 * r["focus_diff"], 100 * r["focus_ci95"]
-            word = "slower" if diff - half > 0 else "faster" if diff + half < 0 else "undecided"
+            diff, word = 100 * r["focus_diff"], decision(r["focus_diff"], r["focus_ci95"])
             if word != "undecided":
                 grid[i, j] = diff
             ax.text(j, i, f"{diff:+.0f}%\n{word}\nvs {SHORT[r['versus_best']]}",
@@ -247,7 +243,8 @@ def main() -> None:
         print(f"cell {i + 1}/{len(todo)}: {cell_name(cell)}", flush=True)
         seeds = list(range(1, args.seeds + 1))
         row = run_cell(cell, seeds, args)
-        if args.more_seeds > args.seeds and abs(row["focus_diff"]) <= row["focus_ci95"]:
+        if args.more_seeds > args.seeds \
+                and decision(row["focus_diff"], row["focus_ci95"]) == "undecided":
             seeds = list(range(1, args.more_seeds + 1))
             print(f"  undecided: seeds 1..{args.more_seeds}", flush=True)
             row = run_cell(cell, seeds, args)
@@ -258,10 +255,10 @@ def main() -> None:
     print(f"\n{len(todo)} cells x {len(SCHEDULERS)} schedulers x {args.seeds} seeds "
           f"({args.more_seeds} where undecided), {args.jobs} jobs per run: {wall:.0f} s wall\n")
     print(markdown(table))
-    decided = table["focus_diff"].abs() > table["focus_ci95"]
-    faster = int((decided & (table["focus_diff"] < 0)).sum())
-    print(f"\nPingAn against the best speculation: {faster} cells faster, "
-          f"{int(decided.sum()) - faster} slower, {int((~decided).sum())} undecided "
+    words = [decision(d, h) for d, h in zip(table["focus_diff"], table["focus_ci95"],
+                                            strict=True)]
+    print(f"\nPingAn against the best speculation: {words.count('faster')} cells faster, "
+          f"{words.count('slower')} slower, {words.count('undecided')} undecided "
           f"(of {len(table)}).")
     if args.figure is not None:
         draw(table, args.figure)
