@@ -23,15 +23,16 @@ over all runs of the cell (busy slot-seconds over slot-seconds; a gate's or link
 traffic over its capacity, summed over samples and resources, and the same for the
 busiest gate and link alone).
 
-With ``--more-seeds N``, a cell whose verdict against the best speculation is undecided
-on the first seeds runs again on seeds 1..N (the runs made are kept).
+With ``--more-seeds N,M``, a cell whose verdict against the best speculation is
+undecided on the first seeds runs again on seeds 1..N, and if still undecided on 1..M
+(the runs made are kept).
 
 Printed: the table (Markdown), then the figure (``--figure``, one heat map per panel of
 PingAn's change against the best speculation, each cell marked with its verdict).
 Runs are saved under ``--out`` (default ``results/scarcity-map``); an interrupted map
 resumes run by run, and ``--dask ADDRESS`` runs it on a Dask cluster. Usage:
 
-    python benchmarks/scarcity_map.py [--jobs 300] [--seeds 3] [--more-seeds N]
+    python benchmarks/scarcity_map.py [--jobs 300] [--seeds 3] [--more-seeds N,M]
         [--jobs-parallel K] [--dask ADDRESS] [--out DIR] [--figure docs/img/scarcity-map.png]
 """
 
@@ -232,8 +233,9 @@ def main() -> None:
     parser.add_argument("--jobs-parallel", type=int, default=None)
     parser.add_argument("--dask", default=None, help="address of a Dask scheduler")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "scarcity-map")
-    parser.add_argument("--more-seeds", type=int, default=0,
-                        help="rerun cells left undecided with seeds 1..N (N > --seeds)")
+    parser.add_argument("--more-seeds", type=lambda text: [int(n) for n in text.split(",")],
+                        default=[], help="N[,M...]: rerun cells left undecided with seeds "
+                        "1..N, those still undecided with 1..M, and so on")
     parser.add_argument("--figure", type=Path, default=None, help="write the figure here")
     args = parser.parse_args()
     rows = []
@@ -243,17 +245,19 @@ def main() -> None:
         print(f"cell {i + 1}/{len(todo)}: {cell_name(cell)}", flush=True)
         seeds = list(range(1, args.seeds + 1))
         row = run_cell(cell, seeds, args)
-        if args.more_seeds > args.seeds \
-                and decision(row["focus_diff"], row["focus_ci95"]) == "undecided":
-            seeds = list(range(1, args.more_seeds + 1))
-            print(f"  undecided: seeds 1..{args.more_seeds}", flush=True)
+        for more in args.more_seeds:
+            if more <= len(seeds) or decision(row["focus_diff"], row["focus_ci95"]) != "undecided":
+                break
+            seeds = list(range(1, more + 1))
+            print(f"  undecided: seeds 1..{more}", flush=True)
             row = run_cell(cell, seeds, args)
         rows.append({**cell, "seeds": len(seeds), **row})
     wall = time.perf_counter() - start
     table = pd.DataFrame(rows)
     table.to_csv(args.out / "map.csv", index=False)
+    more = ", then ".join(str(n) for n in args.more_seeds) or "no more"
     print(f"\n{len(todo)} cells x {len(SCHEDULERS)} schedulers x {args.seeds} seeds "
-          f"({args.more_seeds} where undecided), {args.jobs} jobs per run: {wall:.0f} s wall\n")
+          f"({more} where undecided), {args.jobs} jobs per run: {wall:.0f} s wall\n")
     print(markdown(table))
     words = [decision(d, h) for d, h in zip(table["focus_diff"], table["focus_ci95"],
                                             strict=True)]
