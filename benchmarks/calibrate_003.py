@@ -25,12 +25,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
+import sys
 import time
 from pathlib import Path
 
 import pandas as pd
 
 import geosim
+from geosim.errors import GeosimError
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "pingan-medium.toml"
@@ -55,7 +57,11 @@ def parse_grid(items: list[str] | None) -> dict[str, tuple[float, ...]]:
     grid = {}
     for item in items:
         key, _, values = item.partition("=")
-        grid[key] = tuple(float(v) for v in values.split(","))
+        try:
+            grid[key] = tuple(float(v) for v in values.split(","))
+        except ValueError:
+            raise GeosimError(f"expected KEY=V1,V2,... with numbers, got {item!r}",
+                              source="--grid") from None
     return grid
 
 
@@ -123,4 +129,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except GeosimError as exc:        # bad input: one line, exit status 2
+        print(f"calibrate_003: error: {exc}", file=sys.stderr)
+        sys.exit(2)

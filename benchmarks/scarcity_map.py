@@ -42,6 +42,7 @@ import argparse
 import itertools
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -49,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 import geosim
+from geosim.errors import GeosimError
 from geosim.experiment import build_comparison
 from geosim.experiment.store import MANIFEST, load_outcome, run_path
 from geosim.experiment.sweep import cell_row, decision
@@ -272,4 +274,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except GeosimError as exc:        # bad input: one line, exit status 2
+        print(f"scarcity_map: error: {exc}", file=sys.stderr)
+        sys.exit(2)
