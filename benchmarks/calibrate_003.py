@@ -25,11 +25,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import sys
 import time
 from pathlib import Path
 
 import pandas as pd
+from summary_tables import run_script
 
 import geosim
 from geosim.errors import GeosimError
@@ -129,8 +129,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except GeosimError as exc:        # bad input: one line, exit status 2
-        print(f"calibrate_003: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_script(main, "calibrate_003")

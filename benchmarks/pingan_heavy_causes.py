@@ -21,10 +21,10 @@ import itertools
 import time
 from pathlib import Path
 
-from summary_tables import saved_jobs
+from summary_tables import interval, saved_jobs
 
 import geosim
-from geosim.experiment import paired_difference, verdict
+from geosim.experiment import paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "pingan-heavy.toml"
@@ -49,9 +49,8 @@ def name(eps: float, floor_of: float, backfill: bool) -> str:
 
 def change(out: Path, seeds: list[int], label: str, reference: str) -> str:
     """The paired change of the mean flowtime and its verdict word."""
-    diff, half = paired_difference(saved_jobs(out, label, seeds), saved_jobs(out, reference, seeds))
-    word = verdict(label, reference, diff, half).rsplit(": ", 1)[-1].split(" (")[0]
-    return f"{100 * diff:+.1f}% [{100 * (diff - half):+.1f}, {100 * (diff + half):+.1f}] {word}"
+    return interval(*paired_difference(saved_jobs(out, label, seeds),
+                                       saved_jobs(out, reference, seeds)))
 
 
 def main() -> None:

@@ -42,15 +42,15 @@ import argparse
 import itertools
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from summary_tables import interval as paired_interval
+from summary_tables import run_script
 
 import geosim
-from geosim.errors import GeosimError
 from geosim.experiment import build_comparison
 from geosim.experiment.store import MANIFEST, load_outcome, run_path
 from geosim.experiment.sweep import cell_row, decision
@@ -145,10 +145,9 @@ def cell_figures(directory: Path, scenario: geosim.Scenario, seeds: list[int]
 
 
 def interval(diff: float, half: float) -> str:
-    """``+12.3% [+1.0, +23.6] slower``; a decided lead in bold."""
-    text = f"{100 * diff:+.1f}% [{100 * (diff - half):+.1f}, {100 * (diff + half):+.1f}]"
-    word = decision(diff, half)
-    return f"**{text} faster**" if word == "faster" else f"{text} {word}"
+    """The paired change with its interval and verdict; a decided lead in bold."""
+    text = paired_interval(diff, half)
+    return f"**{text}**" if decision(diff, half) == "faster" else text
 
 
 def markdown(table: pd.DataFrame) -> str:
@@ -274,8 +273,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except GeosimError as exc:        # bad input: one line, exit status 2
-        print(f"scarcity_map: error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run_script(main, "scarcity_map")

@@ -1,15 +1,19 @@
-"""Markdown rendering of comparison summaries and the saved job tables behind paired
-differences, shared by the reproduction scripts."""
+"""Markdown rendering of comparison summaries, the saved job tables behind paired
+differences, and the one-line refusal of bad input, shared by the benchmark scripts."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
+from geosim.errors import GeosimError
 from geosim.experiment import MANIFEST, run_path
+from geosim.experiment.sweep import decision
 
 
 def add_sharing_option(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +37,21 @@ def saved_jobs(out: Path, label: str, seeds: list[int]) -> pd.DataFrame:
                                       columns=["job", "arrival", "flowtime", "weight",
                                                "finished"]).assign(seed=seed)
                       for seed in seeds], ignore_index=True)
+
+
+def interval(diff: float, half: float) -> str:
+    """A paired change with its 95% interval and verdict: ``+12.3% [+1.0, +23.6] slower``."""
+    return (f"{100 * diff:+.1f}% [{100 * (diff - half):+.1f}, {100 * (diff + half):+.1f}] "
+            f"{decision(diff, half)}")
+
+
+def run_script(main: Callable[[], None], name: str) -> None:
+    """Run a script's ``main``; bad input (:class:`GeosimError`) is one line, exit status 2."""
+    try:
+        main()
+    except GeosimError as exc:
+        print(f"{name}: error: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 def markdown(table: pd.DataFrame, cols: list[str]) -> str:
