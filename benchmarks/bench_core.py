@@ -24,9 +24,12 @@ the cache as in any new run). The machine is shared, so each case runs ``--repea
 and the table gives the minimum and median wall time. With ``--against DIR`` every run is
 followed by the same run of the geosim in checkout ``DIR`` (e.g. a ``git worktree`` of
 an older commit), so the two are measured side by side under the same load; the table
-then has both. Usage:
+then has both. ``--set KEY=VALUE`` (repeatable) changes every case's scenario in this
+checkout only, e.g. ``--set links.sharing=equal`` to measure against a checkout older
+than that key, whose WAN was shared equally.
+Usage:
 
-    python benchmarks/bench_core.py [--repeat 3] [--against DIR] [a] [a1] [b] ...
+    python benchmarks/bench_core.py [--repeat 3] [--against DIR] [--set K=V] [a] [a1] ...
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +74,7 @@ for _n in (100, 1000):
 DEFAULT = ["a", "a1", "c", "c10", "b", "d", "f", "g", "e"]
 
 
-def _run(case: str, queue: mp.Queue) -> None:
+def _run(case: str, queue: mp.Queue, extra: dict | None = None) -> None:
     # geosim's package loads its modules on first use: load them (and every registered
     # scheduler) before the clock starts, as any process that has run once has them
     from geosim.model import GeoModel
@@ -80,6 +84,7 @@ def _run(case: str, queue: mp.Queue) -> None:
 
     registered()
     scenario, scheduler, overrides = CASES[case]
+    overrides = {**overrides, **(extra or {})}
     start = time.perf_counter()
     model = GeoModel(load_scenario(ROOT / "scenarios" / scenario, overrides), scheduler)
     setup = time.perf_counter() - start
@@ -106,6 +111,19 @@ def _option(argv: list[str], name: str, default: str | None) -> tuple[str | None
     return argv[at + 1], argv[:at] + argv[at + 2:]
 
 
+def _sets(argv: list[str]) -> tuple[dict, list[str]]:
+    """The ``--set KEY=VALUE`` options of ``argv`` (values parsed as TOML) and the rest."""
+    extra = {}
+    while "--set" in argv:
+        item, argv = _option(argv, "--set", None)
+        key, _, value = item.partition("=")
+        try:
+            extra[key] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            extra[key] = value
+    return extra, argv
+
+
 def _run_in(checkout: str, case: str) -> dict:
     """The figures of ``case`` run by the geosim of another checkout (a fresh process)."""
     env = {**os.environ, "PYTHONPATH": str(Path(checkout).resolve())}
@@ -115,10 +133,11 @@ def _run_in(checkout: str, case: str) -> dict:
 
 
 def main(argv: list[str]) -> None:
+    extra, argv = _sets(argv)
     one, argv = _option(argv, "--one", None)
     if one is not None:               # one run in this process, for --against
         queue = mp.SimpleQueue()
-        _run(one, queue)
+        _run(one, queue, extra)
         print(json.dumps(queue.get()))
         return
     repeat, argv = _option(argv, "--repeat", "3")
@@ -129,7 +148,7 @@ def main(argv: list[str]) -> None:
         walls, other = [], []
         for _ in range(int(repeat)):
             queue = ctx.Queue()
-            proc = ctx.Process(target=_run, args=(case, queue))
+            proc = ctx.Process(target=_run, args=(case, queue, extra))
             proc.start()
             figures = queue.get()
             proc.join()
