@@ -75,16 +75,16 @@ DEFAULT = ["a", "a1", "c", "c10", "b", "d", "f", "g", "e"]
 
 
 def _run(case: str, queue: mp.Queue, extra: dict | None = None) -> None:
-    # geosim's package loads its modules on first use: load them (and every registered
-    # scheduler) before the clock starts, as any process that has run once has them
+    # geosim loads modules (a scheduler's, SciPy's) on first use: build the case's model
+    # once on one job before the clock starts, as any process that has run once has them
     from geosim.model import GeoModel
     from geosim.results import build_result  # noqa: F401
     from geosim.scenario import load_scenario
-    from geosim.schedulers import registered
 
-    registered()
     scenario, scheduler, overrides = CASES[case]
     overrides = {**overrides, **(extra or {})}
+    GeoModel(load_scenario(ROOT / "scenarios" / scenario, {**overrides, "workload.n_jobs": 1}),
+             scheduler)
     start = time.perf_counter()
     model = GeoModel(load_scenario(ROOT / "scenarios" / scenario, overrides), scheduler)
     setup = time.perf_counter() - start
