@@ -357,6 +357,8 @@ def _tasks(scenario: Scenario, slots: float) -> tuple[int, float, str]:
         return jobs, jobs * per, "workload.n_jobs"
     if kind == "google":
         return jobs, jobs * min(wl["mean_tasks"], wl["max_tasks"]), "workload.n_jobs"
+    if kind.endswith("-trace"):         # not read yet: Google 2011's mean tasks per job
+        return jobs, jobs * wl["mean_tasks"], "workload.n_jobs"
     if kind == "spark":
         from geosim.workload.spark_apps import spark_expected_size
         tasks, edges = spark_expected_size(wl)

@@ -154,8 +154,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "workload": {
         "kind": Field("montage", "str",
                       choices=("montage", "single", "wfformat", "mapreduce", "google", "flows",
-                               "spark"),
-                      doc="job generator"),
+                               "spark", "google-trace", "alibaba-trace"),
+                      doc="job generator, or a trace to read (the *-trace kinds)"),
         "n_jobs": Field(2000, "int", lo=1, hi=100_000_000, doc="jobs in the run"),
         "arrival_rate": Field(0.07, "float", lo=0, lo_open=True, doc="Poisson arrival rate (1/s)"),
         "work": Field({"distribution": "pareto", "scale": 20.0, "shape": 2.0}, "table",
@@ -169,7 +169,16 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                  doc="largest task count of a large job"),
         "reference_mips": Field(200.0, "float", lo=0, lo_open=True,
                                 doc="MIPS of the machine task runtimes were measured on"),
-        "files": Field([], "list", doc="WfFormat JSON instances (wfformat kind)"),
+        "files": Field([], "list", doc="WfFormat JSON instances (wfformat kind), or "
+                       "batch_task.csv files of Alibaba's 2018 trace (alibaba-trace)"),
+        "job_events": Field([], "list", doc="google-trace: job_events files of Google's "
+                            "2011 trace (CSV, or gzipped CSV), in trace order"),
+        "task_events": Field([], "list", doc="google-trace: task_events files, in trace "
+                             "order"),
+        "trace_start": Field(0.0, "float", lo=0, doc="*-trace kinds: keep jobs submitted "
+                             "from this many s after the trace's origin"),
+        "trace_end": Field(0.0, "float", lo=0, doc="*-trace kinds: ... and before this many "
+                           "s (0: to the end)"),
         "data_lag": Field(0.0, "float", lo=0, doc="a job's raw input exists this many s "
                           "before the job arrives; a data-placing scheduler may move it"),
         "copy_variability": Field("pareto", "str",
@@ -199,9 +208,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
                               "mean task duration (s at power 1; 000 Table II)"),
         "duration_mean": Field(1179.7, "float", lo=0, lo_open=True, doc="google jobs: mean "
                                "task duration (s at power 1; 000 Table II)"),
-        "task_cv": Field([0.1, 0.5], "range", lo=0, doc="google jobs: coefficient of variation "
-                         "of a copy's work, drawn per phase (000 §VI-B: small within a phase)"),
-        "reduce_fraction": Field(0.2, "float", lo=0, hi=1, hi_open=True, doc="google jobs: "
+        "task_cv": Field([0.1, 0.5], "range", lo=0, doc="google and *-trace jobs: coefficient "
+                         "of variation of a copy's work, drawn per phase or stage (000 §VI-B: "
+                         "small within a phase)"),
+        "reduce_fraction": Field(0.2, "float", lo=0, hi=1, hi_open=True, doc="google(-trace): "
                                  "share of a job's tasks in its reduce stage, rounded down"),
         "priority_probs": Field([0.30, 0.15, 0.10, 0.02, 0.20, 0.02, 0.02, 0.02, 0.02, 0.12,
                                  0.02, 0.01], "list", doc="google jobs: probabilities of "
@@ -533,17 +543,13 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
                                             for v in shares) or not sum(shares) > 0):
                 raise GeosimError(f"must be three non-negative numbers with a positive sum "
                                   f"(got {_short(shares)})", source=source, key=f"workload.{key}")
-    if wl["kind"] == "wfformat":
-        if not wl["files"]:
-            raise GeosimError("kind 'wfformat' needs workload.files", source=source,
-                              key="workload.files")
-        for name in wl["files"]:
-            if not isinstance(name, str):
-                raise GeosimError(f"must list file names (got {_short(name)})", source=source,
-                                  key="workload.files")
-            if not _is_file(base, name):
-                raise GeosimError(f"workflow file not found: {base / name}", source=source,
-                                  key="workload.files")
+    for key in _FILE_KEYS.get(wl["kind"], ()):
+        _check_files(wl, key, base, source)
+    if wl["kind"].endswith("-trace") and wl["trace_end"] and \
+            not wl["trace_end"] > wl["trace_start"]:
+        raise GeosimError(f"must be 0 (no end) or above workload.trace_start = "
+                          f"{wl['trace_start']!r} (got {wl['trace_end']!r})", source=source,
+                          key="workload.trace_end")
     for section, key in (("clusters", "power_redraw_interval"), ("links", "redraw_interval")):
         value = data[section][key]
         if 0 < value < 1e-3:
@@ -573,6 +579,25 @@ def _check_work(work: Mapping[str, Any], source: str) -> None:
         WorkDistribution(kind, params)
     except GeosimError as exc:
         raise GeosimError(str(exc), source=source, key="workload.work") from None
+
+
+#: The file lists each workload kind needs.
+_FILE_KEYS = {"wfformat": ("files",), "alibaba-trace": ("files",),
+              "google-trace": ("job_events", "task_events")}
+
+
+def _check_files(wl: Mapping[str, Any], key: str, base: Path, source: str) -> None:
+    """``workload.<key>`` lists at least one file, and each exists."""
+    if not wl[key]:
+        raise GeosimError(f"kind {wl['kind']!r} needs workload.{key}", source=source,
+                          key=f"workload.{key}")
+    for name in wl[key]:
+        if not isinstance(name, str):
+            raise GeosimError(f"must list file names (got {_short(name)})", source=source,
+                              key=f"workload.{key}")
+        if not _is_file(base, name):
+            raise GeosimError(f"file not found: {base / name}", source=source,
+                              key=f"workload.{key}")
 
 
 def _is_file(base: Path, name: str) -> bool:

@@ -25,6 +25,9 @@ Modules
     * :mod:`~geosim.workload.spark_apps` -- :func:`spark_app_jobs`: the Spark applications of
       PingAn's prototype (003 §5, Table 1), WordCount, iterative ML and PageRank, each a
       chain of stages with shuffles and cached partitions.
+    * :mod:`~geosim.workload.traces` -- :func:`google_trace_jobs` and
+      :func:`alibaba_trace_jobs`: jobs read from Google cluster-data 2011 and Alibaba
+      cluster-trace-v2018, streamed row by row.
     * :mod:`~geosim.workload.build` -- :func:`build_workload`: a scenario's ``[workload]``
       table turned into jobs on a world, with the run's workload stream.
 
@@ -69,9 +72,11 @@ from geosim.workload.spark_apps import (
     spark_scenario_jobs,
     spark_type_names,
 )
+from geosim.workload.traces import ALIBABA_TYPES, alibaba_trace_jobs, google_trace_jobs
 from geosim.workload.wfformat import read_wfformat, wfformat_jobs
 
 __all__ = [
+    "ALIBABA_TYPES",
     "BYTES_PER_MB",
     "FACEBOOK_SIZE_MIX",
     "FLOW_TYPES",
@@ -85,6 +90,7 @@ __all__ = [
     "SparkCosts",
     "WorkDistribution",
     "Workload",
+    "alibaba_trace_jobs",
     "bounded_pareto",
     "bounded_pareto_mean",
     "bounded_pareto_shape",
@@ -95,6 +101,7 @@ __all__ = [
     "flow_jobs",
     "flow_workload",
     "google_jobs",
+    "google_trace_jobs",
     "google_task_counts",
     "mapreduce_jobs",
     "montage_jobs",

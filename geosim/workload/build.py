@@ -26,6 +26,7 @@ from geosim.workload.mapreduce import mapreduce_jobs
 from geosim.workload.montage import montage_jobs
 from geosim.workload.single import WorkDistribution, single_work_jobs
 from geosim.workload.spark_apps import spark_scenario_jobs
+from geosim.workload.traces import alibaba_trace_jobs, google_trace_jobs
 from geosim.workload.wfformat import wfformat_jobs
 
 
@@ -80,6 +81,8 @@ def build_workload(scenario: ScenarioLike, world: WorldLike,
         return _flow_jobs(scenario, world.n_slots, rng)
     if kind == "spark":
         return spark_scenario_jobs(wl, world.input_clusters, rng)
+    if kind.endswith("-trace"):
+        return _trace_jobs(scenario, rng)
     common = {"input_clusters": world.input_clusters, "reference_mips": wl["reference_mips"]}
     if kind == "montage":
         mix = ((0.89, 1, 150), (0.08, 151, 500), (0.03, 501, wl["large_max_tasks"]))
@@ -105,6 +108,24 @@ def _task_jobs(scenario: ScenarioLike, rng: np.random.Generator) -> Workload:
             task_cv=wl["task_cv"], reduce_fraction=wl["reduce_fraction"],
             priority_probs=wl["priority_probs"])
     except GeosimError as exc:
+        raise GeosimError(str(exc), source=scenario.source, key="workload") from None
+
+
+def _trace_jobs(scenario: ScenarioLike, rng: np.random.Generator) -> Workload:
+    """Jobs read from a Google 2011 or Alibaba 2018 trace (:mod:`.traces`)."""
+    wl = scenario["workload"]
+    files = {key: [str(scenario.resolve(f)) for f in wl[key]]
+             for key in ("files", "job_events", "task_events")}
+    common = {"start": wl["trace_start"], "end": wl["trace_end"],
+              "task_cv": _pair(wl["task_cv"])}
+    try:
+        if wl["kind"] == "google-trace":
+            return google_trace_jobs(files["job_events"], files["task_events"], wl["n_jobs"],
+                                     rng, reduce_fraction=wl["reduce_fraction"], **common)
+        return alibaba_trace_jobs(files["files"], wl["n_jobs"], rng, **common)
+    except GeosimError as exc:
+        if exc.source:                  # names the trace file, its line and column
+            raise
         raise GeosimError(str(exc), source=scenario.source, key="workload") from None
 
 
