@@ -78,6 +78,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "defaults": Field({}, "table", doc="parameters per scheduler name, used by a run of "
                           "that scheduler for the ones its spec leaves out, e.g. "
                           "[scheduler.defaults.pingan] epsilon = 0.8"),
+        "aliases": Field({}, "table", doc="what a scheduler name means in this scenario: "
+                         "name -> spec, e.g. srpt = \"srpt+r[max_copies=1,reassign=random]\" "
+                         "(a spec's own parameters go on top of the alias's)"),
     },
     "topology": {
         "generator": Field("barabasi_albert", "str", choices=("barabasi_albert", "file", "single"),
@@ -564,6 +567,13 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
         if not isinstance(params, Mapping):
             raise GeosimError(f"must be a table of parameters (got {_short(params)})",
                               source=source, key=f"scheduler.defaults.{name}")
+    aliases = data["scheduler"]["aliases"]
+    if not isinstance(aliases, Mapping):
+        raise GeosimError("must be a table", source=source, key="scheduler.aliases")
+    for name, spec in aliases.items():
+        if not isinstance(spec, str):
+            raise GeosimError(f"must be a scheduler spec, a string (got {_short(spec)})",
+                              source=source, key=f"scheduler.aliases.{name}")
     _check_work(data["workload"]["work"], source)
 
 

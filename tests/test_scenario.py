@@ -6,6 +6,7 @@ from pathlib import Path
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 import pytest
 
 from geosim import GeoModel, GeosimError, load_scenario
@@ -221,3 +222,32 @@ def test_an_error_naming_a_key_with_a_line_break_stays_one_line():
     with pytest.raises(GeosimError) as err:
         load_scenario({"availability": {"\r": float("nan")}})
     assert str(err.value).splitlines() == [r"<dict>: availability.\r: unknown key (value nan)"]
+
+
+def test_aliases_say_what_a_name_runs():
+    aliases = {"srpt": "srpt+r[max_copies=1,reassign=random]", "laps": "laps[reassign=random]"}
+    s = load_scenario("scenarios/redundancy-gamma.toml",
+                      {"workload.n_jobs": 3, "scheduler.aliases": aliases})
+    policy = GeoModel(s, "srpt").policy
+    assert policy.name == "srpt+r" and policy.get_params() == {"reassign": "random",
+                                                                "max_copies": 1}
+    # the spec's own parameters go on top of the alias's; an alias applies once
+    assert GeoModel(s, "laps[beta=0.5]").policy.get_params() == {"beta": 0.5,
+                                                                  "reassign": "random"}
+    assert GeoModel(s, "srpt+r").policy.get_params()["reassign"] == "keep"
+    for bad, match in [({"srpt": "nope"}, r"scheduler.aliases.srpt: unknown scheduler 'nope'"),
+                       ({"srpt": 3}, r"scheduler.aliases.srpt: must be a scheduler spec"),
+                       ({"srpt": "fifo[x"}, r"scheduler.aliases.srpt: .*bad scheduler spec")]:
+        with pytest.raises(GeosimError, match=match):
+            GeoModel(load_scenario({"scheduler": {"aliases": bad}}), "fifo")
+
+
+def test_the_002_scenario_runs_002_s_model_and_baselines():
+    s = load_scenario("scenarios/redundancy-gamma.toml", {"workload.n_jobs": 300})
+    assert s["run"]["timing"] == "event"
+    for name, twin in [("srpt", "srpt+r[max_copies=1,reassign=random]"),
+                       ("fair", "fair+r[max_copies=1,reassign=random]"),
+                       ("laps", "laps[reassign=random]")]:
+        a = GeoModel(s, name).run().jobs
+        b = GeoModel(s, twin).run().jobs
+        pd.testing.assert_frame_equal(a, b)

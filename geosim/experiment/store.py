@@ -37,6 +37,7 @@ from geosim.errors import GeosimError
 from geosim.experiment.outcome import RunOutcome
 from geosim.results import code_fingerprint
 from geosim.scenario import Scenario, default_scenario
+from geosim.schedulers.build import resolve_alias
 from geosim.schedulers.spec import Spec
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def saved_run_problem(directory: str | os.PathLike, spec: Spec, seed: int,
 
     Args:
         directory: The run's directory.
-        spec: The scheduler it should hold.
+        spec: The scheduler it should hold (an alias resolved: what ran).
         seed: The seed it should hold.
         code: The code fingerprint of the comparison.
     """
@@ -162,8 +163,11 @@ class CompareDir:
         manifest: Its ``compare.json`` content (updated with the new schedulers/seeds).
     """
 
-    def __init__(self, path: Path, manifest: dict[str, Any], stale: bool = False):
+    def __init__(self, path: Path, manifest: dict[str, Any], stale: bool = False,
+                 aliases: Mapping[str, str] | None = None):
         self.path, self.manifest, self.stale = path, manifest, stale
+        #: The scenario's ``scheduler.aliases``: a saved run records what it ran.
+        self.aliases = dict(aliases or {})
         #: Saved runs found damaged by :meth:`load` (one line each), made again.
         self.damaged: list[str] = []
 
@@ -221,7 +225,7 @@ class CompareDir:
                 known[spec.label] = entry
                 dirs.add(entry["dir"])
         manifest["seeds"] += [s for s in seeds if s not in manifest["seeds"]]
-        return cls(path, manifest, stale)
+        return cls(path, manifest, stale, scenario["scheduler"]["aliases"])
 
     @staticmethod
     def _read(path: Path) -> dict[str, Any] | None:
@@ -272,7 +276,8 @@ class CompareDir:
         src = self.run_dir(spec, seed)
         if not src.exists():
             return None
-        problem = saved_run_problem(src, spec, seed, self.manifest["code"])
+        problem = saved_run_problem(src, resolve_alias(self.aliases, spec), seed,
+                                    self.manifest["code"])
         if not problem:
             try:
                 return load_outcome(src, spec.label, seed)
