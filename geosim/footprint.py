@@ -363,6 +363,8 @@ def _tasks(scenario: Scenario, slots: float) -> tuple[int, float, str]:
         from geosim.workload.spark_apps import spark_expected_size
         tasks, edges = spark_expected_size(wl)
         return jobs, jobs * (tasks + edges * EDGE_BYTES / TASK_BYTES), "workload.n_jobs"
+    if kind == "wfformat" and wl["recipe"]:
+        return jobs, jobs * float(wl["recipe_tasks"]), "workload.n_jobs"
     if kind == "wfformat":
         from geosim.workload.wfformat import workflow_size
         sizes = [workflow_size(scenario.resolve(f)) for f in wl["files"]]

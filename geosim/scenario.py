@@ -174,6 +174,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                 doc="MIPS of the machine task runtimes were measured on"),
         "files": Field([], "list", doc="WfFormat JSON instances (wfformat kind), or "
                        "batch_task.csv files of Alibaba's 2018 trace (alibaba-trace)"),
+        "recipe": Field("", "str", doc="wfformat: generate the "
+                        "workflows with this WfCommons recipe instead of reading files "
+                        "(needs the wfcommons extra)"),
+        "recipe_tasks": Field(250, "int", lo=1, hi=1_000_000, doc="wfformat with a recipe: "
+                              "tasks asked of each generated workflow"),
+        "recipe_instances": Field(4, "int", lo=1, hi=10_000, doc="wfformat with a recipe: "
+                                  "distinct workflows generated (job j replays j mod this)"),
         "job_events": Field([], "list", doc="google-trace: job_events files of Google's "
                             "2011 trace (CSV, or gzipped CSV), in trace order"),
         "task_events": Field([], "list", doc="google-trace: task_events files, in trace "
@@ -546,8 +553,17 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
                                             for v in shares) or not sum(shares) > 0):
                 raise GeosimError(f"must be three non-negative numbers with a positive sum "
                                   f"(got {_short(shares)})", source=source, key=f"workload.{key}")
+    if wl["recipe"]:
+        from geosim.workload.recipes import RECIPES
+        if wl["recipe"] not in RECIPES:
+            raise GeosimError(f"must be one of {', '.join(RECIPES)} (got {_short(wl['recipe'])})",
+                              source=source, key="workload.recipe")
+        if wl["files"]:
+            raise GeosimError("give workload.files or workload.recipe, not both",
+                              source=source, key="workload.recipe")
     for key in _FILE_KEYS.get(wl["kind"], ()):
-        _check_files(wl, key, base, source)
+        if not (key == "files" and wl["kind"] == "wfformat" and wl["recipe"]):
+            _check_files(wl, key, base, source)
     if wl["kind"].endswith("-trace") and wl["trace_end"] and \
             not wl["trace_end"] > wl["trace_start"]:
         raise GeosimError(f"must be 0 (no end) or above workload.trace_start = "

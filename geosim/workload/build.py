@@ -24,6 +24,7 @@ from geosim.workload.flows import flow_jobs
 from geosim.workload.google import google_jobs
 from geosim.workload.mapreduce import mapreduce_jobs
 from geosim.workload.montage import montage_jobs
+from geosim.workload.recipes import generated_instances
 from geosim.workload.single import WorkDistribution, single_work_jobs
 from geosim.workload.spark_apps import spark_scenario_jobs
 from geosim.workload.traces import alibaba_trace_jobs, google_trace_jobs
@@ -87,6 +88,14 @@ def build_workload(scenario: ScenarioLike, world: WorldLike,
     if kind == "montage":
         mix = ((0.89, 1, 150), (0.08, 151, 500), (0.03, 501, wl["large_max_tasks"]))
         return montage_jobs(wl["n_jobs"], wl["arrival_rate"], rng, size_mix=mix, **common)
+    if wl["recipe"]:                    # generated workflows (the wfcommons extra)
+        try:
+            with generated_instances(wl["recipe"], wl["recipe_tasks"], wl["recipe_instances"],
+                                     rng) as files:
+                return wfformat_jobs(files, wl["n_jobs"], wl["arrival_rate"], rng, **common)
+        except GeosimError as exc:
+            raise GeosimError(str(exc), source=scenario.source, key="workload.recipe") \
+                from None
     files = [str(scenario.resolve(f)) for f in wl["files"]]
     return wfformat_jobs(files, wl["n_jobs"], wl["arrival_rate"], rng, **common)
 

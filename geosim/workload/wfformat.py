@@ -1,4 +1,4 @@
-"""WfFormat: real workflow instances in WfCommons' WfFormat (schema 1.5, and 1.0-1.4).
+"""WfFormat: real workflow instances in WfCommons' WfFormat (schema 1.5 and 1.6, and 1.0-1.4).
 
 :func:`read_wfformat` reads one instance as a one-job workload; :func:`wfformat_jobs` replays
 instances as a Poisson stream, placing raw inputs as :func:`~geosim.workload.montage_jobs` does.
@@ -192,7 +192,7 @@ def _parse_wfformat(path: str | Path, min_runtime: float) -> _WfTemplate:
         elif "tasks" in wf or "jobs" in wf:
             tasks, sizes, alias = _wf_tasks_old(wf)
         else:
-            raise ValueError("'workflow' has neither 'specification' (schema 1.5) nor 'tasks'")
+            raise ValueError("'workflow' has neither 'specification' (schema 1.5, 1.6) nor 'tasks'")
     except KeyError as exc:
         raise fail(f"malformed WfFormat: missing field {exc}") from None
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
@@ -310,9 +310,10 @@ def read_wfformat(path: str | Path, *, arrival: float = 0.0, input_cluster: int 
                   reference_mips: float = REFERENCE_MIPS, min_runtime: float = 1e-3) -> Workload:
     """One job from a WfCommons WfFormat instance (JSON).
 
-    Supports schema 1.5 (``workflow.specification.tasks`` with ``id``, ``name``, ``parents``,
-    ``children``, ``inputFiles``, ``outputFiles``; ``workflow.specification.files`` with ``id``,
-    ``sizeInBytes``; ``workflow.execution.tasks`` with ``id``, ``runtimeInSeconds``) and the older
+    Supports schemas 1.5 and 1.6 (``workflow.specification.tasks`` with ``id``, ``name``,
+    ``parents``, ``children``, ``inputFiles``, ``outputFiles``; ``workflow.specification.files``
+    with ``id``, ``sizeInBytes``; ``workflow.execution.tasks`` with ``id``,
+    ``runtimeInSeconds``; WfCommons 1.6 writes 1.6 in that layout) and the older
     layout of 1.0-1.4 (``workflow.tasks`` or ``workflow.jobs`` with ``name``/``id``,
     ``parents``/``children`` by name or id, ``runtime``/``runtimeInSeconds``, and ``files`` with
     ``link`` input/output and ``size``/``sizeInBytes`` in bytes).
