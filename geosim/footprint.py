@@ -60,11 +60,13 @@ JOB_BYTES = 2048
 #: Bytes per DAG edge (its arrays, and an input row of each copy of its child task), for
 #: workloads whose jobs are dense DAGs (the all-to-all shuffles of ``spark`` jobs).
 EDGE_BYTES = 64
-#: Wall-clock seconds per slotted step, per event of an event-timed run and per task
-#: (order of magnitude, measured on the shipped scenarios), for :func:`describe_run`.
-STEP_SECONDS = 1e-3
-EVENT_SECONDS = 2e-5
-TASK_SECONDS = 5e-5
+#: Wall-clock seconds per slotted step, per event of an event-timed run and per task,
+#: for :func:`time_estimate`: fitted to the runs of the shipped scenarios measured by
+#: ``benchmarks/estimate_check.py`` (steps of ``pingan-light`` and ``-medium``, tasks of
+#: ``flowflex``; every shipped scenario then within a factor of 2.2, docs/results.md).
+STEP_SECONDS = 6e-4
+EVENT_SECONDS = 1e-5
+TASK_SECONDS = 2e-5
 #: Bytes of one sample of one cluster's (ten columns) and one link's (seven) time series.
 RECORD_BYTES = 80
 LINK_RECORD_BYTES = 56
@@ -221,38 +223,162 @@ def check_pace(scenario: Scenario, world, workload, stall_seconds: float,
 
 
 def describe_run(scenario: Scenario, world, workload, footprint: Footprint) -> str:
-    """One line for ``geosim validate``: memory, simulated time, steps and wall time.
+    """What ``geosim validate`` says of a run: memory, simulated time, steps and wall time.
 
-    The simulated time is the later of the last arrival and the time the whole work takes
-    on all slots at the mean rates, plus one task alone; the steps are that over
-    ``run.dt`` (a bound: idle stretches are skipped); the wall time is
-    :data:`STEP_SECONDS` per step plus :data:`TASK_SECONDS` per task, measured on
-    slotted runs of the shipped scenarios, so take it as an order of magnitude.
+    The simulated time and steps are :func:`simulated_span`'s; the wall time is
+    :data:`STEP_SECONDS` per step (:data:`EVENT_SECONDS` per event) plus
+    :data:`TASK_SECONDS` per task, measured on the shipped scenarios, so take it as an
+    order of magnitude (``benchmarks/estimate_check.py`` measures it). When outages
+    would interrupt most copies (:func:`outage_exposure`), a second line says that the
+    estimate cannot hold, and why.
     """
     compute, transfer = task_seconds(scenario, world, workload)
-    simulated, steps = simulated_span(scenario, world, workload)
-    event = scenario["run"]["timing"] == "event"
-    wall = steps * (EVENT_SECONDS if event else STEP_SECONDS) + workload.n_tasks * TASK_SECONDS
-    unit = "events" if event else f"steps of {scenario['run']['dt']:g} s"
-    return (f"estimate: memory {footprint.memory_bytes / GIB:.2f} GiB (run.max_memory_gb = "
+    simulated, steps, wall = time_estimate(scenario, world, workload)
+    unit = "events" if scenario["run"]["timing"] == "event" else \
+        f"steps of {scenario['run']['dt']:g} s"
+    text = (f"estimate: memory {footprint.memory_bytes / GIB:.2f} GiB (run.max_memory_gb = "
             f"{scenario['run']['max_memory_gb']:g}); a task alone takes about "
             f"{compute + transfer:.3g} s; about {simulated:,.0f} simulated s in at most "
             f"{steps:,.0f} {unit}; wall time on the order of {_duration(wall)}")
+    share, up = outage_exposure(scenario, world, workload)
+    if share > OUTAGE_SHARE:
+        text += (f"\nno estimate of time holds: outages would cut about {share:.0%} of the "
+                 f"copies short (where their input is, a cluster has an outage every "
+                 f"{up:,.0f} s on average, and a copy lost in one runs again from the "
+                 "start), so the run may take far longer, or stall")
+    return text
+
+
+def time_estimate(scenario: Scenario, world, workload) -> tuple[float, float, float]:
+    """Simulated seconds and steps (:func:`simulated_span`), and wall seconds of the run.
+
+    The wall time is :data:`STEP_SECONDS` per step (:data:`EVENT_SECONDS` per event)
+    plus :data:`TASK_SECONDS` per task.
+    """
+    simulated, steps = simulated_span(scenario, world, workload)
+    per_step = EVENT_SECONDS if scenario["run"]["timing"] == "event" else STEP_SECONDS
+    return simulated, steps, steps * per_step + workload.n_tasks * TASK_SECONDS
+
+
+#: Share of copies lost to outages (:func:`outage_exposure`) above which
+#: ``geosim validate`` says that no time estimate holds.
+OUTAGE_SHARE = 0.2
+#: Tasks and clusters :func:`outage_exposure` samples at most.
+EXPOSURE_SAMPLES = 2000
+
+
+def outage_exposure(scenario: Scenario, world, workload) -> tuple[float, float]:
+    """The share of copies an outage would cut short, and the mean time between outages.
+
+    A cluster reachable for a trial interval starts an outage with its probability ``p``:
+    outages come at rate ``λ = p / trial_interval``, and a copy that takes ``T`` s alone
+    (its task's work at the mean slot rate and its inputs at the mean bandwidth) meets
+    one with probability ``1 - exp(-λ T)``. The share is that averaged over the tasks
+    (at most :data:`EXPOSURE_SAMPLES` of them) and over the clusters, weighted by the raw
+    input each stores (locality-first placement runs copies by their data), or by their
+    slots when jobs have no raw input.
+
+    Returns:
+        The share (0 without outages) and the same weighted mean of ``1 / λ`` (``inf``
+        without outages).
+    """
+    out = scenario["outages"]
+    p = np.asarray(world.outage_p, dtype=float)
+    if not out["enabled"] or not np.any(p > 0) or workload.n_tasks == 0:
+        return 0.0, math.inf
+    rate = float(np.mean(world.power.mean)) * _mean_factor(scenario)
+    bw = [float(np.mean(world.gate))] if world.n_clusters > 1 else []
+    if world.link_bw is not None:
+        bw.append(float(np.mean(world.link_bw.mean)))
+    step = max(1, workload.n_tasks // EXPOSURE_SAMPLES)
+    tasks = np.arange(0, workload.n_tasks, step)
+    per_raw = np.repeat(np.arange(workload.n_tasks), np.diff(workload.raw_ptr))
+    data = np.bincount(per_raw, weights=workload.raw_size, minlength=workload.n_tasks) \
+        + np.bincount(workload.edge_dst, weights=workload.edge_size,
+                      minlength=workload.n_tasks)
+    alone = workload.task_work[tasks] / rate + (data[tasks] / min(bw) if bw else 0.0)
+    weight = world.slots / world.slots.sum()
+    if workload.raw_size.size and workload.raw_size.sum() > 0:   # copies go to their data
+        weight = np.bincount(workload.raw_cluster, weights=workload.raw_size,
+                             minlength=world.n_clusters)
+        weight = weight / weight.sum()
+    lam = p / out["trial_interval"]
+    lost = 1.0 - np.exp(-np.outer(alone, lam))          # tasks × clusters
+    share = float(np.mean(lost @ weight))
+    with np.errstate(divide="ignore"):
+        up = float(np.sum(weight[lam > 0] / lam[lam > 0]) / max(weight[lam > 0].sum(), 1e-300))
+    return share, up
+
+
+def critical_paths(workload, rate: float, bandwidth: float) -> np.ndarray:
+    """Per job, the seconds of its longest chain of tasks, each task alone.
+
+    A task takes its work at ``rate`` (MI/s) plus its inputs (raw and from its parents,
+    MB) at ``bandwidth`` (MB/s; ``inf``: free); a task starts when its parents are done
+    (the DAG's edges) and a stage when the stage before has finished (stage barriers,
+    chained). With unlimited slots a job alone would take this long.
+    """
+    n = workload.n_tasks
+    if workload.n_jobs == 0:
+        return np.zeros(0)
+    per_raw = np.repeat(np.arange(n), np.diff(workload.raw_ptr))
+    data = np.bincount(per_raw, weights=workload.raw_size, minlength=n) \
+        + np.bincount(workload.edge_dst, weights=workload.edge_size, minlength=n)
+    cost = workload.task_work / rate + (data / bandwidth if math.isfinite(bandwidth) else 0.0)
+    finish = cost.copy()
+    src, dst = workload.edge_src, workload.edge_dst
+    for _ in range(n + 1):                # as many rounds as the deepest chain has tasks
+        if not src.size:
+            break
+        before = np.zeros(n)
+        np.maximum.at(before, dst, finish[src])
+        done = cost + before
+        if np.array_equal(done, finish):
+            break
+        finish = done
+    starts = workload.task_ptr[:-1]
+    paths = np.maximum.reduceat(finish, starts)
+    stage = workload.task_stage.astype(np.int64)
+    if stage.any():
+        job = np.repeat(np.arange(workload.n_jobs), np.diff(workload.task_ptr))
+        key = job * (int(stage.max()) + 1) + stage
+        longest = np.zeros(int(key.max()) + 1)
+        np.maximum.at(longest, key, cost)
+        chained = np.bincount(np.arange(longest.size) // (int(stage.max()) + 1),
+                              weights=longest, minlength=workload.n_jobs)
+        paths = np.maximum(paths, chained[:workload.n_jobs])
+    return paths
 
 
 def simulated_span(scenario: Scenario, world, workload) -> tuple[float, float]:
     """Expected simulated seconds of a run, and its steps (events when event-timed).
 
-    The simulated time is the later of the last arrival and the time the whole work takes
-    on all slots at the mean rates, plus a mean task alone (capped by ``run.horizon``);
-    the steps are that over ``run.dt`` (a bound: idle stretches are skipped), or two per
-    task when decisions are at events.
+    The simulated time is the latest of: the last arrival plus a mean task alone; the
+    whole work on all slots at the mean rates plus a mean task alone; each job's arrival
+    plus its longest chain of tasks (:func:`critical_paths`, at the mean slot rate and
+    the smaller of the mean gate and link bandwidths); and, per input cluster, the raw
+    input stored there over its gate. It is capped by ``run.horizon``. The steps are
+    that over ``run.dt`` (a bound: idle stretches are skipped), or two per task when
+    decisions are at events.
     """
     compute, transfer = task_seconds(scenario, world, workload)
-    power = float(np.mean(world.power.mean)) * _mean_factor(scenario) * world.n_slots
+    rate = float(np.mean(world.power.mean)) * _mean_factor(scenario)
+    power = rate * world.n_slots
     drain = float(np.sum(workload.task_work)) / power if power > 0 else math.inf
     arrivals = float(np.max(workload.arrival)) if workload.n_jobs else 0.0
     simulated = max(arrivals, drain) + compute + transfer
+    if workload.n_jobs and rate > 0:
+        bw = [float(np.mean(world.gate))] if world.n_clusters > 1 else []
+        if world.link_bw is not None:
+            bw.append(float(np.mean(world.link_bw.mean)))
+        paths = critical_paths(workload, rate, min(bw) if bw else math.inf)
+        simulated = max(simulated, float(np.max(workload.arrival + paths)))
+        if workload.raw_size.size and world.n_clusters > 1:
+            stored = np.bincount(workload.raw_cluster, weights=workload.raw_size,
+                                 minlength=world.n_clusters)
+            gate = np.asarray(world.gate, dtype=float)
+            out = np.divide(stored, gate, out=np.zeros_like(stored), where=gate > 0)
+            simulated = max(simulated, float(out.max()))
     if scenario["run"]["horizon"] > 0:
         simulated = min(simulated, float(scenario["run"]["horizon"]))
     if scenario["run"]["timing"] == "event":
