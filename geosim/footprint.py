@@ -63,7 +63,7 @@ EDGE_BYTES = 64
 #: Wall-clock seconds per slotted step, per event of an event-timed run and per task,
 #: for :func:`time_estimate`: fitted to the runs of the shipped scenarios measured by
 #: ``benchmarks/estimate_check.py`` (steps of ``pingan-light`` and ``-medium``, tasks of
-#: ``flowflex``; every shipped scenario then within a factor of 2.2, docs/results.md).
+#: ``flowflex``; every shipped scenario then within a factor of 2.7, docs/results.md).
 STEP_SECONDS = 6e-4
 EVENT_SECONDS = 1e-5
 TASK_SECONDS = 2e-5
@@ -242,10 +242,10 @@ def describe_run(scenario: Scenario, world, workload, footprint: Footprint) -> s
             f"{steps:,.0f} {unit}; wall time on the order of {_duration(wall)}")
     share, up = outage_exposure(scenario, world, workload)
     if share > OUTAGE_SHARE:
-        text += (f"\nno estimate of time holds: outages would cut about {share:.0%} of the "
-                 f"copies short (where their input is, a cluster has an outage every "
-                 f"{up:,.0f} s on average, and a copy lost in one runs again from the "
-                 "start), so the run may take far longer, or stall")
+        text += (f"\nno estimate of time holds: outages would cut short the copies that "
+                 f"hold about {share:.0%} of the work (where their input is, a cluster has "
+                 f"an outage every {up:,.0f} s on average, and a copy lost in one runs "
+                 "again from the start), so the run may take far longer, or stall")
     return text
 
 
@@ -260,71 +260,89 @@ def time_estimate(scenario: Scenario, world, workload) -> tuple[float, float, fl
     return simulated, steps, steps * per_step + workload.n_tasks * TASK_SECONDS
 
 
-#: Share of copies lost to outages (:func:`outage_exposure`) above which
-#: ``geosim validate`` says that no time estimate holds.
+#: Share of the work in copies that outages cut short (:func:`outage_exposure`) above
+#: which ``geosim validate`` says that no time estimate holds.
 OUTAGE_SHARE = 0.2
-#: Tasks and clusters :func:`outage_exposure` samples at most.
+#: Tasks :func:`outage_exposure` samples at most.
 EXPOSURE_SAMPLES = 2000
 
 
 def outage_exposure(scenario: Scenario, world, workload) -> tuple[float, float]:
-    """The share of copies an outage would cut short, and the mean time between outages.
+    """The share of the work in copies outages cut short, and the time between outages.
 
     A cluster reachable for a trial interval starts an outage with its probability ``p``:
     outages come at rate ``λ = p / trial_interval``, and a copy that takes ``T`` s alone
-    (its task's work at the mean slot rate and its inputs at the mean bandwidth) meets
-    one with probability ``1 - exp(-λ T)``. The share is that averaged over the tasks
-    (at most :data:`EXPOSURE_SAMPLES` of them) and over the clusters, weighted by the raw
-    input each stores (locality-first placement runs copies by their data), or by their
-    slots when jobs have no raw input.
+    (:func:`task_alone`) meets one with probability ``1 - exp(-λ T)``. The share weighs
+    that by ``T`` over the tasks (at most :data:`EXPOSURE_SAMPLES` of them) and over the
+    clusters as :func:`outage_rates` weighs them: long tasks, which an outage is likely
+    to cut, hold most of the work of the runs it lengthens (measured with
+    ``benchmarks/estimate_check.py``; the share of copies alone missed them).
 
     Returns:
         The share (0 without outages) and the same weighted mean of ``1 / λ`` (``inf``
         without outages).
     """
+    rates = outage_rates(scenario, world, workload)
+    if rates is None:
+        return 0.0, math.inf
+    lam, weight = rates
+    step = max(1, workload.n_tasks // EXPOSURE_SAMPLES)
+    alone = task_alone(scenario, world, workload)[::step]
+    cut = -np.expm1(-np.outer(alone, lam)) @ weight
+    share = float(np.sum(cut * alone) / max(np.sum(alone), 1e-300))
+    return share, float(np.sum(weight / lam))
+
+
+def outage_rates(scenario: Scenario, world, workload) -> tuple[np.ndarray, np.ndarray] | None:
+    """Outage rates ``λ`` (1/s) of the clusters copies run on, and the share of copies there.
+
+    Copies are taken to run by their data, as locality-first placement runs them: each
+    cluster weighs by the raw input it stores (by its slots when jobs have none). Only
+    clusters with outages are listed; None when there are none.
+    """
     out = scenario["outages"]
     p = np.asarray(world.outage_p, dtype=float)
     if not out["enabled"] or not np.any(p > 0) or workload.n_tasks == 0:
-        return 0.0, math.inf
+        return None
+    weight = np.asarray(world.slots, dtype=float)
+    if workload.raw_size.size and workload.raw_size.sum() > 0:
+        weight = np.bincount(workload.raw_cluster, weights=workload.raw_size,
+                             minlength=world.n_clusters)
+    weight = weight / weight.sum()
+    some = (p > 0) & (weight > 0)
+    if not some.any():
+        return None
+    return p[some] / out["trial_interval"], weight[some]
+
+
+def task_alone(scenario: Scenario, world, workload) -> np.ndarray:
+    """Seconds of each task alone.
+
+    Its work at the mean slot rate, and its inputs (raw and from its parents) over the
+    smaller of the mean gate and link bandwidths.
+    """
+    n = workload.n_tasks
     rate = float(np.mean(world.power.mean)) * _mean_factor(scenario)
+    per_raw = np.repeat(np.arange(n), np.diff(workload.raw_ptr))
+    data = np.bincount(per_raw, weights=workload.raw_size, minlength=n) \
+        + np.bincount(workload.edge_dst, weights=workload.edge_size, minlength=n)
     bw = [float(np.mean(world.gate))] if world.n_clusters > 1 else []
     if world.link_bw is not None:
         bw.append(float(np.mean(world.link_bw.mean)))
-    step = max(1, workload.n_tasks // EXPOSURE_SAMPLES)
-    tasks = np.arange(0, workload.n_tasks, step)
-    per_raw = np.repeat(np.arange(workload.n_tasks), np.diff(workload.raw_ptr))
-    data = np.bincount(per_raw, weights=workload.raw_size, minlength=workload.n_tasks) \
-        + np.bincount(workload.edge_dst, weights=workload.edge_size,
-                      minlength=workload.n_tasks)
-    alone = workload.task_work[tasks] / rate + (data[tasks] / min(bw) if bw else 0.0)
-    weight = world.slots / world.slots.sum()
-    if workload.raw_size.size and workload.raw_size.sum() > 0:   # copies go to their data
-        weight = np.bincount(workload.raw_cluster, weights=workload.raw_size,
-                             minlength=world.n_clusters)
-        weight = weight / weight.sum()
-    lam = p / out["trial_interval"]
-    lost = 1.0 - np.exp(-np.outer(alone, lam))          # tasks × clusters
-    share = float(np.mean(lost @ weight))
-    with np.errstate(divide="ignore"):
-        up = float(np.sum(weight[lam > 0] / lam[lam > 0]) / max(weight[lam > 0].sum(), 1e-300))
-    return share, up
+    seconds = workload.task_work / rate if rate > 0 else np.full(n, math.inf)
+    return seconds + (data / min(bw) if bw and data.any() else 0.0)
 
 
-def critical_paths(workload, rate: float, bandwidth: float) -> np.ndarray:
-    """Per job, the seconds of its longest chain of tasks, each task alone.
+def critical_paths(workload, cost: np.ndarray) -> np.ndarray:
+    """Per job, the seconds of its longest chain of tasks, each taking ``cost`` seconds.
 
-    A task takes its work at ``rate`` (MI/s) plus its inputs (raw and from its parents,
-    MB) at ``bandwidth`` (MB/s; ``inf``: free); a task starts when its parents are done
-    (the DAG's edges) and a stage when the stage before has finished (stage barriers,
-    chained). With unlimited slots a job alone would take this long.
+    A task starts when its parents are done (the DAG's edges) and a stage when the stage
+    before has finished (stage barriers, chained). With unlimited slots a job alone would
+    take this long.
     """
     n = workload.n_tasks
     if workload.n_jobs == 0:
         return np.zeros(0)
-    per_raw = np.repeat(np.arange(n), np.diff(workload.raw_ptr))
-    data = np.bincount(per_raw, weights=workload.raw_size, minlength=n) \
-        + np.bincount(workload.edge_dst, weights=workload.edge_size, minlength=n)
-    cost = workload.task_work / rate + (data / bandwidth if math.isfinite(bandwidth) else 0.0)
     finish = cost.copy()
     src, dst = workload.edge_src, workload.edge_dst
     for _ in range(n + 1):                # as many rounds as the deepest chain has tasks
@@ -336,17 +354,14 @@ def critical_paths(workload, rate: float, bandwidth: float) -> np.ndarray:
         if np.array_equal(done, finish):
             break
         finish = done
-    starts = workload.task_ptr[:-1]
-    paths = np.maximum.reduceat(finish, starts)
+    paths = np.maximum.reduceat(finish, workload.task_ptr[:-1])
     stage = workload.task_stage.astype(np.int64)
     if stage.any():
+        width = int(stage.max()) + 1
         job = np.repeat(np.arange(workload.n_jobs), np.diff(workload.task_ptr))
-        key = job * (int(stage.max()) + 1) + stage
-        longest = np.zeros(int(key.max()) + 1)
-        np.maximum.at(longest, key, cost)
-        chained = np.bincount(np.arange(longest.size) // (int(stage.max()) + 1),
-                              weights=longest, minlength=workload.n_jobs)
-        paths = np.maximum(paths, chained[:workload.n_jobs])
+        longest = np.zeros(workload.n_jobs * width)
+        np.maximum.at(longest, job * width + stage, cost)
+        paths = np.maximum(paths, longest.reshape(workload.n_jobs, width).sum(axis=1))
     return paths
 
 
@@ -355,30 +370,26 @@ def simulated_span(scenario: Scenario, world, workload) -> tuple[float, float]:
 
     The simulated time is the latest of: the last arrival plus a mean task alone; the
     whole work on all slots at the mean rates plus a mean task alone; each job's arrival
-    plus its longest chain of tasks (:func:`critical_paths`, at the mean slot rate and
-    the smaller of the mean gate and link bandwidths); and, per input cluster, the raw
-    input stored there over its gate. It is capped by ``run.horizon``. The steps are
-    that over ``run.dt`` (a bound: idle stretches are skipped), or two per task when
-    decisions are at events.
+    plus its longest chain of tasks (:func:`critical_paths` of :func:`task_alone`); and,
+    per input cluster, the raw input stored there over its gate. Outages are left out
+    (:func:`describe_run` says when they make the estimate meaningless). It is capped by
+    ``run.horizon``. The steps are that over ``run.dt`` (a bound: idle stretches are
+    skipped), or two per task when decisions are at events.
     """
     compute, transfer = task_seconds(scenario, world, workload)
-    rate = float(np.mean(world.power.mean)) * _mean_factor(scenario)
-    power = rate * world.n_slots
+    power = float(np.mean(world.power.mean)) * _mean_factor(scenario) * world.n_slots
     drain = float(np.sum(workload.task_work)) / power if power > 0 else math.inf
     arrivals = float(np.max(workload.arrival)) if workload.n_jobs else 0.0
     simulated = max(arrivals, drain) + compute + transfer
-    if workload.n_jobs and rate > 0:
-        bw = [float(np.mean(world.gate))] if world.n_clusters > 1 else []
-        if world.link_bw is not None:
-            bw.append(float(np.mean(world.link_bw.mean)))
-        paths = critical_paths(workload, rate, min(bw) if bw else math.inf)
+    if workload.n_jobs:
+        paths = critical_paths(workload, task_alone(scenario, world, workload))
         simulated = max(simulated, float(np.max(workload.arrival + paths)))
-        if workload.raw_size.size and world.n_clusters > 1:
-            stored = np.bincount(workload.raw_cluster, weights=workload.raw_size,
-                                 minlength=world.n_clusters)
-            gate = np.asarray(world.gate, dtype=float)
-            out = np.divide(stored, gate, out=np.zeros_like(stored), where=gate > 0)
-            simulated = max(simulated, float(out.max()))
+    if workload.raw_size.size and world.n_clusters > 1:
+        stored = np.bincount(workload.raw_cluster, weights=workload.raw_size,
+                             minlength=world.n_clusters)
+        gate = np.asarray(world.gate, dtype=float)
+        out = np.divide(stored, gate, out=np.zeros_like(stored), where=gate > 0)
+        simulated = max(simulated, float(out.max()))
     if scenario["run"]["horizon"] > 0:
         simulated = min(simulated, float(scenario["run"]["horizon"]))
     if scenario["run"]["timing"] == "event":

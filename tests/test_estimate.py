@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 from geosim.cli import main
-from geosim.footprint import critical_paths, outage_exposure, simulated_span
+from geosim.footprint import (
+    critical_paths,
+    outage_exposure,
+    simulated_span,
+    task_alone,
+)
 from geosim.inputs import build_inputs
 from geosim.scenario import load_scenario
 from geosim.testing import geo_world
@@ -29,12 +34,18 @@ def _chain() -> Workload:
                     task_stage=np.array([0, 0, 0, 0, 0, 0, 1], dtype=np.int32))
 
 
+def _costs(bandwidth: float) -> np.ndarray:
+    """The tasks of :func:`_chain` alone at 10 MI/s, inputs at ``bandwidth`` MB/s."""
+    data = np.array([0.0, 8.0, 0.0, 10.0, 0.0, 0.0, 0.0])
+    return _chain().task_work / 10.0 + data / bandwidth
+
+
 def test_critical_paths_follow_edges_inputs_and_stage_barriers():
-    # rate 10 MI/s, 2 MB/s: job 0's chain 1 + (2 + 4) + 3 = 10 s against task 3's 4 + 5;
-    # job 1's map stage takes its longest task (1.5 s), then the reduce (0.7 s)
-    paths = critical_paths(_chain(), rate=10.0, bandwidth=2.0)
+    # at 2 MB/s: job 0's chain 1 + (2 + 4) + 3 = 10 s against task 3's 4 + 5; job 1's
+    # map stage takes its longest task (1.5 s), then the reduce (0.7 s)
+    paths = critical_paths(_chain(), _costs(bandwidth=2.0))
     assert paths == pytest.approx([10.0, 2.2])
-    assert critical_paths(_chain(), rate=10.0, bandwidth=np.inf) == pytest.approx([6.0, 2.2])
+    assert critical_paths(_chain(), _costs(bandwidth=np.inf)) == pytest.approx([6.0, 2.2])
 
 
 def test_the_estimate_takes_the_latest_of_arrivals_drain_and_chains():
@@ -43,11 +54,9 @@ def test_the_estimate_takes_the_latest_of_arrivals_drain_and_chains():
     inputs = build_inputs(scenario)
     simulated, steps = simulated_span(scenario, inputs.world, inputs.workload)
     wl = inputs.workload
-    rate = float(np.mean(inputs.world.power.mean))
-    gate = float(np.mean(inputs.world.gate))
-    link = float(np.mean(inputs.world.link_bw.mean))
-    chains = wl.arrival + critical_paths(wl, rate * 1.0, min(gate, link))
+    chains = wl.arrival + critical_paths(wl, task_alone(scenario, inputs.world, wl))
     assert simulated >= chains.max() - 1e-9 and steps == pytest.approx(simulated)
+
 
 
 def test_validate_says_when_outages_make_any_estimate_wrong(tmp_path, capsys):
@@ -63,11 +72,12 @@ def test_validate_says_when_outages_make_any_estimate_wrong(tmp_path, capsys):
     path.write_text(dump_toml(world))
     assert main(["validate", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2].startswith("no estimate of time holds: outages would cut about ")
+    assert lines[2].startswith("no estimate of time holds: outages would cut short the "
+                               "copies that hold about ")
     assert main(["validate", "scenarios/pingan-medium.toml"]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
 
 
-def _built(world: dict):
-    inputs = build_inputs(load_scenario(world))
+def _built(world):
+    inputs = build_inputs(world if not isinstance(world, dict) else load_scenario(world))
     return inputs.world, inputs.workload
