@@ -63,7 +63,7 @@ EDGE_BYTES = 64
 #: Wall-clock seconds per slotted step, per event of an event-timed run and per task,
 #: for :func:`time_estimate`: fitted to the runs of the shipped scenarios measured by
 #: ``benchmarks/estimate_check.py`` (steps of ``pingan-light`` and ``-medium``, tasks of
-#: ``flowflex``; every shipped scenario then within a factor of 2.7, docs/results.md).
+#: ``flowflex``; every shipped scenario then within a factor of 2.5, docs/results.md).
 STEP_SECONDS = 6e-4
 EVENT_SECONDS = 1e-5
 TASK_SECONDS = 2e-5
