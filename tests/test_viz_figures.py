@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -442,8 +443,11 @@ def test_crowded_figures_tell_schedulers_apart_by_style_too():
                if hasattr(c, "patches")}
     assert len(hatches) == len(registered())
     assert len(set(hatches.values())) > 1
-    # few schedulers: plain solid lines
+    # two schedulers differ in style too; one alone is a plain solid line
     fig = figures.flowtime_cdf(_synthetic({"fifo": [10, 20], "pingan": [15, 30]}))
+    assert len({(line.get_linestyle(), line.get_marker())
+                for line in fig.axes[0].lines}) == 2
+    fig = figures.flowtime_cdf(_synthetic({"fifo": [10, 20]}))
     assert {(line.get_linestyle(), line.get_marker()) for line in fig.axes[0].lines} == {
         ("-", "None")}
 
@@ -501,6 +505,39 @@ def test_every_registered_scheduler_has_a_distinct_stable_colour():
     assert len({(s.linestyle, s.marker) for s in styles.values()}) == len(names)
     assert all(s.linestyle == "-" and s.marker is None and not s.hatch
                for s in scheduler_styles(names[:MAX_PLAIN]).values())
+
+
+#: Colour-vision deficiencies (Machado, Oliveira and Fernandes 2009, severity 1), applied
+#: to linear RGB.
+_DEFICIENCIES = {
+    "deuteranopia": np.array([[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                              [-0.011820, 0.042940, 0.968881]]),
+    "protanopia": np.array([[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                            [-0.003882, -0.048116, 1.051998]]),
+}
+
+
+def test_the_schedulers_make_run_compares_are_told_apart_by_everyone():
+    makefile = (ROOT / "Makefile").read_text()
+    names = re.search(r"^SCHEDULERS \?= (\S+)$", makefile, flags=re.M).group(1).split(",")
+    colors = scheduler_colors(names)
+
+    def to_linear(c):
+        c = np.asarray(c, dtype=float)
+        return np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+
+    def to_srgb(c):
+        c = np.clip(c, 0.0, 1.0)
+        return np.where(c <= 0.0031308, 12.92 * c, 1.055 * c ** (1 / 2.4) - 0.055)
+
+    for a, b in itertools.combinations(names, 2):
+        assert np.linalg.norm(_cielab(colors[a]) - _cielab(colors[b])) >= 30, (a, b)
+        for kind, matrix in _DEFICIENCIES.items():
+            seen = [_cielab(to_srgb(matrix @ to_linear(colors[x]))) for x in (a, b)]
+            assert np.linalg.norm(seen[0] - seen[1]) >= 15, (kind, a, b)
+    styles = scheduler_styles(names)        # and never by colour alone
+    assert len({(s.linestyle, s.marker) for s in styles.values()}) == len(names)
+    assert len({s.marker for s in styles.values()}) == len(names)
 
 
 def test_unknown_labels_get_deterministic_colours():

@@ -4,8 +4,9 @@ Colours are the Okabe–Ito set (readable with the common colour-vision deficien
 plus a few neutrals. Every registered scheduler has a colour of its own
 (:data:`SCHEDULER_COLORS`), the same in every figure; a label with parameters
 (``srpt[preemptive=false]``) is a shade of its scheduler's colour, and an unknown
-scheduler name takes a fallback colour by a hash of the name. Figures with many
-schedulers also give each a line style, marker and hatch (:func:`scheduler_styles`).
+scheduler name takes a fallback colour by a hash of the name. A figure of more than one
+scheduler also gives each a line style, marker and hatch (:func:`scheduler_styles`), so
+that none is told apart by colour alone.
 """
 
 from __future__ import annotations
@@ -61,9 +62,10 @@ UNDECIDED_HATCH = "///"
 #: that a scheduler looks the same in every figure whatever is drawn beside it. The first
 #: eight are the Okabe–Ito set (plus grey and brown); the others were picked from Paul
 #: Tol's, Tableau's and ColorBrewer's sets to keep every pair at least 20 CIELAB units
-#: apart, and about 10 apart under simulated deuteranopia and protanopia. Figures with
-#: more than :data:`MAX_PLAIN` schedulers also tell them apart by line style, marker and
-#: hatch (:func:`scheduler_styles`).
+#: apart, and about 10 apart under simulated deuteranopia and protanopia; the schedulers
+#: ``make run`` compares are at least 37 apart, and 20 under those deficiencies. Figures
+#: of more than :data:`MAX_PLAIN` scheduler also tell them apart by line style, marker
+#: and hatch (:func:`scheduler_styles`).
 SCHEDULER_COLORS: dict[str, str] = {
     "fifo": "#7F7F7F",               # grey
     "fair": "#0072B2",               # blue
@@ -76,7 +78,7 @@ SCHEDULER_COLORS: dict[str, str] = {
     "iridium": "#332288",            # indigo
     "flutter": "#0B3C49",            # dark teal
     "flutter+dolly": "#17BECF",      # cyan
-    "flutter+mantri": "#393B79",     # dark slate blue
+    "flutter+mantri": "#AA4499",     # purple
     "flutter+late": "#B5CF6B",       # light olive
     "mantri": "#920000",             # dark red
     "late": "#8C6D31",               # ochre
@@ -93,9 +95,10 @@ SCHEDULER_COLORS: dict[str, str] = {
 #: name picks one, so a name keeps its colour from figure to figure.
 FALLBACK_COLORS = ("#E7298A", "#006DDB", "#9C9EDE", "#9467BD", "#F95D6A", "#637939",
                    "#AA3377", "#BBBBBB")
-#: Up to this many schedulers in one figure are told apart by colour alone; with more,
-#: each also gets a line style, a marker and a bar hatch of its own.
-MAX_PLAIN = 8
+#: Up to this many schedulers in one figure are drawn by colour alone; with more, each
+#: also gets a line style, a marker and a bar hatch of its own, so that no two are told
+#: apart by colour only.
+MAX_PLAIN = 1
 LINESTYLES = ("-", "--", "-.", ":")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h")
 HATCHES = ("", "//", "\\\\", "xx", "..", "++", "--", "||", "oo")
