@@ -229,8 +229,8 @@ def describe_run(scenario: Scenario, world, workload, footprint: Footprint) -> s
     :data:`STEP_SECONDS` per step (:data:`EVENT_SECONDS` per event) plus
     :data:`TASK_SECONDS` per task, measured on the shipped scenarios, so take it as an
     order of magnitude (``benchmarks/estimate_check.py`` measures it). When outages
-    would interrupt most copies (:func:`outage_exposure`), a second line says that the
-    estimate cannot hold, and why.
+    would cut short the copies holding more than :data:`OUTAGE_SHARE` of the work
+    (:func:`outage_exposure`), one more line says that no estimate holds, and why.
     """
     compute, transfer = task_seconds(scenario, world, workload)
     simulated, steps, wall = time_estimate(scenario, world, workload)
@@ -279,8 +279,8 @@ def outage_exposure(scenario: Scenario, world, workload) -> tuple[float, float]:
     ``benchmarks/estimate_check.py``; the share of copies alone missed them).
 
     Returns:
-        The share (0 without outages) and the same weighted mean of ``1 / λ`` (``inf``
-        without outages).
+        The share (0 without outages) and the mean of ``1 / λ`` over the clusters with
+        outages, weighted as the share is (``inf`` without outages).
     """
     rates = outage_rates(scenario, world, workload)
     if rates is None:
@@ -290,7 +290,7 @@ def outage_exposure(scenario: Scenario, world, workload) -> tuple[float, float]:
     alone = task_alone(scenario, world, workload)[::step]
     cut = -np.expm1(-np.outer(alone, lam)) @ weight
     share = float(np.sum(cut * alone) / max(np.sum(alone), 1e-300))
-    return share, float(np.sum(weight / lam))
+    return share, float(np.sum(weight / lam) / weight.sum())
 
 
 def outage_rates(scenario: Scenario, world, workload) -> tuple[np.ndarray, np.ndarray] | None:
