@@ -251,3 +251,18 @@ def test_the_002_scenario_runs_002_s_model_and_baselines():
         a = GeoModel(s, name).run().jobs
         b = GeoModel(s, twin).run().jobs
         pd.testing.assert_frame_equal(a, b)
+
+
+def test_a_comparison_under_aliases_resumes_without_running_again(tmp_path, capsys):
+    from geosim.cli import main
+    argv = ["compare", "scenarios/redundancy-gamma.toml", "--set", "workload.n_jobs=200",
+            "--schedulers", "srpt,laps[beta=0.5]", "--out", str(tmp_path / "cmp"),
+            "--no-progress", "--jobs-parallel", "1"]
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    assert main(argv) == 0
+    again = capsys.readouterr()
+    assert "damaged" not in again.err and "runs done" not in again.err
+    assert again.out == first.out
+    meta = (tmp_path / "cmp" / "runs" / "srpt" / "seed-1" / "meta.json").read_text()
+    assert '"scheduler": "srpt+r"' in meta and '"reassign": "random"' in meta
