@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
+from numba import njit
 
 from geosim.errors import GeosimError
 from geosim.guards import GIB
@@ -166,19 +167,29 @@ def task_seconds(scenario: Scenario, world, workload,
     slowest slot, gate and link stand in for the means: a task that lands there must
     finish too.
     """
-    pick = np.min if slowest else np.mean
+    power, bw = _rates(scenario, world, np.min if slowest else np.mean)
     n_tasks = max(int(workload.n_tasks), 1)
-    power = float(pick(world.power.mean)) * _mean_factor(scenario)
     compute = float(np.sum(workload.task_work)) / n_tasks / power if power > 0 else math.inf
     data = float(np.sum(workload.raw_size)) + float(np.sum(workload.edge_size))
     transfer = 0.0
-    if data > 0 and world.n_clusters > 1:
-        bws = [float(pick(world.gate))]
-        if world.link_bw is not None:
-            bws.append(float(pick(world.link_bw.mean)))
-        bw = min(bws)
+    if data > 0 and math.isfinite(bw):
         transfer = data / n_tasks / bw if bw > 0 else math.inf
     return compute, transfer
+
+
+def _rates(scenario: Scenario, world, pick=np.mean) -> tuple[float, float]:
+    """A slot's rate (MI/s) and a transfer's bandwidth (MB/s), by ``pick`` (mean or min).
+
+    The rate takes the availability periods' mean speed factor; the bandwidth is the
+    smaller of the gates' and the links' (``inf`` in a one-cluster world).
+    """
+    power = float(pick(world.power.mean)) * _mean_factor(scenario)
+    if world.n_clusters == 1:
+        return power, math.inf
+    bws = [float(pick(world.gate))]
+    if world.link_bw is not None:
+        bws.append(float(pick(world.link_bw.mean)))
+    return power, min(bws)
 
 
 def check_pace(scenario: Scenario, world, workload, stall_seconds: float,
@@ -322,15 +333,15 @@ def task_alone(scenario: Scenario, world, workload) -> np.ndarray:
     smaller of the mean gate and link bandwidths.
     """
     n = workload.n_tasks
-    rate = float(np.mean(world.power.mean)) * _mean_factor(scenario)
+    rate, bw = _rates(scenario, world)
     per_raw = np.repeat(np.arange(n), np.diff(workload.raw_ptr))
     data = np.bincount(per_raw, weights=workload.raw_size, minlength=n) \
         + np.bincount(workload.edge_dst, weights=workload.edge_size, minlength=n)
-    bw = [float(np.mean(world.gate))] if world.n_clusters > 1 else []
-    if world.link_bw is not None:
-        bw.append(float(np.mean(world.link_bw.mean)))
     seconds = workload.task_work / rate if rate > 0 else np.full(n, math.inf)
-    return seconds + (data / min(bw) if bw and data.any() else 0.0)
+    if not math.isfinite(bw) or not data.any():
+        return seconds
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return seconds + np.where(data > 0, data / bw, 0.0)
 
 
 def critical_paths(workload, cost: np.ndarray) -> np.ndarray:
@@ -340,20 +351,11 @@ def critical_paths(workload, cost: np.ndarray) -> np.ndarray:
     before has finished (stage barriers, chained). With unlimited slots a job alone would
     take this long.
     """
-    n = workload.n_tasks
     if workload.n_jobs == 0:
         return np.zeros(0)
-    finish = cost.copy()
-    src, dst = workload.edge_src, workload.edge_dst
-    for _ in range(n + 1):                # as many rounds as the deepest chain has tasks
-        if not src.size:
-            break
-        before = np.zeros(n)
-        np.maximum.at(before, dst, finish[src])
-        done = cost + before
-        if np.array_equal(done, finish):
-            break
-        finish = done
+    cost = np.asarray(cost, dtype=np.float64)
+    by_child = np.argsort(workload.edge_dst, kind="stable")
+    finish = _chain_finish(cost, workload.edge_src, workload.edge_dst, by_child)
     paths = np.maximum.reduceat(finish, workload.task_ptr[:-1])
     stage = workload.task_stage.astype(np.int64)
     if stage.any():
@@ -363,6 +365,25 @@ def critical_paths(workload, cost: np.ndarray) -> np.ndarray:
         np.maximum.at(longest, job * width + stage, cost)
         paths = np.maximum(paths, longest.reshape(workload.n_jobs, width).sum(axis=1))
     return paths
+
+
+@njit(cache=True)
+def _chain_finish(cost: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                  by_child: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Each task's finish along its longest chain: its cost after its latest parent.
+
+    One pass in task order, which is topological (every edge goes from an earlier task
+    to a later one); ``by_child`` lists the edges by child task.
+    """
+    finish = cost.copy()
+    e = 0
+    for t in range(cost.size):
+        latest = 0.0
+        while e < by_child.size and dst[by_child[e]] == t:
+            latest = max(latest, finish[src[by_child[e]]])
+            e += 1
+        finish[t] = cost[t] + latest
+    return finish
 
 
 def simulated_span(scenario: Scenario, world, workload) -> tuple[float, float]:
@@ -377,7 +398,7 @@ def simulated_span(scenario: Scenario, world, workload) -> tuple[float, float]:
     skipped), or two per task when decisions are at events.
     """
     compute, transfer = task_seconds(scenario, world, workload)
-    power = float(np.mean(world.power.mean)) * _mean_factor(scenario) * world.n_slots
+    power = _rates(scenario, world)[0] * world.n_slots
     drain = float(np.sum(workload.task_work)) / power if power > 0 else math.inf
     arrivals = float(np.max(workload.arrival)) if workload.n_jobs else 0.0
     simulated = max(arrivals, drain) + compute + transfer
