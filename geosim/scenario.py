@@ -555,15 +555,17 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
                                   f"(got {_short(shares)})", source=source, key=f"workload.{key}")
     if wl["recipe"]:
         from geosim.workload.recipes import RECIPES
+        if wl["kind"] != "wfformat":
+            raise GeosimError(f"generates workflows for kind 'wfformat', not {wl['kind']!r}",
+                              source=source, key="workload.recipe")
         if wl["recipe"] not in RECIPES:
             raise GeosimError(f"must be one of {', '.join(RECIPES)} (got {_short(wl['recipe'])})",
                               source=source, key="workload.recipe")
         if wl["files"]:
             raise GeosimError("give workload.files or workload.recipe, not both",
                               source=source, key="workload.recipe")
-    for key in _FILE_KEYS.get(wl["kind"], ()):
-        if not (key == "files" and wl["kind"] == "wfformat" and wl["recipe"]):
-            _check_files(wl, key, base, source)
+    for key in () if wl["recipe"] else _FILE_KEYS.get(wl["kind"], ()):
+        _check_files(wl, key, base, source)
     if wl["kind"].endswith("-trace") and wl["trace_end"] and \
             not wl["trace_end"] > wl["trace_start"]:
         raise GeosimError(f"must be 0 (no end) or above workload.trace_start = "

@@ -50,7 +50,9 @@ def test_bad_recipes_are_refused_in_one_line(monkeypatch):
     for workload, match in [
             ({"kind": "wfformat", "recipe": "nope"}, r"workload.recipe: must be one of blast, "),
             ({"kind": "wfformat", "recipe": "montage", "files": ["x.json"]},
-             r"workload.recipe: give workload.files or workload.recipe, not both")]:
+             r"workload.recipe: give workload.files or workload.recipe, not both"),
+            ({"kind": "montage", "recipe": "montage"},
+             r"workload.recipe: generates workflows for kind 'wfformat', not 'montage'")]:
         with pytest.raises(GeosimError, match=match):
             load_scenario({**world, "workload": workload})
     small = load_scenario({**world, "workload": {"kind": "wfformat", "recipe": "montage",
