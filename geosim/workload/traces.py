@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import heapq
 import io
 import re
 from collections.abc import Iterator, Sequence
@@ -274,12 +275,15 @@ def alibaba_trace_jobs(files: Sequence[str], n_jobs: int, rng: np.random.Generat
                 continue
             job.submit = min(job.submit, begin)
             job.tasks[number] = (count, finish - begin, deps)
-    complete = sorted((job.submit, name) for name, job in jobs.items()
-                      if job.ok and lo <= job.submit < hi and _stage_order(job) is not None)
+    orders = {name: _stage_order(job) for name, job in jobs.items()
+              if job.ok and lo <= job.submit < hi}
+    complete = sorted((jobs[name].submit, name) for name, order in orders.items()
+                      if order is not None)[:n_jobs]
     if not complete:
         raise GeosimError(f"no job submitted in [{start:g}, {end or np.inf:g}) s has every "
                           "task Terminated and a well-formed task graph")
-    return _alibaba_workload([jobs[name] for _, name in complete[:n_jobs]], task_cv, rng)
+    return _alibaba_workload([(jobs[name], orders[name]) for _, name in complete], task_cv,
+                             rng)
 
 
 def _stage_order(job: _AlibabaJob) -> list[int] | None:
@@ -292,26 +296,28 @@ def _stage_order(job: _AlibabaJob) -> list[int] | None:
     for t, (_, _, deps) in tasks.items():
         for d in set(deps):
             children.setdefault(d, []).append(t)
-    ready = sorted(t for t, k in waiting.items() if k == 0)
+    ready = [t for t, k in waiting.items() if k == 0]
+    heapq.heapify(ready)
     order = []
     while ready:
-        t = ready.pop(0)
+        t = heapq.heappop(ready)
         order.append(t)
         for c in children.get(t, ()):
             waiting[c] -= 1
             if waiting[c] == 0:
-                ready.append(c)
-                ready.sort()
+                heapq.heappush(ready, c)
     return order if len(order) == len(tasks) else None
 
 
-def _alibaba_workload(jobs: list[_AlibabaJob], task_cv: tuple[float, float],
+def _alibaba_workload(jobs: list[tuple[_AlibabaJob, list[int]]], task_cv: tuple[float, float],
                       rng: np.random.Generator) -> Workload:
-    """One stage per trace task (its instances), stage edges for its dependencies."""
+    """One stage per trace task (its instances), stage edges for its dependencies.
+
+    ``jobs`` holds each job with its tasks in a topological order (:func:`_stage_order`).
+    """
     counts, works, stages, ptr = [], [], [], [0]
     edge_job, edge_src, edge_dst = [], [], []
-    for j, job in enumerate(jobs):
-        order = _stage_order(job)
+    for j, (job, order) in enumerate(jobs):
         position = {t: s for s, t in enumerate(order)}
         for s, t in enumerate(order):
             count, duration, deps = job.tasks[t]
@@ -328,7 +334,7 @@ def _alibaba_workload(jobs: list[_AlibabaJob], task_cv: tuple[float, float],
     cv = _stage_cv(counts.size, task_cv, rng)
     nt = int(task_ptr[-1])
     i0 = np.zeros(0, dtype=np.int64)
-    submit = np.array([job.submit for job in jobs])
+    submit = np.array([job.submit for job, _ in jobs])
     return Workload(arrival=submit - submit[0], weight=np.ones(len(jobs)), task_ptr=task_ptr,
                     task_work=np.repeat(np.maximum(works, MIN_DURATION), counts),
                     task_type=np.zeros(nt, dtype=np.int32), type_names=ALIBABA_TYPES,
