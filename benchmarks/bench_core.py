@@ -42,7 +42,6 @@ import statistics
 import subprocess
 import sys
 import time
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,15 +111,13 @@ def _option(argv: list[str], name: str, default: str | None) -> tuple[str | None
 
 
 def _sets(argv: list[str]) -> tuple[dict, list[str]]:
-    """The ``--set KEY=VALUE`` options of ``argv`` (values parsed as TOML) and the rest."""
+    """The ``--set KEY=VALUE`` options of ``argv`` (parsed as ``geosim --set``) and the rest."""
+    from geosim.scenario import parse_override
     extra = {}
     while "--set" in argv:
         item, argv = _option(argv, "--set", None)
-        key, _, value = item.partition("=")
-        try:
-            extra[key] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
-            extra[key] = value
+        key, value = parse_override(item)
+        extra[key] = value
     return extra, argv
 
 
