@@ -345,11 +345,25 @@ def playwright_chromium():
 @pytest.fixture
 def dashboard_server(playwright_chromium, tmp_path):
     """``geosim dashboard`` on the small scenario, on a free port; always stopped."""
+    with serving(tmp_path, "--scheduler", "fair", "--seed", "2", "--set", SMALL[0]) as url:
+        yield url
+
+
+@pytest.fixture
+def compare_server(playwright_chromium, tmp_path):
+    """``geosim dashboard --compare`` of two schedulers on the small scenario."""
+    with serving(tmp_path, "--compare", "fair,pingan", "--seed", "2",
+                 "--set", SMALL[0]) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path, *args: str):
+    """``geosim dashboard QUICK ARGS`` on a free port; always stopped."""
     port = free_port()
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "geosim.cli", "dashboard", QUICK, "--port", str(port),
-         "--scheduler", "fair", "--seed", "2", "--set", SMALL[0]],
+        [sys.executable, "-m", "geosim.cli", "dashboard", QUICK, "--port", str(port), *args],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}/"
@@ -395,8 +409,17 @@ def _toggle(page, label: str, then: str) -> None:
 
 
 def test_dashboard_in_chromium_steps_and_plays(playwright_chromium, dashboard_server, tmp_path):
-    sync_playwright = playwright_chromium
+    in_chromium(playwright_chromium, tmp_path, lambda page, shots: _drive(page, shots,
+                                                                          dashboard_server))
 
+
+def test_comparison_in_chromium_steps_both_sides(playwright_chromium, compare_server, tmp_path):
+    in_chromium(playwright_chromium, tmp_path,
+                lambda page, shots: _drive_comparison(page, shots, compare_server))
+
+
+def in_chromium(sync_playwright, tmp_path: Path, drive) -> None:
+    """Open a page in Chromium that may reach only this machine, and ``drive(page, shots)``."""
     shots = Path(os.environ.get("GEOSIM_SCREENSHOTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
@@ -418,7 +441,7 @@ def test_dashboard_in_chromium_steps_and_plays(playwright_chromium, dashboard_se
             console: list[str] = []
             page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
             try:
-                _drive(page, shots, dashboard_server)
+                drive(page, shots)
             except Exception:
                 page.screenshot(path=shots / "dashboard-failure.png")
                 (shots / "console.log").write_text("\n".join(console))
@@ -465,3 +488,38 @@ def _drive(page, shots: Path, url: str) -> None:
     page.wait_for_timeout(500)
     assert cmap.screenshot() != map_after
     page.screenshot(path=shots / "dashboard-played.png")
+
+
+def _drive_comparison(page, shots: Path, url: str) -> None:
+    """Load the comparison, step both sides together, play and pause."""
+    from playwright.sync_api import expect
+
+    page.goto(url)
+    maps = page.locator("img.geosim-load-map")
+    plots = page.locator("img.geosim-compare-plots")
+    head = page.locator(".geosim-status-line").nth(0)
+    clock = page.locator(".geosim-status-line").nth(1)
+    expect(plots).to_be_visible(timeout=60_000)
+    expect(maps).to_have_count(2)
+    expect(head).to_have_text(re.compile(r"^fair vs pingan · seed 2 · quickstart.toml .* paused$"))
+    expect(clock).to_have_text("simulated time 0 s · step 0")
+    before = [maps.nth(0).screenshot(), maps.nth(1).screenshot(), plots.screenshot()]
+    step = page.get_by_role("button", name="Step")
+    for _ in range(6):
+        shown = clock.inner_text()
+        step.click()
+        expect(clock).not_to_have_text(shown)
+    expect(clock).to_have_text(re.compile(r" · step 6$"))
+    page.wait_for_timeout(500)
+    after = [maps.nth(0).screenshot(), maps.nth(1).screenshot(), plots.screenshot()]
+    assert all(a != b for a, b in zip(after, before, strict=True))
+    lines = page.locator(".geosim-status-line")
+    expect(lines.nth(2)).to_have_text(re.compile(r"^fair: at \d+ s · jobs arrived "))
+    expect(lines.nth(3)).to_have_text(re.compile(r"^pingan: at \d+ s · jobs arrived "))
+    shown = clock.inner_text()
+    _toggle(page, "▶", "❚❚")
+    expect(head).to_have_text(re.compile(r" · playing$"))
+    expect(clock).not_to_have_text(shown, timeout=15_000)
+    _toggle(page, "❚❚", "▶")
+    expect(head).to_have_text(re.compile(r" · paused$"))
+    page.screenshot(path=shots / "comparison.png")

@@ -60,6 +60,11 @@ class DashboardConfig:
         load: Initial load factor (× the scenario's arrival rate).
         overrides: Dotted-key scenario overrides applied to every scenario, as
             ``[key, value]`` pairs (``scheduler.*`` ones come from ``--scheduler``).
+        compare: Scheduler specs shown side by side (the comparison page), the first
+            being the baseline; empty for the single-run page.
+        replay: A saved run or comparison directory to replay (the comparison page,
+            nothing is run); empty to run live.
+        replay_seed: The seed of the replayed comparison's runs (default: its first).
     """
 
     scenario: str = DEFAULT_SCENARIO
@@ -70,6 +75,14 @@ class DashboardConfig:
     beta: float = 0.8
     load: float = 1.0
     overrides: list[list[Any]] = field(default_factory=list)
+    compare: list[str] = field(default_factory=list)
+    replay: str = ""
+    replay_seed: int | None = None
+
+    @property
+    def side_by_side(self) -> bool:
+        """Whether the page is the comparison page (live comparison or replay)."""
+        return bool(self.compare or self.replay)
 
     def to_json(self) -> str:
         """Serialise for :data:`CONFIG_ENV`."""
@@ -151,23 +164,86 @@ def build_config(scenario: str, scheduler: str | None = None, seed: int | None =
                            overrides=[[k, v] for k, v in pairs.items()])
 
 
+def compare_config(target: str, compare: str | None, seed: int | None = None,
+                   overrides: Sequence[str] = (), scheduler: str | None = None
+                   ) -> DashboardConfig:
+    """Check the input of the comparison page and turn it into its configuration.
+
+    Args:
+        target: A scenario TOML file (a live comparison of ``compare``), or a saved run
+            or comparison directory (a replay).
+        compare: Scheduler specs, comma-separated (live: required, 2 to 4; replay: the
+            labels to show).
+        seed: Live: the seed of every side; replay: the seed of the saved runs.
+        overrides: ``KEY=VALUE`` scenario overrides (live only).
+        scheduler: Must be ``None``: ``--scheduler`` is the single-run page's.
+
+    Raises:
+        GeosimError: Bad input, in one line.
+    """
+    from geosim.scenario import parse_override
+    from geosim.schedulers.spec import parse_specs, split_top
+
+    if scheduler is not None:
+        raise GeosimError("--scheduler chooses the run of the single-run page; side by "
+                          "side, name the schedulers with --compare", source="--scheduler")
+    if Path(target).is_dir():
+        from viz.compare_data import open_replay
+        if overrides:
+            raise GeosimError("a replay runs nothing, so it takes no overrides",
+                              source="--set")
+        labels = split_top(compare, "--compare") if compare else []
+        replay = open_replay(target, labels, seed)
+        return DashboardConfig(scenario=display_path(target), compare=replay.labels,
+                               replay=display_path(target), replay_seed=seed)
+    if not compare:
+        raise GeosimError("--compare needs 2 to 4 schedulers (e.g. 'pingan,flutter')",
+                          source="--compare")
+    specs = parse_specs(compare)
+    from viz.compare_data import check_sides
+    check_sides([s.label for s in specs], "--compare")
+    if len(specs) < 2:
+        raise GeosimError(f"the dashboard compares 2 to 4 schedulers (got {len(specs)}); "
+                          "for one, leave out --compare", source="--compare")
+    config = build_config(target, specs[0].label, seed, overrides, check=True)
+    from geosim.schedulers.build import build_scheduler
+    from viz.dashboard_run import load_dashboard_scenario
+    loaded = load_dashboard_scenario(target, [parse_override(o) for o in overrides])
+    for spec in specs[1:]:
+        build_scheduler(loaded, spec)
+    config.compare = [s.label for s in specs]
+    return config
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``dashboard`` subcommand (entry point of ``geosim.commands``)."""
     p = subparsers.add_parser(
-        "dashboard", help="watch a run live in the browser (cluster map, jobs, flowtimes)",
+        "dashboard", help="watch a run, or schedulers side by side, live in the browser; "
+        "replay saved results",
         description="Serve a live dashboard of a run (a Mesa model, served by Solara): the "
         "clusters on the topology coloured by state with their busy slots, alive jobs, slot "
         "utilisation and flowtimes, with controls for the scenario, scheduler, seed, ε, β "
-        "and load, and step / play / reset. Needs the viz extra (pip install 'geosim[viz]').")
-    p.add_argument("scenario", nargs="?", default=DEFAULT_SCENARIO,
-                   help=f"scenario TOML file (default: {DEFAULT_SCENARIO})")
+        "and load, and step / play / reset. With --compare, 2 to 4 schedulers run side by "
+        "side in lockstep on the same world and jobs: one map per scheduler with WAN link "
+        "load and gate utilisation, shared plots and the paired change of the mean "
+        "flowtime. Given a saved run or comparison directory instead of a scenario, it "
+        "replays the saved tables with a time slider, running nothing. Needs the viz "
+        "extra (pip install 'geosim[viz]').")
+    p.add_argument("scenario", nargs="?", default=DEFAULT_SCENARIO, metavar="TARGET",
+                   help=f"scenario TOML file (default: {DEFAULT_SCENARIO}), or a run or "
+                   "comparison directory to replay")
+    p.add_argument("--compare", metavar="SPECS", help="2 to 4 schedulers side by side, "
+                   "comma-separated, the first being the baseline (e.g. "
+                   "'pingan,flutter+mantri'); on a replayed comparison, which of its "
+                   "schedulers to show (default: its baseline and the next three)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help=f"port to serve on (default: {DEFAULT_PORT})")
     p.add_argument("--host", default=DEFAULT_HOST,
                    help=f"address to listen on (default: {DEFAULT_HOST})")
     p.add_argument("--scheduler", help="first scheduler, NAME or NAME[KEY=VALUE,...] "
                    "(default: the scenario's)")
-    p.add_argument("--seed", type=int, help="first seed (default: the scenario's run.seed)")
+    p.add_argument("--seed", type=int, help="first seed (default: the scenario's run.seed); "
+                   "replay: the seed of the comparison's runs (default: its first)")
     p.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="KEY=VALUE", help="override a scenario key, applied to every "
                    "scenario the dashboard offers (repeatable)")
@@ -179,8 +255,12 @@ def run_dashboard(args: argparse.Namespace) -> int:
     check_requirements()
     if not 1 <= args.port <= 65535:
         raise GeosimError(f"--port must be in 1..65535 (got {args.port})")
-    config = build_config(args.scenario, args.scheduler, args.seed, args.overrides,
-                          check=True)
+    if Path(args.scenario).is_dir() or args.compare is not None:
+        config = compare_config(args.scenario, args.compare, args.seed, args.overrides,
+                                args.scheduler)
+    else:
+        config = build_config(args.scenario, args.scheduler, args.seed, args.overrides,
+                              check=True)
     check_port(args.host, args.port)
     return serve(config, args.host, args.port)
 
@@ -288,8 +368,10 @@ def serve(config: DashboardConfig, host: str, port: int) -> int:
         GeosimError: The server exited on its own with a failure status.
     """
     url_host = f"[{host}]" if ":" in host else host
-    print(f"geosim dashboard: http://{url_host}:{port}/  ({Path(config.scenario).name}, "
-          f"{config.scheduler}; Ctrl-C to stop)", flush=True)
+    what = f"replay of {config.replay}" if config.replay else (
+        f"{Path(config.scenario).name}, {' vs '.join(config.compare or [config.scheduler])}")
+    print(f"geosim dashboard: http://{url_host}:{port}/  ({what}; Ctrl-C to stop)",
+          flush=True)
     with _sigterm_as_interrupt():
         proc = subprocess.Popen(server_command(host, port), env=server_env(config),
                                 preexec_fn=die_with_this_process())

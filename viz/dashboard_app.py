@@ -13,6 +13,11 @@ import warnings
 warnings.filterwarnings("ignore", message="Cookies with samesite=none", category=UserWarning)
 
 from viz.dashboard import DashboardConfig  # noqa: E402
-from viz.dashboard_ui import make_page  # noqa: E402
 
-Page = make_page(DashboardConfig.from_env())
+config = DashboardConfig.from_env()
+if config.side_by_side:
+    from viz.compare_ui import make_compare_page
+    Page = make_compare_page(config)
+else:
+    from viz.dashboard_ui import make_page
+    Page = make_page(config)

@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 import numpy as np
@@ -36,6 +36,9 @@ from geosim.experiment import (
 from geosim.experiment import load_comparison as load_saved_comparison
 from geosim.results import CLUSTER_STATES, Result, load_result
 from geosim.topology import TIERS
+
+if TYPE_CHECKING:
+    from geosim.world import World
 
 #: Most copies (one bar each) of the job a Gantt chart shows by default
 #: (:meth:`RunData.default_job`); up to this many, each bar is labelled with its cluster.
@@ -458,9 +461,14 @@ def rebuild_layout(run: RunData) -> Layout:
                                                             info["slots"].to_numpy()):
         raise GeosimError("the saved scenario does not rebuild the run's world (did its "
                           "topology file change?)", source=run.where)
+    return layout_of(world)
+
+
+def layout_of(world: World) -> Layout:
+    """Where the clusters and links of ``world`` are, with their slots and gates."""
     graph: nx.Graph = world.graph
-    x = np.array([graph.nodes[c]["x"] for c in range(world.n_clusters)], dtype=float)
-    y = np.array([graph.nodes[c]["y"] for c in range(world.n_clusters)], dtype=float)
+    x = np.array([graph.nodes[c].get("x", 0.0) for c in range(world.n_clusters)], dtype=float)
+    y = np.array([graph.nodes[c].get("y", 0.0) for c in range(world.n_clusters)], dtype=float)
     return Layout(x, y, np.asarray(TIERS, dtype=object)[world.tier], world.slots.copy(),
                   world.gate.copy(), world.link_u.copy(), world.link_v.copy())
 

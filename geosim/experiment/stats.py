@@ -68,6 +68,26 @@ def paired_difference(jobs: pd.DataFrame, reference: pd.DataFrame, weighted: boo
     return float(d.sum() / w.sum() / ref), t_halfwidth(means) / ref
 
 
+def paired_change(flowtimes: np.ndarray, reference: np.ndarray,
+                  batches: int = BATCHES) -> tuple[float, float]:
+    """:func:`paired_difference` of one run, unweighted, from arrays.
+
+    Args:
+        flowtimes: Flowtimes of the jobs finished under both schedulers, in arrival order.
+        reference: The same jobs' flowtimes under the reference scheduler.
+        batches: Batches of the batch-means interval.
+
+    Returns:
+        The mean difference relative to the reference's mean flowtime, and the half-width
+        of its 95% interval (NaN when there are too few jobs); NaN, NaN without jobs.
+    """
+    d = np.asarray(flowtimes, dtype=float) - np.asarray(reference, dtype=float)
+    if not d.size:
+        return math.nan, math.nan
+    ref = float(np.mean(reference))
+    return float(d.mean() / ref), t_halfwidth(batch_means(d, batches)) / ref
+
+
 def verdict(label: str, baseline: str, diff: float, half: float) -> str:
     """One line: the paired change of the mean flowtime and whether it is decided."""
     if not math.isfinite(diff):
