@@ -1,11 +1,16 @@
-"""The README's dashboard screenshot, taken from a live ``geosim dashboard``.
+"""The README's dashboard screenshots, taken from a live ``geosim dashboard``.
 
-Starts the dashboard on ``pingan-medium`` with PingAn (ε = 0.6), plays it in headless
-Chromium until the simulated time passes ``--until`` seconds, pauses, and writes the
-page to ``docs/img/dashboard.png``; prints the status line shown, for the caption.
+Starts the dashboard on ``pingan-medium`` with PingAn (ε = 0.6) (with ``--compare``:
+those schedulers side by side; with ``--replay DIR``: a replay of saved results), plays
+it in headless Chromium until the simulated time passes ``--until`` seconds, pauses,
+and writes the page to ``--out``; prints the status lines shown, for the caption.
 Needs the ``viz`` and ``test`` extras and Chromium at /usr/bin/chromium. Usage::
 
     python benchmarks/dashboard_screenshot.py [--until 600] [--out docs/img/dashboard.png]
+    python benchmarks/dashboard_screenshot.py --compare pingan,flutter+mantri \
+        --out docs/img/dashboard-compare.png
+    python benchmarks/dashboard_screenshot.py --replay results/compare-003/pingan-medium \
+        --until 3000 --out docs/img/dashboard-replay.png
 """
 
 from __future__ import annotations
@@ -50,21 +55,32 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--until", type=float, default=600.0)
     parser.add_argument("--out", default=str(ROOT / "docs" / "img" / "dashboard.png"))
+    parser.add_argument("--compare", help="schedulers side by side")
+    parser.add_argument("--replay", metavar="DIR", help="saved results to replay")
     args = parser.parse_args()
     port = _free_port()
+    if args.replay:
+        what = [args.replay] + (["--compare", args.compare] if args.compare else [])
+    elif args.compare:
+        what = ["scenarios/pingan-medium.toml", "--compare", args.compare]
+    else:
+        what = ["scenarios/pingan-medium.toml", "--scheduler", "pingan[epsilon=0.6]"]
+    side_by_side = bool(args.compare or args.replay)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "geosim.cli", "dashboard", "scenarios/pingan-medium.toml",
-         "--port", str(port), "--scheduler", "pingan[epsilon=0.6]"], cwd=ROOT,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        [sys.executable, "-m", "geosim.cli", "dashboard", *what, "--port", str(port)],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}/"
         _served(url)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            height = 1220 if args.replay else 900   # room for a 2 × 2 grid of maps
+            page = browser.new_page(viewport={"width": 1400, "height": height})
             page.goto(url)
             status = page.locator(".geosim-status-line").nth(1)
-            expect(page.locator("img.geosim-cluster-map")).to_be_visible(timeout=120_000)
+            shown_first = "img.geosim-compare-plots" if side_by_side else "img.geosim-cluster-map"
+            expect(page.locator(shown_first)).to_be_visible(timeout=120_000)
             page.get_by_role("button", name="▶").click()
             while True:
                 shown = re.search(r"simulated time ([0-9,]+) s", status.inner_text())
@@ -74,7 +90,7 @@ def main() -> None:
             page.get_by_role("button", name="❚❚").click()
             page.wait_for_timeout(1500)
             page.screenshot(path=args.out)
-            print(status.inner_text())
+            print("\n".join(page.locator(".geosim-status-line").all_inner_texts()))
             browser.close()
     finally:
         os.killpg(proc.pid, signal.SIGTERM)

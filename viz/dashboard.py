@@ -5,7 +5,9 @@ process, then serves the Solara app :mod:`viz.dashboard_app` with ``solara run``
 child process, passing the choices in the ``GEOSIM_DASHBOARD`` environment variable
 (JSON of a :class:`DashboardConfig`). Ctrl-C (or SIGTERM) stops the server and the
 command; on Linux the server is also killed when the command is (even by SIGKILL), by
-its parent-death signal. The page itself is built by :mod:`viz.dashboard_ui`.
+its parent-death signal. The page itself is built by :mod:`viz.dashboard_ui`; with
+``--compare`` (schedulers side by side) or a results directory (a replay), by
+:mod:`viz.compare_ui` (input checked by :func:`compare_config`).
 
 This module is imported whenever the ``geosim`` command starts (it is an entry point
 of the ``geosim.commands`` group), so it imports neither Solara nor Mesa's
