@@ -9,6 +9,12 @@ For each scheduler, over the first STEPS steps of the run with a frame after eve
 - ``ui_step_ms``: a click on SolaraViz's Step button until the page is rendered again,
   in-process without a browser (step, both frames, the status lines, Solara's render).
 
+Then the same for schedulers side by side (COMPARISONS, ``geosim dashboard --compare``):
+
+- ``advance_ms``: every side advanced by one slot in lockstep;
+- ``maps_ms`` / ``plots_ms``: all sides' load maps / the shared plots;
+- ``ui_step_ms``: a Step click until the comparison page is rendered again.
+
 Usage:
 
     python benchmarks/bench_dashboard.py [STEPS]      # default: 1500
@@ -27,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = str(ROOT / "scenarios" / "pingan-medium.toml")
 SCHEDULERS = ("fair", "pingan[epsilon=0.6]")
+COMPARISONS = ("pingan,flutter+mantri", "pingan,flutter+mantri,iridium,flutter")
 
 
 def _stats(seconds: list[float]) -> dict[str, float]:
@@ -78,14 +85,58 @@ def bench_ui(scheduler: str, steps: int) -> dict:
     return {"scheduler": scheduler, "ui_step_ms": _stats(clicks)}
 
 
+def bench_comparison(specs: str, steps: int) -> dict:
+    import ipyvuetify as v
+    import solara
+
+    from viz.compare_data import LiveComparison
+    from viz.compare_draw import CompareSeries, LoadMap
+    from viz.compare_ui import make_compare_page
+    from viz.dashboard import compare_config
+
+    labels = specs.split(",")
+    start = time.perf_counter()
+    live = LiveComparison(labels, SCENARIO)
+    maps = [LoadMap(live.layout, label, (0.0, 0.0, 0.0)) for label in live.labels]
+    plots = CompareSeries(live.labels)
+    setup = time.perf_counter() - start
+    advance_s, maps_s, plots_s = [], [], []
+    for _ in range(steps):
+        start = time.perf_counter()
+        live.advance(1)
+        advance_s.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        for k, m in enumerate(maps):
+            m.draw(live.map_frame(k))
+        maps_s.append(time.perf_counter() - start)
+        plots.draw([live.series(k) for k in range(len(labels))],
+                   [live.paired_series(k) for k in range(1, len(labels))])
+        plots_s.append(plots.frame_seconds)
+    page = make_compare_page(compare_config(SCENARIO, specs))
+    _box, rc = solara.render(solara.AppLayout(children=[page()]), handle_error=False)
+    step = rc.find(v.Btn, children=["Step"]).widget
+    clicks = []
+    for _ in range(min(steps, 300)):
+        start = time.perf_counter()
+        step.click()
+        clicks.append(time.perf_counter() - start)
+    rc.close()
+    return {"compare": specs, "steps": steps, "setup_seconds": round(setup, 2),
+            "simulated_seconds": live.time, "advance_ms": _stats(advance_s),
+            "maps_ms": _stats(maps_s), "plots_ms": _stats(plots_s),
+            "ui_step_ms": _stats(clicks)}
+
+
 def main() -> None:
-    """Print the timings of every scheduler as JSON lines."""
+    """Print the timings of every scheduler and comparison as JSON lines."""
     warnings.filterwarnings("ignore", category=UserWarning)
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 1500
     for scheduler in SCHEDULERS:
         out = bench_frames(scheduler, steps)
         out.update(bench_ui(scheduler, min(steps, 300)))
         print(json.dumps(out), flush=True)
+    for specs in COMPARISONS:
+        print(json.dumps(bench_comparison(specs, steps)), flush=True)
 
 
 if __name__ == "__main__":
