@@ -26,12 +26,19 @@ from matplotlib.collections import LineCollection, PolyCollection
 from matplotlib.colors import Normalize, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 from matplotlib.ticker import StrMethodFormatter
 
 from geosim.state import CLUSTER_STATES
 from viz.compare_data import MapFrame, Paired, Series
-from viz.dashboard_draw import BUSY_COLOR, DPI, STATE_EDGES, BlitFigure, marker_area, nice_ceil
+from viz.dashboard_draw import (
+    DPI,
+    BlitFigure,
+    cluster_discs,
+    map_axes,
+    marker_area,
+    nice_ceil,
+    state_handles,
+)
 from viz.data import Layout
 from viz.palette import STATE_COLORS, scheduler_styles, traffic_cmap
 
@@ -64,32 +71,18 @@ class LoadMap(BlitFigure):
         self._down = CLUSTER_STATES.index("unreachable")
 
         fig = Figure(figsize=(4.6, 4.5), dpi=DPI)
-        ax = fig.add_axes((0.02, 0.2, 0.96, 0.72))
-        ax.set_axis_off()
-        pad = 0.05 * max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0)
-        ax.set_xlim(xy[:, 0].min() - pad, xy[:, 0].max() + pad)
-        ax.set_ylim(xy[:, 1].min() - pad, xy[:, 1].max() + pad)
-        ax.set_aspect("equal", adjustable="box")
+        ax = map_axes(fig, (0.02, 0.2, 0.96, 0.72), xy)
         segments = np.stack([xy[layout.link_u], xy[layout.link_v]], axis=1) \
             if len(layout.link_u) else np.zeros((0, 2, 2))
         self.links = LineCollection(segments, linewidths=LINK_WIDTH[0], zorder=1,
                                     capstyle="round")
         ax.add_collection(self.links)
-        n = len(xy)
-        self.clusters = ax.scatter(xy[:, 0], xy[:, 1], s=self.area,
-                                   c=np.repeat(self._fill[:1], n, axis=0),
-                                   edgecolors="#bbbbbb", linewidths=GATE_WIDTH[0], zorder=2)
-        self.busy = ax.scatter(xy[:, 0], xy[:, 1], s=np.zeros(n), c=BUSY_COLOR,
-                               linewidths=0, alpha=0.85, zorder=3)
+        self.clusters, self.busy = cluster_discs(ax, xy, self.area, "#bbbbbb", GATE_WIDTH[0])
         fig.text(0.03, 0.955, "●", color=color, fontsize=13, va="center")
         fig.text(0.09, 0.955, label, fontsize=11, fontweight="bold", va="center")
-        handles = [Patch(facecolor=STATE_COLORS[s], edgecolor=STATE_EDGES[s], label=s)
-                   for s in CLUSTER_STATES]
-        handles.append(Line2D([], [], marker="o", linestyle="", markersize=6,
-                              markerfacecolor=BUSY_COLOR, markeredgewidth=0,
-                              label="busy slots"))
-        fig.legend(handles=handles, loc="lower center", ncols=4, fontsize=7, frameon=False,
-                   handlelength=1.0, columnspacing=0.8, bbox_to_anchor=(0.5, 0.10))
+        fig.legend(handles=state_handles(6), loc="lower center", ncols=4, fontsize=7,
+                   frameon=False, handlelength=1.0, columnspacing=0.8,
+                   bbox_to_anchor=(0.5, 0.10))
         bar_ax = fig.add_axes((0.2, 0.075, 0.6, 0.025))
         bar = fig.colorbar(_mappable(self.cmap, self.norm), cax=bar_ax, orientation="horizontal",
                            extend="min")

@@ -31,7 +31,7 @@ from geosim.experiment.stats import verdict
 from viz.compare_data import LiveComparison, Replay, open_replay
 from viz.compare_draw import CompareSeries, LoadMap
 from viz.dashboard import DashboardConfig
-from viz.dashboard_ui import LOADS, PLAY_INTERVAL, RENDER_INTERVAL, _choices
+from viz.dashboard_ui import LOADS, PLAY_INTERVAL, RENDER_INTERVAL, StatusLines, _choices
 from viz.palette import scheduler_styles
 
 Source = LiveComparison | Replay
@@ -116,21 +116,11 @@ def status_lines(board: Board, config: DashboardConfig, now: float, playing: boo
 
 
 @solara.component
-def StatusView(lines: list[str]):
-    """The status lines (the first in bold)."""
-    with solara.Column(classes=["geosim-status"], gap="2px",
-                       style={"padding": "8px 12px", "font-size": "14px"}):
-        for i, line in enumerate(lines):
-            solara.Text(line, style={"font-weight": "bold"} if i == 0 else None,
-                        classes=["geosim-status-line"])
-
-
-@solara.component
 def CompareViews(board: Board, config: DashboardConfig, now: float, playing: bool,
                  tick: int):
     """Status lines above the maps (two per row) beside the shared plots."""
     if board.source is None:
-        StatusView(status_lines(board, config, now, playing))
+        StatusLines(status_lines(board, config, now, playing))
         solara.Error(f"cannot show this comparison: {board.error}", classes=["geosim-error"])
     else:
         SideBySide(board, config, now, playing, tick)
@@ -166,7 +156,7 @@ def SideBySide(board: Board, config: DashboardConfig, now: float, playing: bool,
 
     pictures, chart, lines = solara.use_memo(images, [src, tick, now, playing])
     with solara.Column(classes=["geosim-dashboard"], gap="0px"):
-        StatusView(lines)
+        StatusLines(lines)
         with solara.Columns([3, 2], gutters_dense=True):
             with solara.Column(gap="0px"):
                 for row in range(0, len(pictures), 2):

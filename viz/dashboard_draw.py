@@ -150,6 +150,37 @@ def marker_area(slots: np.ndarray, largest: float) -> np.ndarray:
     return MAX_AREA * (np.asarray(slots, dtype=float) / largest) ** SIZE_EXPONENT
 
 
+def map_axes(fig: Figure, rect: tuple[float, float, float, float], xy: np.ndarray):
+    """Axes at ``rect`` of ``fig`` framing the points ``xy`` (no axis lines, equal scale)."""
+    ax = fig.add_axes(rect)
+    ax.set_axis_off()
+    pad = 0.05 * max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0)
+    ax.set_xlim(xy[:, 0].min() - pad, xy[:, 0].max() + pad)
+    ax.set_ylim(xy[:, 1].min() - pad, xy[:, 1].max() + pad)
+    ax.set_aspect("equal", adjustable="box")
+    return ax
+
+
+def cluster_discs(ax, xy: np.ndarray, area: np.ndarray, edges, linewidth: float):
+    """The clusters' discs (filled with the first state's colour) and their busy discs."""
+    n = len(xy)
+    fill = np.repeat([to_rgba(STATE_COLORS[CLUSTER_STATES[0]])], n, axis=0)
+    clusters = ax.scatter(xy[:, 0], xy[:, 1], s=area, c=fill, edgecolors=edges,
+                          linewidths=linewidth, zorder=2)
+    busy = ax.scatter(xy[:, 0], xy[:, 1], s=np.zeros(n), c=BUSY_COLOR, linewidths=0,
+                      alpha=0.85, zorder=3)
+    return clusters, busy
+
+
+def state_handles(markersize: float) -> list[Artist]:
+    """Legend entries of the cluster states and of the busy-slot disc."""
+    handles: list[Artist] = [Patch(facecolor=STATE_COLORS[s], edgecolor=STATE_EDGES[s],
+                                   label=s) for s in CLUSTER_STATES]
+    handles.append(Line2D([], [], marker="o", linestyle="", markersize=markersize,
+                          markerfacecolor=BUSY_COLOR, markeredgewidth=0, label="busy slots"))
+    return handles
+
+
 class ClusterMap(BlitFigure):
     """The clusters on their topology positions, coloured by state.
 
@@ -180,28 +211,15 @@ class ClusterMap(BlitFigure):
         self._link_colors = np.array([LINK_COLOR, LINK_DOWN_COLOR])
 
         fig = Figure(figsize=(6.2, 5.8), dpi=DPI)
-        ax = fig.add_axes((0.02, 0.1, 0.96, 0.88))
-        ax.set_axis_off()
-        pad = 0.05 * max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0)
-        ax.set_xlim(xy[:, 0].min() - pad, xy[:, 0].max() + pad)
-        ax.set_ylim(xy[:, 1].min() - pad, xy[:, 1].max() + pad)
-        ax.set_aspect("equal", adjustable="box")
+        ax = map_axes(fig, (0.02, 0.1, 0.96, 0.88), xy)
         self.links = LineCollection(np.stack([xy[self.link_u], xy[self.link_v]], axis=1),
                                     colors=[LINK_COLOR], linewidths=0.7, zorder=1)
         ax.add_collection(self.links)
-        self.clusters = ax.scatter(xy[:, 0], xy[:, 1], s=self.area,
-                                   c=np.repeat(self._fill[:1], n, axis=0),
-                                   edgecolors=np.repeat(self._edge[:1], n, axis=0),
-                                   linewidths=0.8, zorder=2)
-        self.busy = ax.scatter(xy[:, 0], xy[:, 1], s=np.zeros(n), c=BUSY_COLOR,
-                               linewidths=0, alpha=0.85, zorder=3)
-        handles = [Patch(facecolor=STATE_COLORS[s], edgecolor=STATE_EDGES[s], label=s)
-                   for s in CLUSTER_STATES]
-        handles.append(Line2D([], [], marker="o", linestyle="", markersize=7,
-                              markerfacecolor=BUSY_COLOR, markeredgewidth=0,
-                              label="busy slots"))
-        fig.legend(handles=handles, loc="lower center", ncols=4, fontsize=8, frameon=False,
-                   handlelength=1.2, columnspacing=1.2, bbox_to_anchor=(0.5, 0.035))
+        self.clusters, self.busy = cluster_discs(ax, xy, self.area,
+                                                 np.repeat(self._edge[:1], n, axis=0), 0.8)
+        fig.legend(handles=state_handles(7), loc="lower center", ncols=4, fontsize=8,
+                   frameon=False, handlelength=1.2, columnspacing=1.2,
+                   bbox_to_anchor=(0.5, 0.035))
         fig.text(0.5, 0.012, "disc area grows with a cluster's slots; the dark disc is "
                  "its busy slots on the same scale", fontsize=7, color="#555555",
                  ha="center", va="bottom")

@@ -221,6 +221,12 @@ def StatusView(model: GeoModel | None, playing: bool = False, tick: int = 0):
     else:
         with watch(model).lock:
             lines = status_lines(model, playing)
+    StatusLines(lines)
+
+
+@solara.component
+def StatusLines(lines: list[str]):
+    """Status lines as plain text, the first in bold (no Markdown renderer needed)."""
     with solara.Column(classes=["geosim-status"], gap="2px",
                        style={"padding": "8px 12px", "font-size": "14px"}):
         for i, line in enumerate(lines):
