@@ -345,25 +345,35 @@ def playwright_chromium():
 @pytest.fixture
 def dashboard_server(playwright_chromium, tmp_path):
     """``geosim dashboard`` on the small scenario, on a free port; always stopped."""
-    with serving(tmp_path, "--scheduler", "fair", "--seed", "2", "--set", SMALL[0]) as url:
+    with serving(tmp_path, QUICK, "--scheduler", "fair", "--seed", "2", "--set", SMALL[0]) as url:
         yield url
 
 
 @pytest.fixture
 def compare_server(playwright_chromium, tmp_path):
     """``geosim dashboard --compare`` of two schedulers on the small scenario."""
-    with serving(tmp_path, "--compare", "fair,pingan", "--seed", "2",
+    with serving(tmp_path, QUICK, "--compare", "fair,pingan", "--seed", "2",
                  "--set", SMALL[0]) as url:
+        yield url
+
+
+@pytest.fixture
+def replay_server(playwright_chromium, tmp_path):
+    """``geosim dashboard RESULTS_DIR`` on a comparison saved by ``geosim compare``."""
+    saved = tmp_path / "saved"
+    assert main(["compare", QUICK, "--schedulers", "fair,pingan", "--reps", "1",
+                 "--set", SMALL[0], "--out", str(saved)]) == 0
+    with serving(tmp_path, str(saved)) as url:
         yield url
 
 
 @contextlib.contextmanager
 def serving(tmp_path: Path, *args: str):
-    """``geosim dashboard QUICK ARGS`` on a free port; always stopped."""
+    """``geosim dashboard ARGS`` on a free port; always stopped."""
     port = free_port()
     log = (tmp_path / "server.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "geosim.cli", "dashboard", QUICK, "--port", str(port), *args],
+        [sys.executable, "-m", "geosim.cli", "dashboard", *args, "--port", str(port)],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}/"
@@ -416,6 +426,11 @@ def test_dashboard_in_chromium_steps_and_plays(playwright_chromium, dashboard_se
 def test_comparison_in_chromium_steps_both_sides(playwright_chromium, compare_server, tmp_path):
     in_chromium(playwright_chromium, tmp_path,
                 lambda page, shots: _drive_comparison(page, shots, compare_server))
+
+
+def test_replay_in_chromium_plays_saved_runs(playwright_chromium, replay_server, tmp_path):
+    in_chromium(playwright_chromium, tmp_path,
+                lambda page, shots: _drive_replay(page, shots, replay_server))
 
 
 def in_chromium(sync_playwright, tmp_path: Path, drive) -> None:
@@ -523,3 +538,28 @@ def _drive_comparison(page, shots: Path, url: str) -> None:
     _toggle(page, "❚❚", "▶")
     expect(head).to_have_text(re.compile(r" · paused$"))
     page.screenshot(path=shots / "comparison.png")
+
+
+def _drive_replay(page, shots: Path, url: str) -> None:
+    """Load the replay, play it forward, pause; nothing runs, so there is no Step."""
+    from playwright.sync_api import expect
+
+    page.goto(url)
+    maps = page.locator("img.geosim-load-map")
+    plots = page.locator("img.geosim-compare-plots")
+    head = page.locator(".geosim-status-line").nth(0)
+    clock = page.locator(".geosim-status-line").nth(1)
+    expect(plots).to_be_visible(timeout=60_000)
+    expect(maps).to_have_count(2)
+    expect(head).to_have_text(re.compile(r"^replay of .*saved · seed 1 · paused$"))
+    expect(clock).to_have_text(re.compile(r"^simulated time 0 s of [0-9,]+ s$"))
+    expect(page.get_by_role("button", name="Step")).to_have_count(0)
+    before = plots.screenshot()
+    _toggle(page, "▶", "❚❚")
+    expect(head).to_have_text(re.compile(r" · playing$"))
+    expect(clock).not_to_have_text(re.compile(r"^simulated time 0 s "), timeout=15_000)
+    _toggle(page, "❚❚", "▶")
+    expect(head).to_have_text(re.compile(r" · paused$"))
+    page.wait_for_timeout(500)
+    assert plots.screenshot() != before
+    page.screenshot(path=shots / "replay.png")
