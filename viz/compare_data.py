@@ -173,6 +173,9 @@ def check_sides(labels: Sequence[str], source: str) -> None:
 class LiveComparison:
     """Schedulers run side by side in lockstep on the same world and jobs.
 
+    Its readings (:meth:`series`, :meth:`paired_series`, :meth:`map_frame`,
+    :meth:`status`) take a time as :class:`Replay`'s do, and show now whatever it is.
+
     Args:
         specs: Scheduler specs, the first being the baseline (``NAME[KEY=VALUE,...]``).
         scenario_file: Scenario TOML file.
@@ -207,11 +210,6 @@ class LiveComparison:
         """The common clock: the earliest simulated time of a side still running."""
         times = [m.engine.time for m in self.models if m.running]
         return float(min(times)) if times else max(m.engine.time for m in self.models)
-
-    @property
-    def end_time(self) -> float:
-        """The latest simulated time of any side (live: now)."""
-        return max(float(m.engine.time) for m in self.models)
 
     @property
     def running(self) -> bool:
@@ -309,7 +307,6 @@ class Replay:
         self.of = len(self.labels) if of is None else of
         check_sides(self.labels, where)
         self.runs = list(runs)
-        self.where = where
         self.layout: Layout = runs[0].layout
         jobs = [r.result.jobs.sort_values("job") for r in runs]
         self.arrival = jobs[0]["arrival"].to_numpy(dtype=float)
