@@ -4,8 +4,8 @@ For each scheduler, over the first STEPS steps of the run with a frame after eve
 (the dashboard's default of one step per frame):
 
 - ``step_ms``: one dashboard step (the geosim slot plus the per-step record);
-- ``map_ms`` / ``plots_ms``: one frame of the cluster map / of the plots (update the
-  artists, blit, encode);
+- ``map_ms`` / ``plots_ms``: one frame of the load map / of the plots (read the model,
+  update the artists, blit, encode);
 - ``ui_step_ms``: a click on SolaraViz's Step button until the page is rendered again,
   in-process without a browser (step, both frames, the status lines, Solara's render).
 
@@ -44,19 +44,21 @@ def _stats(seconds: list[float]) -> dict[str, float]:
 
 def bench_frames(scheduler: str, steps: int) -> dict:
     from viz.dashboard import build_config
-    from viz.dashboard_draw import ClusterMap, TimeSeries
-    from viz.dashboard_run import build_model, step, watch
+    from viz.dashboard_draw import LoadMap, TimeSeries
+    from viz.dashboard_run import build_model, model_frame, step, watch
+    from viz.data import layout_of
 
     config = build_config(SCENARIO, scheduler)
     start = time.perf_counter()
     model = build_model(**config.model_kwargs())
-    cmap, plots = ClusterMap(model), TimeSeries(model)
+    cmap = LoadMap(layout_of(model.world), scheduler, (0.0, 0.0, 0.0), size=(6.2, 5.8))
+    plots = TimeSeries(model)
     setup = time.perf_counter() - start
     step_s, map_s, plot_s = [], [], []
     for _ in range(steps):
         step(model)
         step_s.append(watch(model).step_seconds)
-        cmap.frame(model)
+        cmap.draw(model_frame(model))
         map_s.append(cmap.frame_seconds)
         plots.frame(model)
         plot_s.append(plots.frame_seconds)
@@ -90,9 +92,10 @@ def bench_comparison(specs: str, steps: int) -> dict:
     import solara
 
     from viz.compare_data import LiveComparison
-    from viz.compare_draw import CompareSeries, LoadMap
+    from viz.compare_draw import CompareSeries
     from viz.compare_ui import make_compare_page
     from viz.dashboard import compare_config
+    from viz.dashboard_draw import LoadMap
 
     labels = specs.split(",")
     start = time.perf_counter()

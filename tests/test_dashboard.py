@@ -27,9 +27,10 @@ from geosim.cli import main  # noqa: E402
 from geosim.model import GeoModel  # noqa: E402
 from geosim.results import CLUSTER_STATES  # noqa: E402
 from viz.dashboard import DashboardConfig, build_config  # noqa: E402
-from viz.dashboard_draw import ClusterMap, TimeSeries, log_ceil, log_floor, nice_ceil  # noqa: E402
-from viz.dashboard_run import Run, build_model, cluster_snapshot  # noqa: E402
+from viz.dashboard_draw import LoadMap, TimeSeries, log_ceil, log_floor, nice_ceil  # noqa: E402
+from viz.dashboard_run import Run, build_model, cluster_snapshot, model_frame  # noqa: E402
 from viz.dashboard_ui import make_page, run_state, status_lines  # noqa: E402
+from viz.data import layout_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "scenarios" / "quickstart.toml")
@@ -137,21 +138,28 @@ def test_status_counts_simulated_time_and_steps_and_says_paused():
 # ---------------------------------------------------------------------------- the figures
 def test_figures_keep_a_fixed_set_of_artists_and_change_with_the_run():
     model = small_model(scheduler="fair", seed=2)
-    cmap, plots = ClusterMap(model), TimeSeries(model)
-    first = cmap.frame(model), plots.frame(model)
+    cmap, plots = LoadMap(layout_of(model.world), "fair", (0, 0, 0)), TimeSeries(model)
+    first = cmap.draw(model_frame(model)), plots.frame(model)
     artists = (len(cmap.axes.collections), len(cmap.axes.lines),
                [len(ax.lines) + len(ax.collections) for ax in plots.axes])
+    loads = []
     for _ in range(80):
         model.step()
-        later = cmap.frame(model), plots.frame(model)
+        frame = model_frame(model)
+        later = cmap.draw(frame), plots.frame(model)
+        loads.append(frame.link_load.max())
     assert artists == (3, 0, [1, 1, 2])   # links + clusters + busy; one series per panel
     assert (len(cmap.axes.collections), len(cmap.axes.lines),
             [len(ax.lines) + len(ax.collections) for ax in plots.axes]) == artists
     assert later[0] != first[0] and later[1] != first[1]
     assert later[0][:3] == JPEG
-    assert plots.backgrounds < plots.frames   # most frames are blitted
+    assert plots.backgrounds < plots.frames and cmap.backgrounds == 1   # blitted
     sizes = cmap.busy.get_sizes()
     assert sizes.max() > 0 and np.all(sizes <= cmap.area + 1e-9)
+    # the links are drawn by load: a loaded link is thicker than an idle one
+    assert max(loads) > 0
+    widths = cmap.links.get_linewidths()
+    assert len(set(np.round(widths, 6))) > 1
 
 
 def test_plots_legend_sits_between_panels_not_over_the_points():

@@ -18,9 +18,10 @@ from geosim.agents import ClusterAgent, LinkAgent  # noqa: E402
 from geosim.cli import main  # noqa: E402
 from geosim.experiment.stats import paired_change, paired_difference  # noqa: E402
 from viz.compare_data import LiveComparison, open_replay  # noqa: E402
-from viz.compare_draw import CompareSeries, LoadMap  # noqa: E402
+from viz.compare_draw import CompareSeries  # noqa: E402
 from viz.compare_ui import make_compare_page  # noqa: E402
 from viz.dashboard import DashboardConfig, compare_config  # noqa: E402
+from viz.dashboard_draw import LoadMap  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "scenarios" / "quickstart.toml")

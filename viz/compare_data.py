@@ -10,9 +10,10 @@ readings, whichever source they come from:
 - :class:`Replay` reads saved runs (a comparison directory's runs of one seed, or one run
   directory) and shows them at any sampled time, without running anything.
 
-Both give, per side, a :class:`MapFrame` (cluster states, busy slots, WAN link load and
-gate utilisation) and :class:`Series` (alive jobs, busy slots, WAN traffic and the mean
-flowtime of completed jobs against simulated time), and, per side other than the first
+Both give, per side, a :class:`~viz.dashboard_run.MapFrame` (cluster states, busy
+slots, WAN link load and gate utilisation) and :class:`Series` (alive jobs, busy slots,
+WAN traffic and the mean flowtime of completed jobs against simulated time), and, per
+side other than the first
 (the baseline), the paired change of the mean flowtime over the jobs completed under
 every side so far (:func:`geosim.experiment.stats.paired_change`, the definition of
 ``geosim compare`` for one seed).
@@ -21,7 +22,7 @@ Link load is a link's busier direction's traffic over its bandwidth, and gate
 utilisation a cluster's busier gate direction's traffic over its gate bandwidth, both
 over the last sampling interval (``run.record_interval``) as the saved tables hold
 them, so a live side and its replay show the same map (the bandwidth is the level in
-force over that interval, :func:`interval_bandwidth`).
+force over that interval, :func:`~viz.dashboard_run.interval_bandwidth`).
 """
 
 from __future__ import annotations
@@ -36,36 +37,16 @@ import numpy as np
 import pandas as pd
 
 from geosim import state
-from geosim.agents import ClusterAgent, LinkAgent
 from geosim.errors import GeosimError
 from geosim.experiment.stats import paired_change
 from geosim.schedulers.spec import parse_specs
-from viz.dashboard_run import build_model, step
+from viz.dashboard_run import MapFrame, build_model, load_share, model_frame, step
 from viz.data import ComparisonData, Layout, RunData, layout_of, open_results
 
 #: Most schedulers a comparison page shows side by side.
 MAX_SIDES = 4
 #: Most points of the replayed paired-change line (it is recomputed at each).
 PAIRED_POINTS = 400
-
-
-@dataclass(frozen=True)
-class MapFrame:
-    """One side's world at one moment.
-
-    Attributes:
-        time: Simulated time (s).
-        state: Index into :data:`geosim.state.CLUSTER_STATES` per cluster.
-        busy: Busy slot shares per cluster.
-        link_load: Busier direction's traffic over bandwidth per link (0 when idle).
-        gate_util: Busier gate direction's traffic over gate bandwidth per cluster.
-    """
-
-    time: float
-    state: np.ndarray
-    busy: np.ndarray
-    link_load: np.ndarray
-    gate_util: np.ndarray
 
 
 @dataclass
@@ -141,23 +122,6 @@ def paired_now(completion: np.ndarray, arrival: np.ndarray, t: float | None = No
     flow = completion[:, common] - arrival[common]
     return int(common.sum()), [paired_change(flow[k], flow[0])
                                for k in range(1, completion.shape[0])]
-
-
-def _load(values: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.nan_to_num(values / capacity, nan=0.0, posinf=0.0)
-
-
-def interval_bandwidth(samples: list[dict[str, np.ndarray]]) -> np.ndarray:
-    """The link bandwidth in force over the last sampling interval: the previous sample's.
-
-    A sample's traffic is averaged over the interval since the sample before, while its
-    ``bandwidth`` is the level at the sample, which holds from then on. The level at
-    the interval's start is exact when links are redrawn no more often than samples are
-    taken, at sample times (the defaults: both every 10 s); otherwise it stands for the
-    interval's levels.
-    """
-    return samples[-2]["bandwidth"] if len(samples) > 1 else samples[-1]["bandwidth"]
 
 
 def check_sides(labels: Sequence[str], source: str) -> None:
@@ -259,23 +223,8 @@ class LiveComparison:
         return self.paired[k - 1]
 
     def map_frame(self, k: int, t: float | None = None) -> MapFrame:
-        """Side ``k``'s world now; link and gate load over the last sampling interval."""
-        m = self.models[k]
-        e, world = m.engine, m.world
-        n, links = world.n_clusters, len(self.layout.link_u)
-        gate_util, link_load = np.zeros(n), np.zeros(links)
-        clusters = m.recorder.samples(ClusterAgent)
-        if clusters:
-            last = clusters[-1]
-            traffic = np.maximum(last["egress_mbps"][-n:], last["ingress_mbps"][-n:])
-            gate_util = _load(traffic, world.gate)
-        samples = m.recorder.samples(LinkAgent) if links else []
-        if samples:
-            last = samples[-1]
-            traffic = np.maximum(last["forward_mbps"][-links:], last["backward_mbps"][-links:])
-            link_load = _load(traffic, interval_bandwidth(samples)[-links:])
-        return MapFrame(float(e.time), state.cluster_states(e), state.busy_slots(e),
-                        link_load, gate_util)
+        """Side ``k``'s world now (:func:`~viz.dashboard_run.model_frame`)."""
+        return model_frame(self.models[k])
 
     def status(self, k: int, t: float | None = None) -> dict[str, Any]:
         """Side ``k``'s headline numbers now."""
@@ -355,7 +304,7 @@ class Replay:
 
             bandwidth = lwide("bandwidth")
             bandwidth = np.vstack([bandwidth[:1], bandwidth[:-1]])   # in force over the interval
-            load = _load(np.maximum(lwide("forward_mbps"), lwide("backward_mbps")), bandwidth)
+            load = load_share(np.maximum(lwide("forward_mbps"), lwide("backward_mbps")), bandwidth)
             wan = (lwide("forward_mbps") + lwide("backward_mbps")).sum(axis=1)
             idx = np.clip(np.searchsorted(link_times, times + 1e-9, side="right") - 1, 0, None)
             load, wan = load[idx], wan[idx]
@@ -375,7 +324,7 @@ class Replay:
                         100.0 * busy.sum(axis=1)[sample] / layout.slots.sum(), wan[sample],
                         mean)
         return {"times": times, "state": wide("state").astype(np.intp), "busy": busy,
-                "gate": _load(traffic, layout.gate), "load": load, "series": series,
+                "gate": load_share(traffic, layout.gate), "load": load, "series": series,
                 "arrived": arrived, "count": count}
 
     def _paired(self) -> list[Paired]:

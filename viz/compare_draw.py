@@ -1,19 +1,13 @@
-"""The comparison dashboard's figures: one load map per scheduler and the shared plots.
+"""The comparison dashboard's shared plots.
 
-Both are :class:`~viz.dashboard_draw.BlitFigure` objects: built once, then each frame
-only sets the data of a fixed set of artists and redraws them on a cached background.
-
-- :class:`LoadMap`: the clusters and WAN links of one side. A cluster is filled with
-  its state's colour and holds a dark disc of its busy slots (as on the single-run
-  map); its outline and each link are coloured by how loaded they are (traffic over
-  bandwidth, on one scale from idle grey to dark purple at 100%), and grow thicker
-  with the load, so the scarce resource, the WAN, is what stands out. A link with an
-  unreachable end is drawn in the outage colour.
-- :class:`CompareSeries`: alive jobs, busy slots, WAN traffic and the mean flowtime of
-  completed jobs, one line per scheduler (colour, line style and marker of
-  :func:`viz.palette.scheduler_styles`), and the paired change of the mean flowtime of
-  each scheduler against the first over the jobs completed under all of them, with its
-  95% interval as a band.
+Each scheduler's map is a :class:`~viz.dashboard_draw.LoadMap`, as on the single-run
+page. :class:`CompareSeries` is a :class:`~viz.dashboard_draw.BlitFigure`: built once, then
+each frame only sets the data of a fixed set of artists and redraws them on a cached
+background. It plots alive jobs, busy slots, WAN traffic and the mean flowtime of
+completed jobs, one line per scheduler (colour, line style and marker of
+:func:`viz.palette.scheduler_styles`), and the paired change of the mean flowtime of
+each scheduler against the first over the jobs completed under all of them, with its
+95% interval as a band.
 """
 
 from __future__ import annotations
@@ -22,108 +16,19 @@ import time
 from collections.abc import Hashable, Sequence
 
 import numpy as np
-from matplotlib.collections import LineCollection, PolyCollection
-from matplotlib.colors import Normalize, to_rgba
+from matplotlib.collections import PolyCollection
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import StrMethodFormatter
 
-from geosim.state import CLUSTER_STATES
-from viz.compare_data import MapFrame, Paired, Series
+from viz.compare_data import Paired, Series
 from viz.dashboard_draw import (
     DPI,
     BlitFigure,
-    cluster_discs,
-    map_axes,
-    marker_area,
     nice_ceil,
-    state_handles,
 )
-from viz.data import Layout
-from viz.palette import STATE_COLORS, scheduler_styles, traffic_cmap
-
-#: Loads below this are drawn as idle (the colour map's "under" colour).
-IDLE_LOAD = 1e-3
-#: Line widths of an idle and of a fully loaded link, and outline widths of a cluster.
-LINK_WIDTH = (0.5, 3.2)
-GATE_WIDTH = (0.6, 3.0)
-LINK_DOWN_COLOR = to_rgba(STATE_COLORS["unreachable"], 0.6)
-
-
-class LoadMap(BlitFigure):
-    """One side's clusters and links, coloured by state and by WAN load.
-
-    Args:
-        layout: Where the clusters and links are.
-        label: The scheduler's label (the map's title).
-        color: The scheduler's colour (of the title's marker).
-    """
-
-    def __init__(self, layout: Layout, label: str, color: tuple[float, float, float]):
-        super().__init__()
-        self.layout = layout
-        xy = np.column_stack([layout.x, layout.y])
-        self.largest = float(max(layout.slots.max(), 1))
-        self.area = marker_area(layout.slots, self.largest)
-        self.cmap = traffic_cmap()
-        self.norm = Normalize(IDLE_LOAD, 1.0)
-        self._fill = np.array([to_rgba(STATE_COLORS[s]) for s in CLUSTER_STATES])
-        self._down = CLUSTER_STATES.index("unreachable")
-
-        fig = Figure(figsize=(4.6, 4.5), dpi=DPI)
-        ax = map_axes(fig, (0.02, 0.2, 0.96, 0.72), xy)
-        segments = np.stack([xy[layout.link_u], xy[layout.link_v]], axis=1) \
-            if len(layout.link_u) else np.zeros((0, 2, 2))
-        self.links = LineCollection(segments, linewidths=LINK_WIDTH[0], zorder=1,
-                                    capstyle="round")
-        ax.add_collection(self.links)
-        self.clusters, self.busy = cluster_discs(ax, xy, self.area, "#bbbbbb", GATE_WIDTH[0])
-        fig.text(0.03, 0.955, "●", color=color, fontsize=13, va="center")
-        fig.text(0.09, 0.955, label, fontsize=11, fontweight="bold", va="center")
-        fig.legend(handles=state_handles(6), loc="lower center", ncols=4, fontsize=7,
-                   frameon=False, handlelength=1.0, columnspacing=0.8,
-                   bbox_to_anchor=(0.5, 0.10))
-        bar_ax = fig.add_axes((0.2, 0.075, 0.6, 0.025))
-        bar = fig.colorbar(_mappable(self.cmap, self.norm), cax=bar_ax, orientation="horizontal",
-                           extend="min")
-        bar.set_ticks([IDLE_LOAD, 0.25, 0.5, 0.75, 1.0], labels=["0", "25", "50", "75", "100%"])
-        bar.ax.tick_params(labelsize=7)
-        bar.set_label("link load, gate utilisation: traffic ÷ bandwidth", fontsize=7,
-                      labelpad=1)
-        self.axes = ax
-        self.figure = fig
-        self.animated = (self.links, self.clusters, self.busy)
-        self._attach()
-
-    def update(self, frame: MapFrame) -> None:  # type: ignore[override]
-        """Set states, busy slots, link loads and gate utilisation (vectorised)."""
-        layout = self.layout
-        load = np.clip(frame.link_load, 0.0, 1.0)
-        colors = self.cmap(self.norm(load))
-        down = frame.state == self._down
-        cut = down[layout.link_u] | down[layout.link_v]
-        colors[cut] = LINK_DOWN_COLOR
-        self.links.set_color(colors)
-        self.links.set_linewidths(LINK_WIDTH[0] + (LINK_WIDTH[1] - LINK_WIDTH[0]) * load)
-        gate = np.clip(frame.gate_util, 0.0, 1.0)
-        self.clusters.set_facecolor(self._fill[frame.state])
-        self.clusters.set_edgecolor(self.cmap(self.norm(gate)))
-        self.clusters.set_linewidths(GATE_WIDTH[0] + (GATE_WIDTH[1] - GATE_WIDTH[0]) * gate)
-        self.busy.set_sizes(marker_area(np.minimum(frame.busy, layout.slots), self.largest))
-
-    def draw(self, frame: MapFrame) -> bytes:
-        """:meth:`update` and render; timed in ``frame_seconds``."""
-        start = time.perf_counter()
-        self.update(frame)
-        image = self.render()
-        self.frame_seconds = time.perf_counter() - start
-        self.frames += 1
-        return image
-
-
-def _mappable(cmap, norm):
-    from matplotlib.cm import ScalarMappable
-    return ScalarMappable(norm=norm, cmap=cmap)
+from viz.palette import scheduler_styles
 
 
 def _every(points: int) -> int:

@@ -12,7 +12,7 @@ single-run page: the controls in the sidebar, the views in the main area.
   forward by Render Interval samples every Play Interval.
 
 The views are the status lines (one per side, then the paired changes), one
-:class:`~viz.compare_draw.LoadMap` per side and the shared
+:class:`~viz.dashboard_draw.LoadMap` per side and the shared
 :class:`~viz.compare_draw.CompareSeries`.
 """
 
@@ -29,8 +29,9 @@ import solara
 from geosim.errors import GeosimError
 from geosim.experiment.stats import verdict
 from viz.compare_data import LiveComparison, Replay, open_replay
-from viz.compare_draw import CompareSeries, LoadMap
+from viz.compare_draw import CompareSeries
 from viz.dashboard import DashboardConfig
+from viz.dashboard_draw import LoadMap
 from viz.dashboard_ui import LOADS, PLAY_INTERVAL, RENDER_INTERVAL, StatusLines, _choices
 from viz.palette import scheduler_styles
 

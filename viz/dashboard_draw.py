@@ -1,9 +1,15 @@
-"""The dashboard's two figures, drawn with a fixed set of matplotlib artists.
+"""The dashboard's figures, drawn with a fixed set of matplotlib artists.
 
-Each figure is built once per run (:class:`ClusterMap` from the world's positions, tiers
-and links; :class:`TimeSeries` with empty lines) and every frame only updates the data of
-its artists: the cluster map is two scatters (clusters, their busy slots) and one
+Each figure is built once per run (:class:`LoadMap` from the world's positions and
+links; :class:`TimeSeries` with empty lines) and every frame only updates the data of
+its artists: the map is two scatters (clusters, their busy slots) and one
 ``LineCollection`` (the WAN links), whatever the number of clusters.
+
+:class:`LoadMap`: the clusters and WAN links of one run. A cluster is filled with its
+state's colour and holds a dark disc of its busy slots; its outline and each link are
+coloured by how loaded they are (traffic over bandwidth, on one scale from idle grey
+to dark purple at 100%), and grow thicker with the load, so the scarce resource, the
+WAN, is what stands out. A link with an unreachable end is drawn in the outage colour.
 
 Frames are blitted: the static part of a figure (axes, ticks, grid, legend) is drawn
 once into a background, and a frame restores that background and draws only the
@@ -23,8 +29,9 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
 from matplotlib.collections import LineCollection
-from matplotlib.colors import to_rgba
+from matplotlib.colors import Normalize, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -34,16 +41,15 @@ from PIL import Image
 from geosim import state
 from geosim.model import GeoModel
 from geosim.state import CLUSTER_STATES
-from viz.dashboard_run import cluster_snapshot, watch
-from viz.palette import STATE_COLORS
+from viz.dashboard_run import MapFrame, watch
+from viz.data import Layout
+from viz.palette import STATE_COLORS, traffic_cmap
 
 #: Edge colour of each cluster state: its fill colour, darkened.
 STATE_EDGES = {state: tuple(0.6 * c for c in to_rgba(color)[:3])
                for state, color in STATE_COLORS.items()}
 #: Colour of a cluster's busy slots (the inner disc).
 BUSY_COLOR = "#253494"
-LINK_COLOR = to_rgba("#737373", 0.35)
-LINK_DOWN_COLOR = to_rgba(STATE_COLORS["unreachable"], 0.55)
 #: Marker area (pt²) of the largest cluster; areas scale as slots ** SIZE_EXPONENT.
 MAX_AREA = 900.0
 SIZE_EXPONENT = 0.7
@@ -181,62 +187,85 @@ def state_handles(markersize: float) -> list[Artist]:
     return handles
 
 
-class ClusterMap(BlitFigure):
-    """The clusters on their topology positions, coloured by state.
+#: Loads below this are drawn as idle (the colour map's "under" colour).
+IDLE_LOAD = 1e-3
+#: Line widths of an idle and of a fully loaded link, and outline widths of a cluster.
+LINK_WIDTH = (0.5, 3.2)
+GATE_WIDTH = (0.6, 3.0)
+LINK_DOWN_COLOR = to_rgba(STATE_COLORS["unreachable"], 0.6)
 
-    A cluster is a disc whose area grows with its slots, filled with its state's colour
-    (:data:`STATE_COLORS`); a dark inner disc is the size a cluster with as many slots as
-    are busy would have, so a fully busy cluster is entirely dark. WAN links are grey,
-    and red while one of their ends is unreachable.
 
-    The time and the number of clusters in each state are in the status line above it
-    (text is the dearest thing to draw per frame).
+class LoadMap(BlitFigure):
+    """One side's clusters and links, coloured by state and by WAN load.
 
     Args:
-        model: The run's model.
+        layout: Where the clusters and links are.
+        label: The scheduler's label (the map's title).
+        color: The scheduler's colour (of the title's marker).
+        size: The figure's width and height (inches, at :data:`DPI` pixels each).
     """
 
-    def __init__(self, model: GeoModel):
+    def __init__(self, layout: Layout, label: str, color: tuple[float, float, float],
+                 size: tuple[float, float] = (4.6, 4.5)):
         super().__init__()
-        world = model.world
-        graph = world.graph
-        n = world.n_clusters
-        xy = np.array([[graph.nodes[c].get("x", 0.0), graph.nodes[c].get("y", 0.0)]
-                       for c in range(n)], dtype=float)
-        self.link_u, self.link_v = world.link_u, world.link_v
-        self.largest = float(world.slots.max())
-        self.area = marker_area(world.slots, self.largest)
+        self.layout = layout
+        xy = np.column_stack([layout.x, layout.y])
+        self.largest = float(max(layout.slots.max(), 1))
+        self.area = marker_area(layout.slots, self.largest)
+        self.cmap = traffic_cmap()
+        self.norm = Normalize(IDLE_LOAD, 1.0)
         self._fill = np.array([to_rgba(STATE_COLORS[s]) for s in CLUSTER_STATES])
-        self._edge = np.array([to_rgba(STATE_EDGES[s]) for s in CLUSTER_STATES])
-        self._link_colors = np.array([LINK_COLOR, LINK_DOWN_COLOR])
+        self._down = CLUSTER_STATES.index("unreachable")
 
-        fig = Figure(figsize=(6.2, 5.8), dpi=DPI)
-        ax = map_axes(fig, (0.02, 0.1, 0.96, 0.88), xy)
-        self.links = LineCollection(np.stack([xy[self.link_u], xy[self.link_v]], axis=1),
-                                    colors=[LINK_COLOR], linewidths=0.7, zorder=1)
+        fig = Figure(figsize=size, dpi=DPI)
+        ax = map_axes(fig, (0.02, 0.2, 0.96, 0.72), xy)
+        segments = np.stack([xy[layout.link_u], xy[layout.link_v]], axis=1) \
+            if len(layout.link_u) else np.zeros((0, 2, 2))
+        self.links = LineCollection(segments, linewidths=LINK_WIDTH[0], zorder=1,
+                                    capstyle="round")
         ax.add_collection(self.links)
-        self.clusters, self.busy = cluster_discs(ax, xy, self.area,
-                                                 np.repeat(self._edge[:1], n, axis=0), 0.8)
-        fig.legend(handles=state_handles(7), loc="lower center", ncols=4, fontsize=8,
-                   frameon=False, handlelength=1.2, columnspacing=1.2,
-                   bbox_to_anchor=(0.5, 0.035))
-        fig.text(0.5, 0.012, "disc area grows with a cluster's slots; the dark disc is "
-                 "its busy slots on the same scale", fontsize=7, color="#555555",
-                 ha="center", va="bottom")
+        self.clusters, self.busy = cluster_discs(ax, xy, self.area, "#bbbbbb", GATE_WIDTH[0])
+        fig.text(0.03, 0.955, "●", color=color, fontsize=13, va="center")
+        fig.text(0.09, 0.955, label, fontsize=11, fontweight="bold", va="center")
+        fig.legend(handles=state_handles(6), loc="lower center", ncols=4, fontsize=7,
+                   frameon=False, handlelength=1.0, columnspacing=0.8,
+                   bbox_to_anchor=(0.5, 0.10))
+        bar_ax = fig.add_axes((0.2, 0.075, 0.6, 0.025))
+        bar = fig.colorbar(ScalarMappable(norm=self.norm, cmap=self.cmap), cax=bar_ax,
+                           orientation="horizontal", extend="min")
+        bar.set_ticks([IDLE_LOAD, 0.25, 0.5, 0.75, 1.0], labels=["0", "25", "50", "75", "100%"])
+        bar.ax.tick_params(labelsize=7)
+        bar.set_label("link load, gate utilisation: traffic ÷ bandwidth", fontsize=7,
+                      labelpad=1)
         self.axes = ax
         self.figure = fig
         self.animated = (self.links, self.clusters, self.busy)
         self._attach()
 
-    def update(self, model: GeoModel) -> None:
-        """Recolour and resize the clusters and recolour the links (vectorised)."""
-        snap = cluster_snapshot(model)
-        self.clusters.set_facecolor(self._fill[snap.state])
-        self.clusters.set_edgecolor(self._edge[snap.state])
-        self.busy.set_sizes(marker_area(np.minimum(snap.busy, snap.slots), self.largest))
-        down = snap.state == CLUSTER_STATES.index("unreachable")
-        self.links.set_color(self._link_colors[(down[self.link_u] | down[self.link_v])
-                                               .astype(np.intp)])
+    def update(self, frame: MapFrame) -> None:  # type: ignore[override]
+        """Set states, busy slots, link loads and gate utilisation (vectorised)."""
+        layout = self.layout
+        load = np.clip(frame.link_load, 0.0, 1.0)
+        colors = self.cmap(self.norm(load))
+        down = frame.state == self._down
+        cut = down[layout.link_u] | down[layout.link_v]
+        colors[cut] = LINK_DOWN_COLOR
+        self.links.set_color(colors)
+        self.links.set_linewidths(LINK_WIDTH[0] + (LINK_WIDTH[1] - LINK_WIDTH[0]) * load)
+        gate = np.clip(frame.gate_util, 0.0, 1.0)
+        self.clusters.set_facecolor(self._fill[frame.state])
+        self.clusters.set_edgecolor(self.cmap(self.norm(gate)))
+        self.clusters.set_linewidths(GATE_WIDTH[0] + (GATE_WIDTH[1] - GATE_WIDTH[0]) * gate)
+        self.busy.set_sizes(marker_area(np.minimum(frame.busy, layout.slots), self.largest))
+
+    def draw(self, frame: MapFrame) -> bytes:
+        """:meth:`update` and render; timed in ``frame_seconds``."""
+        start = time.perf_counter()
+        self.update(frame)
+        image = self.render()
+        self.frame_seconds = time.perf_counter() - start
+        self.frames += 1
+        return image
 
 
 class TimeSeries(BlitFigure):

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from geosim import state
+from geosim.agents import ClusterAgent, LinkAgent
 from geosim.errors import GeosimError
 from geosim.model import GeoModel
 from geosim.scenario import Scenario, load_scenario
@@ -192,6 +193,62 @@ def step(model: GeoModel) -> None:
             raise
     w.step_seconds = time.perf_counter() - start
     w.total_step_seconds += w.step_seconds
+
+
+@dataclass(frozen=True)
+class MapFrame:
+    """One side's world at one moment.
+
+    Attributes:
+        time: Simulated time (s).
+        state: Index into :data:`geosim.state.CLUSTER_STATES` per cluster.
+        busy: Busy slot shares per cluster.
+        link_load: Busier direction's traffic over bandwidth per link (0 when idle).
+        gate_util: Busier gate direction's traffic over gate bandwidth per cluster.
+    """
+
+    time: float
+    state: np.ndarray
+    busy: np.ndarray
+    link_load: np.ndarray
+    gate_util: np.ndarray
+
+
+def interval_bandwidth(samples: list[dict[str, np.ndarray]]) -> np.ndarray:
+    """The link bandwidth in force over the last sampling interval: the previous sample's.
+
+    A sample's traffic is averaged over the interval since the sample before, while its
+    ``bandwidth`` is the level at the sample, which holds from then on. The level at
+    the interval's start is exact when links are redrawn no more often than samples are
+    taken, at sample times (the defaults: both every 10 s); otherwise it stands for the
+    interval's levels.
+    """
+    return samples[-2]["bandwidth"] if len(samples) > 1 else samples[-1]["bandwidth"]
+
+
+def model_frame(model: GeoModel) -> MapFrame:
+    """The model's world now; link and gate load over the last sampling interval."""
+    e, world = model.engine, model.world
+    n, links = world.n_clusters, world.n_links
+    gate_util, link_load = np.zeros(n), np.zeros(links)
+    clusters = model.recorder.samples(ClusterAgent)
+    if clusters:
+        last = clusters[-1]
+        traffic = np.maximum(last["egress_mbps"][-n:], last["ingress_mbps"][-n:])
+        gate_util = load_share(traffic, world.gate)
+    samples = model.recorder.samples(LinkAgent) if links else []
+    if samples:
+        last = samples[-1]
+        traffic = np.maximum(last["forward_mbps"][-links:], last["backward_mbps"][-links:])
+        link_load = load_share(traffic, interval_bandwidth(samples)[-links:])
+    return MapFrame(float(e.time), state.cluster_states(e), state.busy_slots(e), link_load,
+                    gate_util)
+
+
+def load_share(traffic: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Traffic over capacity, 0 where the capacity is 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nan_to_num(traffic / capacity, nan=0.0, posinf=0.0)
 
 
 @dataclass(frozen=True)

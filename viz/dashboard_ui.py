@@ -11,7 +11,8 @@ other component can read: so the status line says ``playing``, ``paused`` or
 step counter beside it. The views are Solara components of the model that re-render
 after every frame:
 
-- :func:`ClusterView`: the clusters on the topology (:class:`~viz.dashboard_draw.ClusterMap`);
+- :func:`ClusterView`: the clusters and WAN links on the topology, by state and load
+  (:class:`~viz.dashboard_draw.LoadMap`);
 - :func:`PlotsView`: alive jobs, busy slots and flowtimes (:class:`~viz.dashboard_draw.TimeSeries`);
 - :func:`StatusView`: the run's headline numbers, whether it plays, and the last step's
   and frame's wall time.
@@ -36,16 +37,19 @@ from geosim.model import GeoModel
 from geosim.schedulers import registered
 from geosim.schedulers.spec import Spec
 from viz.dashboard import DashboardConfig
-from viz.dashboard_draw import ClusterMap, TimeSeries
+from viz.dashboard_draw import LoadMap, TimeSeries
 from viz.dashboard_run import (
     CONTROL_PARAMS,
     Run,
+    model_frame,
     scheduler_defaults,
     schedulers_taking,
     status,
     step,
     watch,
 )
+from viz.data import layout_of
+from viz.palette import scheduler_colors
 
 #: Play Interval (ms) between frames while playing, at start; the Render Interval sets
 #: how many steps each frame (and each Step click) advances.
@@ -144,16 +148,29 @@ def _frame_key(model: GeoModel | None) -> list:
 
 @solara.component
 def ClusterView(model: GeoModel | None, tick: int = 0, error: str | None = None):
-    """The clusters on the topology, coloured by state, with their busy slots.
+    """The clusters and links on the topology: states, busy slots, WAN load.
 
     Args:
         model: The run's model, or ``None`` when the controls' choice cannot run.
         tick: The frame counter; a new value re-renders the view.
         error: Why there is no model.
     """
-    drawer = solara.use_memo(lambda: ClusterMap(model) if model is not None else None, [model])
-    png = solara.use_memo(lambda: drawer.frame(model) if drawer else None,
-                          _frame_key(model))
+    def make_map() -> LoadMap | None:
+        if model is None:
+            return None
+        label = model.policy.name
+        return LoadMap(layout_of(model.world), label, scheduler_colors([label])[label],
+                       size=(6.2, 5.8))
+
+    def draw() -> bytes | None:
+        if drawer is None:
+            return None
+        with watch(model).lock:
+            frame = model_frame(model)
+        return drawer.draw(frame)
+
+    drawer = solara.use_memo(make_map, [model])
+    png = solara.use_memo(draw, _frame_key(model))
     if png is None:
         with solara.Column(classes=["geosim-cluster-view"]):
             solara.Error(f"cannot run this choice: {error}", classes=["geosim-error"])
