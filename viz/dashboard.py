@@ -223,11 +223,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "dashboard", help="watch a run, or schedulers side by side, live in the browser; "
         "replay saved results",
         description="Serve a live dashboard of a run (a Mesa model, served by Solara): the "
-        "clusters on the topology coloured by state with their busy slots, alive jobs, slot "
-        "utilisation and flowtimes, with controls for the scenario, scheduler, seed, ε, β "
-        "and load, and step / play / reset. With --compare, 2 to 4 schedulers run side by "
-        "side in lockstep on the same world and jobs: one map per scheduler with WAN link "
-        "load and gate utilisation, shared plots and the paired change of the mean "
+        "clusters on the topology coloured by state with their busy slots, WAN links and "
+        "gates coloured by load, alive jobs, slot utilisation and flowtimes, with controls "
+        "for the scenario, scheduler, seed, ε, β and load, and step / play / reset. With "
+        "--compare, 2 to 4 schedulers run side by side in lockstep on the same world and "
+        "jobs: one map per scheduler, shared plots and the paired change of the mean "
         "flowtime. Given a saved run or comparison directory instead of a scenario, it "
         "replays the saved tables with a time slider, running nothing. Needs the viz "
         "extra (pip install 'geosim[viz]').")
