@@ -22,6 +22,7 @@ from viz.compare_draw import CompareSeries  # noqa: E402
 from viz.compare_ui import make_compare_page  # noqa: E402
 from viz.dashboard import DashboardConfig, compare_config  # noqa: E402
 from viz.dashboard_draw import LoadMap  # noqa: E402
+from viz.dashboard_run import interval_bandwidth  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = str(ROOT / "scenarios" / "quickstart.toml")
@@ -84,6 +85,14 @@ def test_live_map_reads_link_load_and_gate_utilisation_of_the_last_interval():
     assert np.allclose(live.map_frame(0).link_load, expect)
     gate = np.maximum(clusters[-1]["egress_mbps"], clusters[-1]["ingress_mbps"]) / m.world.gate
     assert np.allclose(live.map_frame(0).gate_util, gate)
+
+
+def test_the_bandwidth_of_an_interval_is_the_sample_before_also_within_a_block():
+    one, two = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    assert interval_bandwidth([{"bandwidth": one}], 2).tolist() == [1, 2]
+    assert interval_bandwidth([{"bandwidth": one}, {"bandwidth": two}], 2).tolist() == [1, 2]
+    block = {"bandwidth": np.concatenate([one, two])}   # two samples taken at once
+    assert interval_bandwidth([block], 2).tolist() == [1, 2]
 
 
 def test_paired_change_is_the_comparison_definition_for_one_seed(finished):

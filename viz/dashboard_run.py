@@ -197,7 +197,7 @@ def step(model: GeoModel) -> None:
 
 @dataclass(frozen=True)
 class MapFrame:
-    """One side's world at one moment.
+    """A run's world at one moment, as its map shows it.
 
     Attributes:
         time: Simulated time (s).
@@ -214,16 +214,20 @@ class MapFrame:
     gate_util: np.ndarray
 
 
-def interval_bandwidth(samples: list[dict[str, np.ndarray]]) -> np.ndarray:
+def interval_bandwidth(samples: list[dict[str, np.ndarray]], links: int) -> np.ndarray:
     """The link bandwidth in force over the last sampling interval: the previous sample's.
 
     A sample's traffic is averaged over the interval since the sample before, while its
     ``bandwidth`` is the level at the sample, which holds from then on. The level at
     the interval's start is exact when links are redrawn no more often than samples are
     taken, at sample times (the defaults: both every 10 s); otherwise it stands for the
-    interval's levels.
+    interval's levels. ``samples`` are the recorder's (a block may hold several samples
+    of ``links`` rows each); the first sample stands for itself.
     """
-    return samples[-2]["bandwidth"] if len(samples) > 1 else samples[-1]["bandwidth"]
+    last = samples[-1]["bandwidth"]
+    if last.size >= 2 * links:
+        return last[-2 * links:-links]
+    return samples[-2]["bandwidth"][-links:] if len(samples) > 1 else last[-links:]
 
 
 def model_frame(model: GeoModel) -> MapFrame:
@@ -240,7 +244,7 @@ def model_frame(model: GeoModel) -> MapFrame:
     if samples:
         last = samples[-1]
         traffic = np.maximum(last["forward_mbps"][-links:], last["backward_mbps"][-links:])
-        link_load = load_share(traffic, interval_bandwidth(samples)[-links:])
+        link_load = load_share(traffic, interval_bandwidth(samples, links))
     return MapFrame(float(e.time), state.cluster_states(e), state.busy_slots(e), link_load,
                     gate_util)
 
