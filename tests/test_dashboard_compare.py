@@ -241,7 +241,7 @@ def test_cli_refuses_bad_comparisons_with_one_line(capsys, saved, tmp_path):
         assert len(err.splitlines()) == 1
 
 
-def test_replay_needs_every_cluster_at_every_sample(saved, tmp_path):
+def test_replay_needs_every_cluster_and_link_at_every_sample(saved, tmp_path):
     """A run table with a cluster missing at a sample is refused, not misdrawn."""
     import shutil
 
@@ -251,3 +251,7 @@ def test_replay_needs_every_cluster_at_every_sample(saved, tmp_path):
     pd.read_parquet(table).iloc[1:].to_parquet(table)
     with pytest.raises(Exception, match="every cluster at every sample"):
         open_replay(copy)
+    links = copy / "runs" / "pingan" / "seed-1" / "links.parquet"
+    pd.read_parquet(links).iloc[:-1].to_parquet(links)
+    with pytest.raises(Exception, match="every link at every sample"):
+        open_replay(copy, ["pingan", "fair"])

@@ -298,6 +298,9 @@ class Replay:
         if links is not None and not links.empty and n_links:
             links = links.sort_values(["time", "link"], kind="stable")
             link_times = np.unique(links["time"].to_numpy())
+            if len(links) != len(link_times) * n_links:
+                raise GeosimError("the link table does not hold every link at every sample",
+                                  source=run.where)
 
             def lwide(column: str) -> np.ndarray:
                 return links[column].to_numpy(dtype=float).reshape(len(link_times), n_links)
