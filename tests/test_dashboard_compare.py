@@ -16,6 +16,7 @@ import solara  # noqa: E402
 
 from geosim.agents import ClusterAgent, LinkAgent  # noqa: E402
 from geosim.cli import main  # noqa: E402
+from geosim.errors import GeosimError  # noqa: E402
 from geosim.experiment.stats import paired_change, paired_difference  # noqa: E402
 from viz.compare_data import LiveComparison, open_replay  # noqa: E402
 from viz.compare_draw import CompareSeries  # noqa: E402
@@ -146,15 +147,15 @@ def test_replay_shows_what_the_live_comparison_showed(saved, finished):
 def test_replay_chooses_labels_and_seed_and_refuses_bad_ones(saved, tmp_path):
     replay = open_replay(saved, ["pingan", "fair"])
     assert replay.labels == ["pingan", "fair"] and replay.of == 3
-    with pytest.raises(Exception, match="no scheduler 'nope'"):
+    with pytest.raises(GeosimError, match="no scheduler 'nope'"):
         open_replay(saved, ["nope", "fair"])
-    with pytest.raises(Exception, match="no seed 9"):
+    with pytest.raises(GeosimError, match="no seed 9"):
         open_replay(saved, seed=9)
-    with pytest.raises(Exception, match="not a geosim results directory"):
+    with pytest.raises(GeosimError, match="not a geosim results directory"):
         open_replay(tmp_path)
     one = open_replay(saved / "runs" / "fair" / "seed-1")   # a run directory: one side
     assert one.labels == ["fair"] and one.paired == []
-    with pytest.raises(Exception, match="this is one run"):
+    with pytest.raises(GeosimError, match="this is one run"):
         open_replay(saved / "runs" / "fair" / "seed-1", ["fair"])
 
 
@@ -249,9 +250,9 @@ def test_replay_needs_every_cluster_and_link_at_every_sample(saved, tmp_path):
     shutil.copytree(saved, copy)
     table = copy / "runs" / "srpt" / "seed-1" / "clusters.parquet"
     pd.read_parquet(table).iloc[1:].to_parquet(table)
-    with pytest.raises(Exception, match="every cluster at every sample"):
+    with pytest.raises(GeosimError, match="every cluster at every sample"):
         open_replay(copy)
     links = copy / "runs" / "pingan" / "seed-1" / "links.parquet"
     pd.read_parquet(links).iloc[:-1].to_parquet(links)
-    with pytest.raises(Exception, match="every link at every sample"):
+    with pytest.raises(GeosimError, match="every link at every sample"):
         open_replay(copy, ["pingan", "fair"])
