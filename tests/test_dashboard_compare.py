@@ -116,6 +116,23 @@ def test_a_finished_comparison_stops_and_its_series_end_with_the_means(finished)
         assert finished.status(k)["done"] == 40 and finished.status(k)["finished"]
 
 
+def test_a_trace_feeds_a_side_by_side_comparison(tmp_path):
+    """Jobs read from a trace (Alibaba's batch_task.csv layout) run side by side as any."""
+    trace = tmp_path / "batch_task.csv"
+    trace.write_text("\n".join([
+        "M1,2,j_1,1,Terminated,10,20,100,0.2", "M2,1,j_1,1,Terminated,10,15,100,0.2",
+        "R3_1_2,3,j_1,1,Terminated,25,40,100,0.2", "M1,4,j_2,1,Terminated,30,90,100,0.2",
+        "M1,1,j_3,1,Terminated,50,55,100,0.2"]) + "\n")
+    live = LiveComparison(["fair", "srpt"], QUICK, 1, overrides=(
+        ("workload.kind", "alibaba-trace"), ("workload.files", [str(trace)]),
+        ("workload.task_cv", 0.0)))
+    assert live.n_jobs == 3 and live.arrival.tolist() == [0.0, 20.0, 40.0]
+    while live.running:
+        live.advance(10)
+    assert [live.status(k)["done"] for k in range(2)] == [3, 3]
+    assert live.paired_series(1).jobs[-1] == 3
+
+
 # ---------------------------------------------------------------------------- replay
 def test_replay_shows_what_the_live_comparison_showed(saved, finished):
     replay = open_replay(saved)
