@@ -513,8 +513,8 @@ def _drive(page, shots: Path, url: str) -> None:
     page.screenshot(path=shots / "dashboard-played.png")
 
 
-def _drive_comparison(page, shots: Path, url: str) -> None:
-    """Load the comparison, step both sides together, play and pause."""
+def _open_side_by_side(page, url: str):
+    """Load the side-by-side page with two maps; its maps, plots, head and clock lines."""
     from playwright.sync_api import expect
 
     page.goto(url)
@@ -524,6 +524,25 @@ def _drive_comparison(page, shots: Path, url: str) -> None:
     clock = page.locator(".geosim-status-line").nth(1)
     expect(plots).to_be_visible(timeout=60_000)
     expect(maps).to_have_count(2)
+    return maps, plots, head, clock
+
+
+def _play_and_pause(page, head, clock, shown) -> None:
+    """▶ until the clock leaves ``shown`` (text or pattern), then ❚❚."""
+    from playwright.sync_api import expect
+
+    _toggle(page, "▶", "❚❚")
+    expect(head).to_have_text(re.compile(r" · playing$"))
+    expect(clock).not_to_have_text(shown, timeout=15_000)
+    _toggle(page, "❚❚", "▶")
+    expect(head).to_have_text(re.compile(r" · paused$"))
+
+
+def _drive_comparison(page, shots: Path, url: str) -> None:
+    """Load the comparison, step both sides together, play and pause."""
+    from playwright.sync_api import expect
+
+    maps, plots, head, clock = _open_side_by_side(page, url)
     expect(head).to_have_text(re.compile(r"^fair vs pingan · seed 2 · quickstart.toml .* paused$"))
     expect(clock).to_have_text("simulated time 0 s · step 0")
     before = [maps.nth(0).screenshot(), maps.nth(1).screenshot(), plots.screenshot()]
@@ -540,11 +559,7 @@ def _drive_comparison(page, shots: Path, url: str) -> None:
     expect(lines.nth(2)).to_have_text(re.compile(r"^fair: at \d+ s · jobs arrived "))
     expect(lines.nth(3)).to_have_text(re.compile(r"^pingan: at \d+ s · jobs arrived "))
     shown = clock.inner_text()
-    _toggle(page, "▶", "❚❚")
-    expect(head).to_have_text(re.compile(r" · playing$"))
-    expect(clock).not_to_have_text(shown, timeout=15_000)
-    _toggle(page, "❚❚", "▶")
-    expect(head).to_have_text(re.compile(r" · paused$"))
+    _play_and_pause(page, head, clock, shown)
     page.screenshot(path=shots / "comparison.png")
 
 
@@ -552,22 +567,12 @@ def _drive_replay(page, shots: Path, url: str) -> None:
     """Load the replay, play it forward, pause; nothing runs, so there is no Step."""
     from playwright.sync_api import expect
 
-    page.goto(url)
-    maps = page.locator("img.geosim-load-map")
-    plots = page.locator("img.geosim-compare-plots")
-    head = page.locator(".geosim-status-line").nth(0)
-    clock = page.locator(".geosim-status-line").nth(1)
-    expect(plots).to_be_visible(timeout=60_000)
-    expect(maps).to_have_count(2)
+    maps, plots, head, clock = _open_side_by_side(page, url)
     expect(head).to_have_text(re.compile(r"^replay of .*saved · seed 1 · paused$"))
     expect(clock).to_have_text(re.compile(r"^simulated time 0 s of [0-9,]+ s$"))
     expect(page.get_by_role("button", name="Step")).to_have_count(0)
     before = plots.screenshot()
-    _toggle(page, "▶", "❚❚")
-    expect(head).to_have_text(re.compile(r" · playing$"))
-    expect(clock).not_to_have_text(re.compile(r"^simulated time 0 s "), timeout=15_000)
-    _toggle(page, "❚❚", "▶")
-    expect(head).to_have_text(re.compile(r" · paused$"))
+    _play_and_pause(page, head, clock, re.compile(r"^simulated time 0 s "))
     page.wait_for_timeout(500)
     assert plots.screenshot() != before
     page.screenshot(path=shots / "replay.png")
