@@ -84,22 +84,42 @@ class Paired:
         jobs: Jobs completed under every side at that time.
     """
 
-    time: list[float] = field(default_factory=list)
-    change: list[float] = field(default_factory=list)
-    half: list[float] = field(default_factory=list)
-    jobs: list[int] = field(default_factory=list)
-
-    def append(self, t: float, change: float, half: float, jobs: int) -> None:
-        """Add one point."""
-        self.time.append(t)
-        self.change.append(change)
-        self.half.append(half)
-        self.jobs.append(jobs)
+    time: np.ndarray
+    change: np.ndarray
+    half: np.ndarray
+    jobs: np.ndarray
 
     def upto(self, t: float) -> Paired:
         """The points at or before ``t``."""
-        k = int(np.searchsorted(np.asarray(self.time), t + 1e-9, side="right"))
+        k = int(np.searchsorted(self.time, t + 1e-9, side="right"))
         return Paired(self.time[:k], self.change[:k], self.half[:k], self.jobs[:k])
+
+
+class Rows:
+    """Rows of numbers appended one at a time, read as columns without copying.
+
+    Args:
+        width: Numbers per row.
+    """
+
+    def __init__(self, width: int):
+        self._data = np.empty((64, width))
+        self.n = 0
+
+    def append(self, *row: float) -> None:
+        """Add one row (the store doubles when full)."""
+        if self.n == len(self._data):
+            self._data = np.concatenate([self._data, np.empty_like(self._data)])
+        self._data[self.n] = row
+        self.n += 1
+
+    def columns(self) -> list[np.ndarray]:
+        """Every column so far, as views."""
+        return [self._data[:self.n, i] for i in range(self._data.shape[1])]
+
+    def last(self) -> np.ndarray:
+        """The last row."""
+        return self._data[self.n - 1]
 
 
 def paired_now(completion: np.ndarray, arrival: np.ndarray, t: float | None = None
@@ -163,9 +183,9 @@ class LiveComparison:
         self.dt = float(first.config["run"]["dt"])
         self.n_jobs = first.workload.n_jobs
         self.arrival = np.asarray(first.workload.arrival, dtype=float)
-        self._rows: list[list[tuple[float, ...]]] = [[] for _ in self.models]
+        self._rows = [Rows(5) for _ in self.models]
         self._wan = [0.0] * len(self.models)
-        self.paired = [Paired() for _ in self.models[1:]]
+        self._paired = [Rows(4) for _ in self.models[1:]]
         self.steps = 0
         self._sample()
 
@@ -200,27 +220,27 @@ class LiveComparison:
         for k, m in enumerate(self.models):
             e = m.engine
             rows, t = self._rows[k], float(e.time)
-            if rows and t <= rows[-1][0]:
+            before = rows.last()[0] if rows.n else None
+            if before is not None and t <= before:
                 continue   # a side that did not move keeps its last point
             wan_mb = state.totals(e)["wan_mb"]
-            rate = (wan_mb - self._wan[k]) / (t - rows[-1][0]) if rows else 0.0
+            rate = (wan_mb - self._wan[k]) / (t - before) if before is not None else 0.0
             self._wan[k] = wan_mb
-            rows.append((t, len(m.jobs), 100.0 * state.total_busy_slots(e) / m.world.n_slots,
-                         rate, m.datacollector.mean_flowtime()))
-        if self.paired:
+            rows.append(t, len(m.jobs), 100.0 * state.total_busy_slots(e) / m.world.n_slots,
+                        rate, m.datacollector.mean_flowtime())
+        if self._paired:
             completion = np.stack([m.engine.job_done[:self.n_jobs] for m in self.models])
             n, changes = paired_now(completion, self.arrival)
-            for p, (change, half) in zip(self.paired, changes, strict=True):
+            for p, (change, half) in zip(self._paired, changes, strict=True):
                 p.append(self.time, change, half, n)
 
     def series(self, k: int, t: float | None = None) -> Series:
         """Side ``k``'s time series so far."""
-        rows = np.asarray(self._rows[k], dtype=float).reshape(-1, 5)
-        return Series(*rows.T.copy())
+        return Series(*self._rows[k].columns())
 
     def paired_series(self, k: int, t: float | None = None) -> Paired:
         """Side ``k``'s (``k >= 1``) paired change against the first side so far."""
-        return self.paired[k - 1]
+        return Paired(*self._paired[k - 1].columns())
 
     def map_frame(self, k: int, t: float | None = None) -> MapFrame:
         """Side ``k``'s world now (:func:`~viz.dashboard_run.model_frame`)."""
@@ -230,11 +250,11 @@ class LiveComparison:
         """Side ``k``'s headline numbers now."""
         m = self.models[k]
         _, flow = state.finished_flowtimes(m.engine)
-        rows = self._rows[k]
+        last = self._rows[k].last()
         return {"time": float(m.engine.time), "arrived": int(m.engine.next_job),
                 "alive": len(m.jobs), "done": int(m.jobs_done),
                 "mean_flowtime": float(flow.mean()) if flow.size else math.nan,
-                "busy": rows[-1][2], "wan": rows[-1][3], "finished": m.done}
+                "busy": float(last[2]), "wan": float(last[3]), "finished": m.done}
 
 
 # ---------------------------------------------------------------------------- replay
@@ -331,9 +351,9 @@ class Replay:
                 "arrived": arrived, "count": count}
 
     def _paired(self) -> list[Paired]:
-        out = [Paired() for _ in self.labels[1:]]
+        out = [Rows(4) for _ in self.labels[1:]]
         if not out:
-            return out
+            return []
         step = max(1, -(-len(self.times) // PAIRED_POINTS))
         grid = self.times[::step]
         if grid[-1] != self.times[-1]:
@@ -342,7 +362,7 @@ class Replay:
             n, changes = paired_now(self.completion, self.arrival, float(t))
             for p, (change, half) in zip(out, changes, strict=True):
                 p.append(float(t), change, half, n)
-        return out
+        return [Paired(*rows.columns()) for rows in out]
 
     def _index(self, times: np.ndarray, t: float | None) -> int:
         t = self.end_time if t is None else t

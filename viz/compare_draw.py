@@ -112,7 +112,7 @@ class CompareSeries(BlitFigure):
             if peak > tops[i]:
                 tops[i] = nice_ceil(peak * 1.15)
         for p in paired:
-            c, h = np.asarray(p.change, float), np.nan_to_num(np.asarray(p.half, float))
+            c, h = p.change, np.nan_to_num(p.half)
             ok = np.isfinite(c)
             if ok.any():
                 reach = 100.0 * float(np.max(np.abs(c[ok]) + h[ok]))
@@ -135,9 +135,7 @@ class CompareSeries(BlitFigure):
                 line.set_data(s.time, getattr(s, name))
                 line.set_markevery(_every(s.time.size))
         for band, line, p in zip(self.bands, self.changes, paired, strict=True):
-            t = np.asarray(p.time, float)
-            c = 100.0 * np.asarray(p.change, float)
-            h = 100.0 * np.asarray(p.half, float)
+            t, c, h = p.time, 100.0 * p.change, 100.0 * p.half
             line.set_data(t, c)
             line.set_markevery(_every(t.size))
             ok = np.isfinite(c) & np.isfinite(h)

@@ -108,11 +108,11 @@ def status_lines(board: Board, config: DashboardConfig, now: float, playing: boo
                      f"{s['wan']:,.1f} MB/s")
     for k, label in enumerate(src.labels[1:], start=1):
         p = src.paired_series(k, None if live else t)
-        if not p.time:
+        if not p.time.size:
             continue
         text = verdict(label, src.labels[0], p.change[-1], p.half[-1])
-        lines.append(f"{text} · over the {p.jobs[-1]} jobs completed under all"
-                     if p.jobs[-1] else text)
+        jobs = int(p.jobs[-1])
+        lines.append(f"{text} · over the {jobs} jobs completed under all" if jobs else text)
     return lines
 
 
