@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -61,11 +61,11 @@ class Series:
         mean_flowtime: Mean flowtime (s) of the jobs completed so far (NaN before any).
     """
 
-    time: np.ndarray = field(default_factory=lambda: np.empty(0))
-    alive: np.ndarray = field(default_factory=lambda: np.empty(0))
-    busy: np.ndarray = field(default_factory=lambda: np.empty(0))
-    wan: np.ndarray = field(default_factory=lambda: np.empty(0))
-    mean_flowtime: np.ndarray = field(default_factory=lambda: np.empty(0))
+    time: np.ndarray
+    alive: np.ndarray
+    busy: np.ndarray
+    wan: np.ndarray
+    mean_flowtime: np.ndarray
 
     def upto(self, t: float) -> Series:
         """The points at or before ``t``."""
