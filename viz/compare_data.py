@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, Self
 
 import numpy as np
 import pandas as pd
@@ -49,8 +49,19 @@ MAX_SIDES = 4
 PAIRED_POINTS = 400
 
 
+class TimeColumns:
+    """Columns of points in time order, the first named ``time``."""
+
+    time: np.ndarray
+
+    def upto(self, t: float) -> Self:
+        """The points at or before ``t``."""
+        k = int(np.searchsorted(self.time, t + 1e-9, side="right"))
+        return type(self)(*(getattr(self, f.name)[:k] for f in fields(self)))
+
+
 @dataclass
-class Series:
+class Series(TimeColumns):
     """One side's time series, oldest first.
 
     Attributes:
@@ -67,14 +78,9 @@ class Series:
     wan: np.ndarray
     mean_flowtime: np.ndarray
 
-    def upto(self, t: float) -> Series:
-        """The points at or before ``t``."""
-        k = int(np.searchsorted(self.time, t + 1e-9, side="right"))
-        return Series(*(getattr(self, f)[:k] for f in self.__dataclass_fields__))
-
 
 @dataclass
-class Paired:
+class Paired(TimeColumns):
     """The paired change of the mean flowtime of one side against the baseline, over time.
 
     Attributes:
@@ -88,11 +94,6 @@ class Paired:
     change: np.ndarray
     half: np.ndarray
     jobs: np.ndarray
-
-    def upto(self, t: float) -> Paired:
-        """The points at or before ``t``."""
-        k = int(np.searchsorted(self.time, t + 1e-9, side="right"))
-        return Paired(self.time[:k], self.change[:k], self.half[:k], self.jobs[:k])
 
 
 class Rows:
