@@ -181,3 +181,21 @@ def test_srptms_never_preempts():
                                                     rate=0.08, n_jobs=40))).run()
     outcome = result.copies["outcome"].value_counts()
     assert outcome.get("killed", 0) == 0 and outcome.get("lost", 0) > 0
+
+
+@pytest.mark.parametrize("sharing_set, started", [("unscheduled", 5), ("ready", 9)])
+def test_srptms_sharing_set_holds_a_share_for_reduce_tasks_waiting(sharing_set, started):
+    # Job 0 (t = 0): one map task of 100 s, then a reduce task. Job 1 (t = 1): ten map tasks.
+    # With epsilon = 1 the jobs of psi share the 10 machines equally. As Algorithm 2 prints
+    # psi ("jobs which have unscheduled tasks"), job 0, whose reduce task waits for its map,
+    # deserves 5, runs 1 and keeps 4 idle: job 1 gets 5. With only ready jobs sharing, job 1
+    # deserves all 10 and takes the 9 free.
+    wl = _jobs([[100.0, 10.0], [50.0] * 10], [[0, 1], [0] * 10], arrival=[0.0, 1.0])
+    world = closed_world(slots=10, n_jobs=2, scheduler="srptms+c", seed=1)
+    world["scheduler"]["params"] = {"epsilon": 1.0, "r": 0.0, "max_copies": 1,
+                                    "sharing_set": sharing_set}
+    result = GeoModel(load_scenario(world), workload=wl).run()
+    copies = result.copies
+    job1 = copies[copies["task"] >= 2]
+    assert int((job1["start"] == 1.0).sum()) == started
+    assert int((copies[copies["task"] == 0]["start"] == 0.0).sum()) == 1

@@ -1,7 +1,7 @@
 """SRPTMS+C: SRPT-based machine sharing plus cloning (000 §V, Algorithm 2 and its procedure).
 
 Xu and Lau, "Task-cloning algorithms in a MapReduce cluster with competitive performance
-bounds". At the start of every slot the jobs that can start a task share the ``M``
+bounds". At the start of every slot the jobs with unscheduled tasks share the ``M``
 machines: ranked by ``w_i / U_i(l)``, the highest-priority jobs whose weights make up an
 ``epsilon`` fraction of the total weight each deserve ``g_i(l)`` machines in proportion
 to their weights; a job gets the machines it deserves beyond those it already runs on
@@ -28,11 +28,14 @@ Choices where the paper is silent (also in ``docs/model.md``):
 - ``U_i(l)`` (eq. 4) sums ``E_t + r sigma_t`` over the job's unscheduled tasks (not yet
   running or done), with ``E_t`` the task's mean work and ``sigma_t = task_cv * E_t``;
   on MapReduce jobs, whose phases share ``E`` and ``sigma``, this is eq. 4 exactly.
-- The jobs that share (``psi^s(l)``, whose weights make ``W(l)``) are those with an
-  unscheduled task that can start now: a job whose only unscheduled tasks are reduce
-  tasks waiting for its map phase cannot use machines this slot ("the scheduler begins
-  to schedule reduce tasks after all the map tasks completed"), so it does not hold a
-  share that would stay idle.
+- The jobs that share (``psi^s(l)``, whose weights make ``W(l)``) are, by default, as
+  Algorithm 2 line 1 prints them: "the set of jobs which have unscheduled tasks at
+  current time slot" (``sharing_set="unscheduled"``). A job whose only unscheduled
+  tasks are reduce tasks waiting for its map phase is one of them: it holds its share,
+  and since it has no task that can start ("the scheduler begins to schedule reduce
+  tasks after all the map tasks completed", §V-B) that share stays idle this slot.
+  ``sharing_set="ready"`` keeps only the jobs with an unscheduled task that can start
+  now, so no share is held idle (not in 000).
 - Fractional ``g_i`` are rounded by largest remainder (ties to the higher priority), so
   the integers still sum to ``M``.
 - Machines are the slots of every reachable cluster, one pool (000 has one cluster);
@@ -155,6 +158,11 @@ def procedure(tasks: np.ndarray, pos: np.ndarray, used: np.ndarray,
     return np.repeat(tasks, copies)
 
 
+#: The jobs that share the machines (``psi^s(l)``): with any unscheduled task (Algorithm 2
+#: line 1), or with an unscheduled task that can start now.
+SHARING_SETS = ("unscheduled", "ready")
+
+
 @njit(cache=True)
 def _phase_stats(lo, hi, state, stage, eff):  # pragma: no cover - compiled
     """Per job: effective unscheduled work, its lowest unscheduled stage, ready tasks there."""
@@ -204,6 +212,7 @@ class Phases:
         work: Effective unscheduled work ``U_i`` (:func:`effective_work` summed).
         ready: Unscheduled ready tasks in the job's current phase: the lowest stage that
             still has unscheduled tasks (the map phase until every map task is scheduled).
+        unscheduled: Whether the job has any unscheduled task (waiting or ready).
     """
 
     def __init__(self, view: SchedulerView, jobs: np.ndarray, eff: np.ndarray):
@@ -212,6 +221,7 @@ class Phases:
         self._hi = np.asarray(view.job_task_ptr[jobs + 1], dtype=np.int64)
         self.work, self._low, self.ready = _phase_stats(
             self._lo, self._hi, view.task_state, view.task_stage, eff)
+        self.unscheduled = self._low < np.iinfo(np.int64).max
 
     def tasks(self, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Ready tasks of the current phase of jobs ``pos`` (positions), grouped in that order.
@@ -238,8 +248,9 @@ def launch_on_random_slots(view: SchedulerView, actions: Actions, rng: np.random
 class SRPTMSC(Scheduler):
     """SRPTMS+C (000 Algorithm 2): ``epsilon``-fraction weighted sharing by ``w/U``, cloning.
 
-    Every slot where something changed: the jobs with an unscheduled task that can start
-    are ranked by ``w_i / U_i(l)``; each deserves ``g_i`` machines (:func:`epsilon_shares`,
+    Every slot where something changed: the jobs with an unscheduled task (``psi``, as
+    Algorithm 2 prints it; ``sharing_set="ready"``: only those with one that can start
+    now) are ranked by ``w_i / U_i(l)``; each deserves ``g_i`` machines (:func:`epsilon_shares`,
     rounded to integers summing to ``M``); with ``sigma_i`` machines already running its
     copies it is offered ``xi_i = g_i - sigma_i`` more (none when ``xi_i <= 0``: no
     preemption), capped by the free machines left; the procedure clones its
@@ -261,6 +272,10 @@ class SRPTMSC(Scheduler):
         r: Multiplier of a task's standard deviation in its effective workload (>= 0).
         max_copies: Most copies the procedure makes of one task; ``None`` (default) is
             000 as written, without a cap.
+        sharing_set: ``"unscheduled"`` (default, Algorithm 2 line 1: "the set of jobs
+            which have unscheduled tasks"): a job whose reduce tasks wait for its map
+            phase holds a share it cannot use; ``"ready"``: only jobs with an unscheduled
+            task that can start now share (not in 000).
     """
 
     event_driven = True
@@ -272,11 +287,16 @@ class SRPTMSC(Scheduler):
         "r": R_FIELD,
         "max_copies": Field(None, "int", lo=1, hi=inf, optional=True, doc="most copies the "
                             "procedure makes of one task (none: 000 as written)"),
+        "sharing_set": Field("unscheduled", "str", choices=SHARING_SETS, doc="jobs that "
+                             "share: with any unscheduled task (000) or with a ready one"),
     }
 
-    def __init__(self, epsilon: float = 0.6, r: float = 3.0, max_copies: int | None = None):
-        self.validate_params(epsilon=epsilon, r=r, max_copies=max_copies)
+    def __init__(self, epsilon: float = 0.6, r: float = 3.0, max_copies: int | None = None,
+                 sharing_set: str = "unscheduled"):
+        self.validate_params(epsilon=epsilon, r=r, max_copies=max_copies,
+                             sharing_set=sharing_set)
         self.epsilon, self.r, self.max_copies = float(epsilon), float(r), max_copies
+        self.sharing_set = sharing_set
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Compute every task's effective work once."""
@@ -292,7 +312,8 @@ class SRPTMSC(Scheduler):
         if pool == 0:
             return
         phases = Phases(view, jobs, self._eff)
-        idx = np.flatnonzero(phases.ready > 0)                # psi^s(l)
+        share = phases.unscheduled if self.sharing_set == "unscheduled" else phases.ready > 0
+        idx = np.flatnonzero(share)                           # psi^s(l)
         w = view.job_weight[jobs[idx]]
         order = idx[np.lexsort((jobs[idx], -w / phases.work[idx]))]  # w/U decreasing
         g = round_shares(epsilon_shares(view.job_weight[jobs[order]], self.epsilon, pool), pool)
