@@ -212,12 +212,21 @@ SCHEMA: dict[str, dict[str, Field]] = {
                             "per job (000 Table II)"),
         "max_tasks": Field(5000, "int", lo=2, hi=10_000_000, doc="google jobs: largest task "
                            "count of the power law"),
+        "duration_law": Field("split", "str", choices=("split", "pareto"), doc="google jobs: "
+                              "split (every copy's duration within Table II's bounds, short "
+                              "and long phases) or pareto (Table II as phase means)"),
         "duration_min": Field(12.8, "float", lo=0, lo_open=True, doc="google jobs: smallest "
-                              "mean task duration (s at power 1; 000 Table II)"),
+                              "task duration (s at power 1; 000 Table II)"),
         "duration_max": Field(22919.3, "float", lo=0, lo_open=True, doc="google jobs: largest "
-                              "mean task duration (s at power 1; 000 Table II)"),
+                              "task duration (s at power 1; 000 Table II)"),
         "duration_mean": Field(1179.7, "float", lo=0, lo_open=True, doc="google jobs: mean "
                                "task duration (s at power 1; 000 Table II)"),
+        "duration_split": Field(1000.0, "float", lo=0, lo_open=True, doc="google jobs, split: "
+                                "boundary between short and long phase means (s)"),
+        "short_shape": Field(0.25, "float", lo=-20, hi=20, doc="google jobs, split: bounded "
+                             "Pareto shape of short phase means"),
+        "long_shape": Field(-1.0, "float", lo=-20, hi=20, doc="google jobs, split: bounded "
+                            "Pareto shape of long phase means"),
         "task_cv": Field([0.1, 0.5], "range", lo=0, doc="google and *-trace jobs: coefficient "
                          "of variation of a copy's work, drawn per phase or stage (000 §VI-B: "
                          "small within a phase)"),

@@ -22,6 +22,12 @@ Families (scenario key ``workload.copy_variability``), each of mean 1 and CV ``c
 - ``"lognormal"``: ``sigma**2 = log(1 + c**2)``, ``mu = -sigma**2 / 2``;
 - ``"gamma"``: shape ``1 / c**2``, scale ``c**2``;
 - ``"none"``: every factor is 1, whatever ``task_cv`` says.
+
+Bounds: a workload may bound every copy's work (``Workload.copy_bounds``, e.g. the
+smallest and largest task duration of a trace). A copy of a task of mean work ``E`` then
+draws its factor from the family truncated to ``[low / E, high / E]``, by inversion of
+the same uniform (``u -> F(lo) + u (F(hi) - F(lo))``), so common random numbers hold; its
+mean is :func:`truncated_factor_mean`, slightly off 1 for tasks near the bounds.
 """
 
 from __future__ import annotations
@@ -71,13 +77,68 @@ def pareto_shape(cv: np.ndarray | float) -> np.ndarray:
     return 1.0 + np.sqrt(1.0 + 1.0 / cv ** 2)
 
 
-def copy_factors(family: str, cv: np.ndarray, u: np.ndarray) -> np.ndarray:
+def factor_cdf(family: str, cv: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``P(factor <= x)`` of the mean-1 factor of CV ``cv > 0`` (families but ``"none"``)."""
+    cv, x = np.broadcast_arrays(np.asarray(cv, dtype=np.float64),
+                                np.asarray(x, dtype=np.float64))
+    if family == "pareto":
+        alpha = pareto_shape(cv)
+        scale = (alpha - 1.0) / alpha
+        with np.errstate(divide="ignore"):
+            return np.where(x <= scale, 0.0, 1.0 - (scale / np.maximum(x, scale)) ** alpha)
+    if family == "lognormal":
+        s2 = np.log1p(cv ** 2)
+        with np.errstate(divide="ignore"):
+            return special.ndtr((np.log(x) + s2 / 2.0) / np.sqrt(s2))
+    k = 1.0 / cv ** 2
+    return special.gammainc(k, k * x)
+
+
+def truncated_factor_mean(family: str, cv: np.ndarray, lo: np.ndarray,
+                          hi: np.ndarray) -> np.ndarray:
+    """Mean of the mean-1 factor of CV ``cv`` truncated to ``[lo, hi]`` (closed forms).
+
+    Pareto: the bounded Pareto mean; lognormal and gamma: their partial first moments
+    over the mass in ``[lo, hi]``. ``cv = 0`` gives 1 (clipped into the bounds).
+    """
+    cv, lo, hi = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in (cv, lo, hi)))
+    out = np.array(np.clip(np.ones(cv.shape), lo, hi), dtype=np.float64)
+    var = cv > 0
+    if family == "none" or not var.any():
+        return out
+    c, a, b = cv[var], lo[var], hi[var]
+    mass = factor_cdf(family, c, b) - factor_cdf(family, c, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if family == "pareto":
+            alpha = pareto_shape(c)
+            scale = (alpha - 1.0) / alpha
+            a = np.maximum(a, scale)
+            # E[X; a < X < b] for the Pareto of shape alpha and scale s is
+            # alpha s^alpha (a^(1-alpha) - b^(1-alpha)) / (alpha - 1).
+            part = alpha * scale ** alpha * (a ** (1.0 - alpha) - b ** (1.0 - alpha)) \
+                / (alpha - 1.0)
+        elif family == "lognormal":
+            s = np.sqrt(np.log1p(c ** 2))
+            part = special.ndtr((np.log(b) - s ** 2 / 2.0) / s) - \
+                special.ndtr((np.log(a) - s ** 2 / 2.0) / s)
+        else:
+            k = 1.0 / c ** 2
+            part = special.gammainc(k + 1.0, k * b) - special.gammainc(k + 1.0, k * a)
+        out[var] = part / mass
+    return out
+
+
+def copy_factors(family: str, cv: np.ndarray, u: np.ndarray, lo: np.ndarray | None = None,
+                 hi: np.ndarray | None = None) -> np.ndarray:
     """Inverse-CDF draws of mean-1 factors with coefficients of variation ``cv``.
 
     Args:
         family: One of :data:`FAMILIES`.
         cv: Coefficient of variation per draw (>= 0; 0 gives exactly 1).
         u: Uniforms in (0, 1), one per draw.
+        lo: Smallest factor of each draw, or None (no bounds); with ``hi``, the family is
+            truncated to ``[lo, hi]`` (each interval must hold some of its mass).
+        hi: Largest factor of each draw, or None.
 
     Raises:
         ValueError: Unknown family.
@@ -88,8 +149,13 @@ def copy_factors(family: str, cv: np.ndarray, u: np.ndarray) -> np.ndarray:
     out = np.ones(cv.shape)
     var = cv > 0
     if family == "none" or not var.any():
-        return out
+        return out if lo is None else np.clip(out, lo, hi)
     c, q = cv[var], np.asarray(u, dtype=np.float64)[var]
+    if lo is not None:
+        out = np.clip(out, lo, hi)
+        f_lo = factor_cdf(family, c, np.asarray(lo, dtype=np.float64)[var])
+        f_hi = factor_cdf(family, c, np.asarray(hi, dtype=np.float64)[var])
+        q = f_lo + q * (f_hi - f_lo)
     if family == "pareto":
         alpha = pareto_shape(c)
         out[var] = (alpha - 1.0) / alpha * (1.0 - q) ** (-1.0 / alpha)
@@ -99,6 +165,8 @@ def copy_factors(family: str, cv: np.ndarray, u: np.ndarray) -> np.ndarray:
     else:
         k = 1.0 / c ** 2
         out[var] = special.gammaincinv(k, q) / k
+    if lo is not None:          # (rounding may step just outside)
+        out[var] = np.clip(out[var], np.asarray(lo)[var], np.asarray(hi)[var])
     return out
 
 

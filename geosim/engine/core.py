@@ -160,6 +160,8 @@ class Engine:
         pending = np.bincount(wl.edge_dst, minlength=n_tasks).astype(np.int64)
         self.task_cv = wl.task_cv
         self.variability = variability if np.any(wl.task_cv > 0) else "none"
+        #: Bounds of every copy's work, or None when the workload sets none.
+        self.copy_bounds = None if wl.copy_bounds == (0.0, math.inf) else wl.copy_bounds
         self.copy_key = int(copy_key)
         self.stages = Stages(wl, pending)
         self.staged, self.capped = self.stages.staged, self.stages.capped
@@ -510,7 +512,8 @@ class Engine:
         ids = np.arange(rows.start, rows.stop)
         if self.variability != "none":
             self.copies.cols["factor"][rows] = new_copy_factors(
-                tasks, self.task_copies, self.task_cv, self.variability, self.copy_key)
+                tasks, self.task_copies, self.task_cv, self.variability, self.copy_key,
+                self.tasks.work, self.copy_bounds)
         self._add_inputs(ids, tasks, self.task_saved[tasks])
         self.live, started = launch_kernel(
             tasks, clusters, slots, share, rows.start, self.time, self.copies.kernel_arg,

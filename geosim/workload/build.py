@@ -115,7 +115,9 @@ def _task_jobs(scenario: ScenarioLike, rng: np.random.Generator) -> Workload:
             max_tasks=wl["max_tasks"], duration_min=wl["duration_min"],
             duration_max=wl["duration_max"], duration_mean=wl["duration_mean"],
             task_cv=wl["task_cv"], reduce_fraction=wl["reduce_fraction"],
-            priority_probs=wl["priority_probs"])
+            priority_probs=wl["priority_probs"], duration_law=wl["duration_law"],
+            duration_split=wl["duration_split"], short_shape=wl["short_shape"],
+            long_shape=wl["long_shape"], copy_family=wl["copy_variability"])
     except GeosimError as exc:
         raise GeosimError(str(exc), source=scenario.source, key="workload") from None
 

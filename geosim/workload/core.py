@@ -144,6 +144,8 @@ class Workload:
             (default: none).
         sla_time: float64[n_sla], time of each SLA step, seconds from time 0.
         sla_height: float64[n_sla], cost of missing that step (>= 0).
+        copy_bounds: ``(low, high)`` work (MI) between which every copy's own draw lies,
+            the law of the copy's work truncated to it (default ``(0, inf)``: no bounds).
     """
 
     arrival: np.ndarray
@@ -168,6 +170,7 @@ class Workload:
     sla_ptr: np.ndarray | None = None
     sla_time: np.ndarray | None = None
     sla_height: np.ndarray | None = None
+    copy_bounds: tuple[float, float] = (0.0, math.inf)
 
     def __post_init__(self) -> None:
         for name, dtype in _DTYPES.items():
@@ -353,6 +356,14 @@ class Workload:
             t = int(np.flatnonzero(bad)[0])
             fail(f"task {t} (job {job[t]}) has invalid work coefficient of variation "
                  f"{self.task_cv[t]!r} (must be finite and >= 0){_more(int(bad.sum()))}")
+        low, high = self.copy_bounds
+        if not 0.0 <= low < high:
+            fail(f"copy_bounds must be 0 <= low < high, got {self.copy_bounds!r}")
+        bad = (self.task_cv > 0) & ((self.task_work < low) | (self.task_work > high))
+        if (low > 0 or high < math.inf) and bad.any():
+            t = int(np.flatnonzero(bad)[0])
+            fail(f"task {t} (job {job[t]}) has work {self.task_work[t]!r} MI outside "
+                 f"copy_bounds {self.copy_bounds!r}{_more(int(bad.sum()))}")
 
     def _check_edges(self, fail: _Fail, job: np.ndarray) -> None:
         """Edges join two tasks of one job, go forward, have sizes and are not repeated."""
@@ -516,6 +527,7 @@ class Workload:
             task_type=self.task_type[:nt],
             task_stage=self.task_stage[:nt],
             task_cv=self.task_cv[:nt],
+            copy_bounds=self.copy_bounds,
             type_names=self.type_names,
             edge_src=self.edge_src[keep],
             edge_dst=self.edge_dst[keep],
@@ -575,6 +587,7 @@ class Workload:
             task_type=self.task_type[old_ids],
             task_stage=self.task_stage[old_ids],
             task_cv=self.task_cv[old_ids],
+            copy_bounds=self.copy_bounds,
             type_names=self.type_names,
             edge_src=new_of_old[self.edge_src[eorder]],
             edge_dst=new_of_old[self.edge_dst[eorder]],
@@ -649,6 +662,8 @@ def concat(workloads: Sequence[Workload], *, sort_by_arrival: bool = False) -> W
         task_type=cat(task_type, np.int32),
         task_stage=cat([w.task_stage for w in workloads], np.int32),
         task_cv=cat([w.task_cv for w in workloads], np.float64),
+        copy_bounds=(min(w.copy_bounds[0] for w in workloads),
+                     max(w.copy_bounds[1] for w in workloads)),
         type_names=tuple(names),
         edge_src=cat([w.edge_src + o for w, o in zip(workloads, toff[:-1], strict=True)], np.int64),
         edge_dst=cat([w.edge_dst + o for w, o in zip(workloads, toff[:-1], strict=True)], np.int64),

@@ -57,6 +57,7 @@ Sampling error
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -225,7 +226,13 @@ def bounded_pareto(n: int, rng: np.random.Generator, low: float, high: float,
         float64[n], each in ``[low, high]``.
     """
     n = check_count(n, "sample size")
-    u = rng.random(n)
+    return bounded_pareto_quantile(rng.random(n), low, high, shape)
+
+
+def bounded_pareto_quantile(u: np.ndarray, low: float, high: float,
+                            shape: float) -> np.ndarray:
+    """Quantiles of the bounded Pareto on ``[low, high]`` at ``u`` in [0, 1]."""
+    u = np.asarray(u, dtype=np.float64)
     span = math.log(high / low)
     if abs(shape * span) < 1e-12:  # log-uniform
         x = low * np.exp(u * span)
@@ -233,6 +240,86 @@ def bounded_pareto(n: int, rng: np.random.Generator, low: float, high: float,
         # F(x) = (1 - (low/x)**shape) / (1 - (low/high)**shape), inverted in log space
         x = low * np.exp(-np.log1p(u * math.expm1(-shape * span)) / shape)
     return np.clip(x, low, high)
+
+
+#: Laws of task durations: ``"split"`` (task durations within Table II's bounds, fitted to
+#: the means and to 000's Mantri) and ``"pareto"`` (Table II's figures as phase means).
+DURATION_LAWS = ("split", "pareto")
+#: Default boundary (s) between short and long phases of the ``"split"`` law.
+SPLIT_AT = 1000.0
+#: Default shapes of the ``"split"`` law's short and long phases (see the module doc).
+SHORT_SHAPE = 0.25
+LONG_SHAPE = -1.0
+_QUAD_U = (np.arange(4096) + 0.5) / 4096           # midpoints in quantile space
+_QUAD_CV = np.polynomial.legendre.leggauss(16)
+
+
+@dataclasses.dataclass(frozen=True)
+class SplitLaw:
+    """Phase means of the ``"split"`` law (BP: a bounded Pareto).
+
+    Short ``BP(low, split, short)`` with probability ``1 - long_share``, long
+    ``BP(split, high, long)`` otherwise.
+    """
+
+    low: float
+    split: float
+    high: float
+    short: float
+    long: float
+    long_share: float
+
+    def quantile(self, u: np.ndarray) -> np.ndarray:
+        """Phase means at uniforms ``u`` (one per phase; short phases take the low ``u``)."""
+        u = np.asarray(u, dtype=np.float64)
+        cut = 1.0 - self.long_share
+        short = bounded_pareto_quantile(np.minimum(u / max(cut, 1e-300), 1.0), self.low,
+                                        self.split, self.short)
+        long = bounded_pareto_quantile(np.clip((u - cut) / max(self.long_share, 1e-300),
+                                               0.0, 1.0), self.split, self.high, self.long)
+        return np.where(u < cut, short, long)
+
+
+def task_duration_mean(quantile, low: float, high: float, cv: tuple[float, float],
+                       family: str) -> float:
+    """Mean duration of one copy of a task whose phase mean follows ``quantile``.
+
+    Each copy draws ``E * factor``, the factor (family, CV uniform on ``cv``) truncated to
+    ``[low / E, high / E]``; the mean ``E[E m(E)]`` is taken by midpoints in quantile
+    space (4096) and Gauss-Legendre over the CV (16 nodes).
+    """
+    from geosim.variability import truncated_factor_mean
+
+    e = quantile(_QUAD_U)
+    nodes, weights = _QUAD_CV
+    cvs = (cv[0] + cv[1]) / 2 + (cv[1] - cv[0]) / 2 * nodes
+    m = truncated_factor_mean(family, cvs[:, None], low / e[None, :], high / e[None, :])
+    return float(np.mean(e * ((weights / 2) @ m)))
+
+
+def split_law(low: float, high: float, mean: float, *, split: float = SPLIT_AT,
+              short: float = SHORT_SHAPE, long: float = LONG_SHAPE,
+              cv: tuple[float, float] = (0.1, 0.5), family: str = "pareto") -> SplitLaw:
+    """The ``"split"`` law whose copies' mean duration is ``mean`` (solves the long share).
+
+    The mean over tasks of one copy's duration is linear in the long share, so it is
+    solved in closed form from the two components' means (:func:`task_duration_mean`).
+
+    Raises:
+        GeosimError: If ``split`` is not inside ``(low, high)`` or no long share in [0, 1]
+            gives the mean.
+    """
+    if not low < split < high:
+        raise GeosimError(f"duration_split must lie strictly between duration_min = {low:g} "
+                          f"and duration_max = {high:g}, got {split!r}")
+    parts = [task_duration_mean(lambda u, a=a, b=b, k=k: bounded_pareto_quantile(u, a, b, k),
+                                low, high, cv, family)
+             for a, b, k in ((low, split, short), (split, high, long))]
+    share = (mean - parts[0]) / (parts[1] - parts[0])
+    if not 0.0 <= share <= 1.0:
+        raise GeosimError(f"no share of long phases gives duration_mean = {mean:g}: short "
+                          f"phases average {parts[0]:.1f} s and long ones {parts[1]:.1f} s")
+    return SplitLaw(low, split, high, short, long, share)
 
 
 def _check_probs(priority_probs: Any) -> np.ndarray:
@@ -254,7 +341,9 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
                 task_cv: float | tuple[float, float] = (0.1, 0.5),
                 reduce_fraction: float = 0.2,
                 priority_probs: Sequence[float] = GOOGLE_PRIORITY_PROBS,
-                work_scale: float = 1.0, start: float = 0.0) -> Workload:
+                work_scale: float = 1.0, start: float = 0.0, duration_law: str = "split",
+                duration_split: float = SPLIT_AT, short_shape: float = SHORT_SHAPE,
+                long_shape: float = LONG_SHAPE, copy_family: str = "pareto") -> Workload:
     """A Poisson stream of Google-trace-like MapReduce jobs (000 Table II; see module doc).
 
     Drawn from ``rng`` in this order, each as one vector over the jobs: arrivals, task
@@ -277,6 +366,15 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
         priority_probs: Probabilities of priorities 0..11; weight = priority + 1.
         work_scale: Work of one second of duration (1 on machines of power 1).
         start: Time origin of the arrivals.
+        duration_law: ``"split"`` (default): every copy's duration lies in
+            ``[duration_min, duration_max]`` and their mean is ``duration_mean``; phase
+            means short or long (:class:`SplitLaw`). ``"pareto"``: phase means from the
+            bounded Pareto of Table II's three figures, copies unbounded.
+        duration_split: ``"split"``: boundary between short and long phase means (s).
+        short_shape: ``"split"``: bounded Pareto shape of the short phase means.
+        long_shape: ``"split"``: bounded Pareto shape of the long phase means.
+        copy_family: The engine's per-copy family (``workload.copy_variability``), which
+            the ``"split"`` law's mean depends on through the truncation.
 
     Returns:
         The workload, type names ``("map", "reduce")``, no edges and no raw input.
@@ -285,8 +383,22 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
         GeosimError: On an invalid parameter.
     """
     cdf = _count_cdf(mean_tasks, max_tasks)
-    shape = bounded_pareto_shape(duration_min, duration_max, duration_mean)
     cv_lo, cv_hi = _cv_range(task_cv)
+    low, high = float(duration_min), float(duration_max)
+    if duration_law == "pareto":
+        shape = bounded_pareto_shape(low, high, duration_mean)
+
+        def quantile(u):
+            return bounded_pareto_quantile(u, low, high, shape)
+    elif duration_law == "split":
+        check_positive(low, "duration_min")
+        if not low < duration_mean < high:
+            raise GeosimError(f"need duration_min < duration_mean < duration_max, got "
+                              f"{low:g}, {duration_mean:g}, {high:g}")
+        quantile = split_law(low, high, duration_mean, split=duration_split, short=short_shape,
+                             long=long_shape, cv=(cv_lo, cv_hi), family=copy_family).quantile
+    else:
+        raise GeosimError(f"duration_law must be one of {DURATION_LAWS}, got {duration_law!r}")
     fraction = check_positive(reduce_fraction, "reduce_fraction", allow_zero=True)
     if fraction >= 1.0:
         raise GeosimError(f"reduce_fraction must be in [0, 1), got {reduce_fraction!r}")
@@ -296,17 +408,19 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
     arrival = poisson_arrivals(n_jobs, arrival_rate, rng, start)
     nj = arrival.shape[0]
     n = _draw_counts(cdf, nj, rng)
-    low, high = float(duration_min), float(duration_max)
-    map_work = bounded_pareto(nj, rng, low, high, shape) * scale
-    reduce_work = bounded_pareto(nj, rng, low, high, shape) * scale
+    map_work = quantile(rng.random(nj)) * scale
+    reduce_work = quantile(rng.random(nj)) * scale
     priority = rng.choice(12, size=nj, p=probs)
     r = np.floor(fraction * n + 1e-9).astype(np.int64)  # 0.29 * 100 is 28.999...
     if cv_lo == cv_hi:
         map_cv = reduce_cv = cv_lo
     else:
         map_cv, reduce_cv = rng.uniform(cv_lo, cv_hi, size=(2, nj))
-    return two_stage_workload(arrival, priority + 1.0, n - r, r, map_work, reduce_work,
-                               map_cv, reduce_cv)
+    wl = two_stage_workload(arrival, priority + 1.0, n - r, r, map_work, reduce_work,
+                            map_cv, reduce_cv)
+    if duration_law == "pareto":
+        return wl
+    return dataclasses.replace(wl, copy_bounds=(low * scale, high * scale))
 
 
 def _cv_range(task_cv: float | Sequence[float]) -> tuple[float, float]:
