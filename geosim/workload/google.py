@@ -5,7 +5,8 @@ Hellerstein, 2011), whose statistics it gives in Table II: 6064 jobs over 35 032
 tasks per job on average, task durations between 12.8 s and 22 919.3 s with mean 1179.7 s,
 and a priority of 0-11 per job, used as the job weight. The trace itself is not available
 here, so :func:`google_jobs` draws jobs whose laws match those figures exactly in
-expectation; everything beyond Table II is a documented choice.
+expectation; everything beyond Table II is a documented choice, and the two shapes of the
+default duration law are fitted to 000's Mantri (Figs. 4-5).
 
 Arrivals
     Poisson with rate ``arrival_rate``; Table II gives 6064 / 35 032 s = 0.1731 jobs/s.
@@ -26,20 +27,29 @@ Phases
     map tasks completed"). ``reduce_fraction`` defaults to 0.2 (a choice: the paper does not
     split its tasks by phase); jobs of fewer than 5 tasks are map-only.
 
-Task durations (:func:`bounded_pareto`)
-    Each phase of each job draws its mean task duration ``E`` from a bounded Pareto on
-    ``[duration_min, duration_max]`` (density ``∝ x**-(shape + 1)``), whose shape is solved
-    numerically (:func:`bounded_pareto_shape`) so that its mean is ``duration_mean``: with
-    Table II's figures ``shape = 0.2942`` (4 significant digits; standard deviation about
-    3139 s). Every task of the phase gets ``task_work = E`` (work in seconds on a machine of
-    power 1, times ``work_scale``) and the phase's coefficient of variation, drawn uniformly
+Task durations (``duration_law``)
+    ``"split"`` (default): Table II's minimum, maximum and mean are statistics of task
+    durations, so every copy's duration lies in ``[duration_min, duration_max]`` (the
+    workload's ``copy_bounds``: the engine draws each copy from its law truncated to
+    them) and the mean over tasks of one copy's duration is ``duration_mean``. A phase's
+    mean ``E`` is short (bounded Pareto on ``[duration_min, duration_split]`` of shape
+    ``short_shape``) or, with probability ``q``, long (on ``[duration_split,
+    duration_max]``, shape ``long_shape``); ``q`` is solved so that the mean holds with the
+    truncation (:func:`split_law`). The two shapes (0.25 and -1.0) are calibrated so that
+    000's Mantri finishes 44% of jobs within 100 s and 86% within 1000 s (000 Figs. 4-5;
+    ``benchmarks/calibrate_000.py``), a fit on the baseline alone. ``"pareto"`` (the law
+    before): each phase's mean ``E`` from a bounded Pareto on ``[duration_min,
+    duration_max]`` whose shape is solved (:func:`bounded_pareto_shape`) so that its mean
+    is ``duration_mean``: with Table II's figures ``shape = 0.2942`` (4 significant
+    digits); copies are unbounded. Under both, every task of the phase gets
+    ``task_work = E`` (work in seconds on a machine of power 1, times ``work_scale``) and
+    the phase's coefficient of variation, drawn uniformly
     from ``task_cv`` (default 0.1-0.5, mean 0.3: 000 §VI-B finds that "the variation of
     task duration within each job phase for this particular job trace is small"; a range
     rather than one value, because with one CV for every task ``r`` scales every job's
     effective workload alike and cannot change SRPTMS+C's order); each copy draws its own
-    work around ``E``. Since ``E``
-    is drawn independently of the task counts, the expected mean over tasks equals the mean
-    over phases, ``duration_mean``, and every mean duration lies in Table II's range.
+    work around ``E``. Since ``E`` is drawn independently of the task counts, the expected
+    mean over tasks equals the mean over phases.
 
 Weights
     ``weight = priority + 1`` (000 treats the priority as the weight; +1 keeps weights
