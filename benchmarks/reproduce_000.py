@@ -1,14 +1,20 @@
 """Reproduce the task-cloning evaluation (000 §VI) on ``scenarios/cloning-google.toml``.
 
-Four studies, each on the same jobs and copy draws for every scheduler (common random
+Studies, each on the same jobs and copy draws for every scheduler (common random
 numbers: the k-th copy of a task draws the same work under every scheduler):
 
 - ``epsilon``: SRPTMS+C with r = 0 and ε ∈ {0.2, 0.4, 0.6, 0.8, 1.0} (Fig. 1);
 - ``r``: SRPTMS+C with ε = 0.6 and r ∈ {0, 1, 3, 5, 8} (Fig. 2);
 - ``machines``: SRPTMS+C (ε = 0.6, r = 3) on 8 000 and on 12 000 machines (Fig. 3);
-- ``baselines``: SRPTMS+C (as written, and with at most 2 copies per task) against
-  Smart Cloning, 000's Mantri (a copy when P(t_rem > 2 t_new) > δ, no restarts) and
-  000's Algorithm 1 (Figs. 4-6), with Mantri as the reference of the paired statistics;
+- ``baselines``: SRPTMS+C (as written; with ψ of ready jobs only; with at most 2 copies
+  per task) against Smart Cloning, 000's Mantri with the observed estimator (the
+  reference: progress reports, t_new from the phase's completed copies, a check when a
+  machine becomes free), the same Mantri reading exact progress and the task's known law
+  (the model estimator), and 000's Algorithm 1 (Figs. 4-6);
+- ``before``: the same comparison as it was before 000's sharing set, the split
+  duration law and Mantri's estimator: the ``"pareto"`` law, ψ of ready jobs, Mantri's
+  model estimator;
+- ``floor`` (not run by default): what no scheduler can beat on either law;
 - ``contention`` (not run by default): ε ∈ {0.2, 0.6, 1.0} and 000's Mantri on 6 000
   machines, where jobs wait for machines;
 - ``redundancy`` (not run by default; use ``--jobs 1000``): the redundancy family SRPT+R
@@ -20,7 +26,7 @@ every study the script prints the weighted and unweighted means, the fractions w
 (weighted) mean flowtime with a 95% interval from batch means of the per-job
 differences (job j of a seed is the same job under every scheduler; see ``paired``).
 
-    python benchmarks/reproduce_000.py [--jobs 6064] [--seeds 1 2] [--study epsilon r ...]
+    python benchmarks/reproduce_000.py [--jobs 6064] [--seeds 1 2 3 4 5] [--study epsilon r ...]
 """
 
 from __future__ import annotations
@@ -37,8 +43,13 @@ from geosim.experiment import paired_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "cloning-google.toml"
-MANTRI = "mantri[duplicate_factor=2.0,max_restarts=0]"
+#: 000's Mantri: a copy when P(t_rem > 2 t_new) > δ, no restarts, estimated as Mantri
+#: does (progress reports, t_new from the phase), checked when a machine becomes free.
+MANTRI = "mantri[duplicate_factor=2.0,max_restarts=0,estimator=observed,check=free]"
+#: The same rule reading exact progress and the task's known law every 10 s.
+MANTRI_MODEL = "mantri[duplicate_factor=2.0,max_restarts=0]"
 SRPTMS = "srptms+c[epsilon=0.6,r=3.0]"
+READY = "srptms+c[epsilon=0.6,r=3.0,sharing_set=ready]"
 
 
 def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
@@ -59,14 +70,55 @@ def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
         specs = [f"srptms+c[epsilon={e},r=3.0]" for e in (0.2, 0.6, 1.0)]
         out.append(("contention-6000", {"tiers.small.slots": 6000}, specs + [MANTRI], specs[1]))
     if "baselines" in which:
-        out.append(("baselines", {}, [SRPTMS, "srptms+c[epsilon=0.6,r=3.0,max_copies=2]", "sca",
-                                      MANTRI, "srptms-offline"], MANTRI))
+        out.append(("baselines", {}, [SRPTMS, READY, "srptms+c[epsilon=0.6,r=3.0,max_copies=2]",
+                                      "sca", MANTRI, MANTRI_MODEL, "srptms-offline"], MANTRI))
+    if "before" in which:
+        out.append(("before", {"workload.duration_law": "pareto"},
+                    [READY, "srptms+c[epsilon=0.6,r=3.0,max_copies=2,sharing_set=ready]",
+                     "sca", MANTRI_MODEL, "srptms-offline"], MANTRI_MODEL))
     if "redundancy" in which:
         # 002's pool policies re-place every copy at every event on 12 000 machines: run
         # them at a reduced size (--jobs 1000).
         out.append(("redundancy", {}, [SRPTMS, "srptms+c[epsilon=1.0,r=0.0]", "srpt+r",
                                        "fair+r", MANTRI], MANTRI))
     return out
+
+
+def floor(seeds: list[int], jobs: int) -> None:
+    """What no scheduler can beat on each law: per seed, the shares of jobs whose
+    flowtime floor is within 100 s and 1000 s, and the floor's mean.
+
+    A job cannot finish before the sum over its phases of the phase's mean work times the
+    smallest factor a copy can draw (the Pareto scale, or ``duration_min / E`` where the
+    copies are bounded), reached only with infinitely many clones and no wait. With one
+    copy of mean work and no wait, the job takes the sum of its phases' means.
+    """
+    import numpy as np
+
+    from geosim.scenario import load_scenario
+    from geosim.variability import pareto_shape
+    from geosim.workload.build import build_workload
+    from geosim.world import spawn_streams
+
+    print("\n### floor: what no scheduler can beat\n")
+    print("| law | seed | floor mean (s) | floor <=100 s | floor <=1000 s "
+          "| mean work <=100 s | mean work <=1000 s |")
+    print("|---|---|---|---|---|---|---|")
+    for law in ("split", "pareto"):
+        for seed in seeds:
+            scenario = load_scenario(SCENARIO, overrides={"workload.n_jobs": jobs,
+                                                          "workload.duration_law": law})
+            wl = build_workload(scenario, None, spawn_streams(seed)["workload"])
+            alpha = pareto_shape(np.maximum(wl.task_cv, 1e-12))
+            low = np.maximum((alpha - 1.0) / alpha, wl.copy_bounds[0] / wl.task_work)
+            first = np.r_[True, (np.diff(wl.job_of_task) != 0)
+                          | (np.diff(wl.task_stage) != 0)]      # one task per phase
+            job = wl.job_of_task[first]
+            best = np.bincount(job, weights=(wl.task_work * low)[first], minlength=wl.n_jobs)
+            mean = np.bincount(job, weights=wl.task_work[first], minlength=wl.n_jobs)
+            print(f"| {law} | {seed} | {best.mean():.0f} | {100 * np.mean(best <= 100):.1f}% | "
+                  f"{100 * np.mean(best <= 1000):.1f}% | {100 * np.mean(mean <= 100):.1f}% | "
+                  f"{100 * np.mean(mean <= 1000):.1f}% |")
 
 
 def paired(out: Path, seeds: list[int], label: str, reference: str,
@@ -88,11 +140,14 @@ def _pct(value: float, half: float, is_reference: bool) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=6064, help="jobs per run")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--study", nargs="+", default=["epsilon", "r", "machines", "baselines"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
+    parser.add_argument("--study", nargs="+",
+                        default=["baselines", "before", "epsilon", "r", "machines"])
     parser.add_argument("--parallel", type=int, default=None, help="worker processes")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "reproduce-000")
     args = parser.parse_args()
+    if "floor" in args.study:
+        floor(args.seeds, args.jobs)
     for study, overrides, specs, reference in studies(args.study):
         start = time.perf_counter()
         cmp = geosim.compare(SCENARIO, specs, seeds=args.seeds, jobs_parallel=args.parallel,
