@@ -1,10 +1,11 @@
 """Mantri: resource-aware restarts and duplicates of outliers (OSDI 2010, §5.1, §5.2, §5.5).
 
 Ananthanarayanan et al., "Reining in the Outliers in Map-Reduce Clusters using Mantri",
-OSDI 2010. At every progress report Mantri compares, for each running task, the time
-its copies still need (``t_rem``, from their progress) with the time a new copy would
-take (``t_new``, from the observed distributions), and restarts or duplicates the task
-only when that is likely to finish it sooner without costing more slot time.
+OSDI 2010. At every check Mantri compares, for each running task, the time its copies
+still need (``t_rem``, from their progress) with the time a new copy would take
+(``t_new``, from the performance model or the phase's completed copies), and restarts or
+duplicates the task only when that is likely to finish it sooner without costing more
+slot time.
 """
 
 from __future__ import annotations
@@ -19,15 +20,28 @@ from geosim.modeler import PairTable
 from geosim.params import Field
 from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
-from geosim.schedulers.mantri_rows import clean_rows, exact_atoms, lazy_argmin, t_new_rows
+from geosim.schedulers.mantri_rows import (
+    CopyReports,
+    PhaseLog,
+    clean_rows,
+    exact_atoms,
+    lazy_argmin,
+    noisy_progress,
+    observed_t_rem,
+    t_new_rows,
+)
 from geosim.variability import copy_factors
 from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs
 
 _EPS = 1e-9
 #: Candidate tasks whose ``t_new`` distributions are computed in one batch.
 _CHUNK = 32
-#: Candidate tasks (largest ``t_rem`` first) evaluated exactly per report.
+#: Candidate tasks (largest ``t_rem`` first) evaluated exactly per check, by default.
 _MAX_EVAL = 64
+#: Where ``t_new`` comes from (the ``estimator`` parameter).
+ESTIMATORS = ("model", "observed")
+#: When the rules run (the ``check`` parameter).
+CHECKS = ("interval", "free")
 
 
 def remaining_time(elapsed: np.ndarray, progress: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -93,7 +107,7 @@ class Mantri(Monitored, Redundancy):
       compute).
 
     Mantri's rules (§5.1, in this order), tasks taken by decreasing ``t_rem`` (at most
-    64 evaluated exactly per report), at most one action per task per report:
+    ``max_candidates`` evaluated exactly per check), at most one action per task per check:
 
     1. While the task's job has tasks waiting for a slot (ready without a copy, or
        placed at this very boundary), **kill and restart** the task (all its copies, one
@@ -112,6 +126,45 @@ class Mantri(Monitored, Redundancy):
     wins; Mantri does not checkpoint, so a restarted task starts from its saved
     progress (zero).
 
+    **The observed estimator** (``estimator = "observed"``; Mantri §5.5 as 000 §VI-A
+    states it: "Mantri estimates the remaining time to finish, t_rem, for each task and
+    predicts the required execution time of a relaunched copy of the task, t_new").
+    000 gives neither δ nor how the two are estimated; what follows is a
+    reconstruction from Mantri §5.5:
+
+    - *Reports.* Every ``interval`` seconds from its start (at the first boundary at or
+      after ``start + k · interval``) each running copy reports its progress; Mantri
+      keeps the last report (with ``monitoring = "reports"``, the last heartbeat the
+      board delivered instead). The reported progress is ``p̂ = p · exp(σZ − σ²/2)``,
+      clipped to ``(0, 1]``, ``σ = progress_noise``, ``Z`` a standard normal keyed by
+      (copy, report index) under a key drawn from the scheduler's stream at prepare.
+    - ``t_rem`` of a copy (:func:`~geosim.schedulers.mantri_rows.observed_t_rem`) is
+      ``(1 − p̂) / rate − (now − report time)``, floored at 0, with ``rate = p̂ /
+      (report time − start)``: the report's prediction less the time since. A task is
+      judged only once every live copy has reported (a copy younger than one period is
+      too young to judge); its ``t_rem`` is its fastest copy's (and a copy Mantri
+      launched is still capped by its expected end, as above).
+    - ``t_new``'s equally likely atoms are the run times (end − start) of the copies of
+      the task's phase (same job, same ``task_stage``) that completed (won; killed
+      copies are not observations), each scaled by the task's work over the work that
+      copy did (``task_work · (1 − base)``) and by the model's mean speed of the
+      copy's cluster over the candidate cluster's (exactly 1 on the copy's own
+      cluster; elsewhere only as good as the model's speeds). A copy's end is the
+      boundary at which Mantri sees it done (at most one slot late). Only the most
+      recent K completions of each phase are kept (K = the model's atom count, 16 by
+      default), so a check's cost stays bounded. A task whose phase has fewer than
+      ``min_samples`` completions is not judged (``t_new`` is unknown).
+    - The rules are unchanged: duplicate when ``P(t_rem > f · t_new) > δ`` over these
+      atoms, restart when ``t_rem > E[t_new] + Δ`` (the atoms' mean); the new copy goes
+      to the cluster of least ``E[t_new]`` with room.
+
+    **The check instant** (``check``): ``"interval"`` runs the rules every ``interval``
+    seconds (Mantri's report period); ``"free"`` (000: "once a machine becomes
+    available") runs them at a decision when a slot was freed since the previous one
+    (a copy live after the previous decision has ended: won, lost, killed or failed; or
+    a cluster became reachable again), whatever the clock; the reports are still taken
+    every ``interval``.
+
     Args:
         interval: Seconds between progress reports (Δ). The paper leaves the period to
             the job manager; at 1 s (every slot of the PingAn scenarios) copies a few
@@ -124,6 +177,17 @@ class Mantri(Monitored, Redundancy):
         duplicate_factor: ``None`` for Mantri's ``(c+1)/c``; a fixed factor otherwise.
             000 §VI-A's Mantri is ``duplicate_factor=2.0, max_restarts=0``: a copy when
             ``P(t_rem > 2 t_new) > δ``, no restarts.
+        estimator: ``"model"`` (default: ``t_rem`` from exact progress, ``t_new`` from
+            the performance model and the work factor's known distribution) or
+            ``"observed"`` (above).
+        check: ``"interval"`` (default) or ``"free"`` (above).
+        progress_noise: σ of the reported progress's noise (``"observed"`` only; 0).
+        min_samples: Completed copies a phase needs before its tasks are judged
+            (``"observed"`` only; default 1).
+        max_candidates: Candidates (tasks that pass a cheap lower bound of the rules)
+            evaluated exactly per check, largest ``t_rem`` first; None evaluates all.
+            The counts :attr:`n_checks`, :attr:`n_capped` and :attr:`n_dropped` say how
+            often it bound.
         monitoring: ``"oracle"`` reads every copy's true progress at every slot
             (today's free reports); ``"reports"`` reads the last progress report each
             copy's heartbeat delivered to its job's master cluster
@@ -135,6 +199,11 @@ class Mantri(Monitored, Redundancy):
             cluster) or a cluster id (``"reports"``).
         monitoring_cost: Fraction of its slot share each copy gives to its monitoring,
             in [0, 1) (``"reports"``; default 0).
+
+    Raises:
+        ValueError: A parameter out of its range, ``progress_noise > 0`` or
+            ``min_samples`` given with ``estimator = "model"``, or a report setting
+            without ``monitoring = "reports"``.
 
     On a world whose copies draw their own work (``task_cv > 0``, :mod:`geosim.variability`),
     ``t_new`` also carries that variability: each atom of the speed/bandwidth model is
@@ -152,22 +221,49 @@ class Mantri(Monitored, Redundancy):
         "max_restarts": Field(3, "int", lo=0, hi=np.inf, doc="γ: restarts per task"),
         "duplicate_factor": Field(None, "float", lo=1, hi=np.inf, optional=True,
                                   doc="fixed factor of the duplicate test (none: (c+1)/c)"),
+        "estimator": Field("model", "str", choices=ESTIMATORS, doc="model: t_rem from true "
+                           "progress, t_new from the performance model; observed: both from "
+                           "progress reports and the phase's completed copies"),
+        "check": Field("interval", "str", choices=CHECKS, doc="interval: rules every interval "
+                       "s; free: at a decision after a slot was freed"),
+        "progress_noise": Field(0.0, "float", lo=0, hi=np.inf, doc="σ of the reported "
+                                "progress's log-normal noise (observed)"),
+        "min_samples": Field(None, "int", lo=1, hi=np.inf, optional=True, doc="completed "
+                             "copies a phase needs before its tasks are judged (observed; "
+                             "default 1)"),
+        "max_candidates": Field(_MAX_EVAL, "int", lo=1, hi=np.inf, optional=True,
+                                doc="candidates evaluated per check, largest t_rem first "
+                                    "(none: all)"),
         **MONITORING_PARAMS,
     }
 
     def __init__(self, interval: float = 10.0, delta: float = 0.25,
                  restart_margin: float | None = None, max_restarts: int = 3,
-                 duplicate_factor: float | None = None, monitoring: str = "oracle",
+                 duplicate_factor: float | None = None, estimator: str = "model",
+                 check: str = "interval", progress_noise: float = 0.0,
+                 min_samples: int | None = None, max_candidates: int | None = _MAX_EVAL,
+                 monitoring: str = "oracle",
                  report_interval: float | None = None, report_delay: float | None = None,
                  report_to: str | int | None = None, monitoring_cost: float | None = None):
         self.validate_params(interval=interval, delta=delta, restart_margin=restart_margin,
                              max_restarts=max_restarts, duplicate_factor=duplicate_factor,
+                             estimator=estimator, check=check, progress_noise=progress_noise,
+                             min_samples=min_samples, max_candidates=max_candidates,
                              monitoring=monitoring, report_interval=report_interval,
                              report_delay=report_delay, report_to=report_to,
                              monitoring_cost=monitoring_cost)
+        if estimator == "model" and progress_noise > 0:
+            raise ValueError("progress_noise needs estimator='observed' (the model estimator "
+                             "reads exact progress)")
+        if estimator == "model" and min_samples is not None:
+            raise ValueError("min_samples needs estimator='observed' (the model estimator "
+                             "needs no completed copies)")
         self.interval, self.delta, self.restart_margin = interval, delta, restart_margin
         self.max_restarts = max_restarts
         self.duplicate_factor = duplicate_factor
+        self.estimator, self.check = estimator, check
+        self.progress_noise, self.min_samples = progress_noise, min_samples
+        self.max_candidates = max_candidates
         # Rules across fields (report settings need monitoring='reports'), and report_to:
         # geosim.reports.check_monitoring.
         self._init_monitoring(monitoring, report_interval, report_delay, report_to,
@@ -189,15 +285,64 @@ class Mantri(Monitored, Redundancy):
         self._clean_key: tuple[int, int] | None = None   # model version _clean is for
         self._clean = False
         self._bounds_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        #: Checks that evaluated the rules; those with more candidates than
+        #: ``max_candidates``, and the candidates the cap left out over the run.
+        self.n_checks = self.n_capped = self.n_dropped = 0
+        # The live copies after the last decision and the reachable clusters then
+        # (estimator 'observed' or check 'free').
+        self._tracking = self.estimator == "observed" or self.check == "free"
+        self._live_seen = np.empty(0, dtype=np.int64)
+        self._reach_seen: np.ndarray | None = None
+        if self.estimator == "observed":
+            self._phases = PhaseLog(view.task_job, view.task_stage, self.model.k)
+            # The copies' own reports, unless the board (monitoring='reports') gives them.
+            self._own = CopyReports(self.interval) if self.reports is None else None
+            self._key = int(rng.integers(2**63))       # the noise's stream
 
     # ------------------------------------------------------------------ the report
     def speculate(self, view: SchedulerView, actions: Actions, place: PlaceFn,
                   free: np.ndarray) -> None:
-        """At a progress report, restart or duplicate the tasks Mantri's rules pick."""
+        """At a check (``check``), restart or duplicate the tasks Mantri's rules pick."""
         now = view.time
-        if now < self._next - _EPS:
-            return
-        self._next = now + self.interval
+        freed = self._observe(view, now) if self._tracking else False
+        if self.check == "free":
+            run = freed
+        else:
+            run = now >= self._next - _EPS
+            if run:
+                self._next = now + self.interval
+        if run:
+            self._check(view, actions, free, now)
+        if self._tracking:          # the live copies after this decision's own actions
+            self._live_seen = np.array(view.live_copies)
+
+    def _observe(self, view: SchedulerView, now: float) -> bool:
+        """Take the reports due and log the completed copies; whether a slot was freed.
+
+        A slot was freed since the last decision when a copy live after it has ended
+        (won, lost or killed) or a cluster became reachable again.
+        """
+        seen = self._live_seen
+        ended = seen[~np.isin(seen, view.live_copies)] if seen.size else seen
+        reach = np.array(view.reachable, dtype=bool)
+        back = self._reach_seen is not None and bool(np.any(reach & ~self._reach_seen))
+        self._reach_seen = reach
+        if self.estimator == "observed":
+            if ended.size:
+                done = view.copy_info(ended)
+                won = done["progress"] >= 1.0          # the winner's progress is set to 1
+                t = done["task"][won]
+                self._phases.record(t, now - done["start"][won],
+                                    view.task_work[t] * (1.0 - done["base"][won]),
+                                    done["cluster"][won], view.task_type[t])
+            if self._own is not None:
+                info = view.copy_info()
+                self._own.update(info["copy"], info["start"], info["progress"], now)
+        return ended.size > 0 or back
+
+    def _check(self, view: SchedulerView, actions: Actions, free: np.ndarray,
+               now: float) -> None:
+        """Mantri's rules at one check: restart or duplicate the tasks they pick."""
         info = view.copy_info()
         if info["copy"].size == 0:
             return
@@ -219,20 +364,30 @@ class Mantri(Monitored, Redundancy):
         waiting = self._waiting(view, jobs) | np.isin(jobs, fresh_jobs)
         room_any = free > 0
         room_any[info["cluster"][fresh]] = True
-        with np.errstate(divide="ignore"):
-            lb_room = work / _masked_max(model.speed.max(axis=2), room_any)[types]
-            mean_room = work / _masked_max(model.speed_mean, room_any)[types]
-        if view.copy_variability != "none":     # (otherwise every factor is exactly 1)
-            lb_room = lb_room * self._factor_atoms(view, tasks)[:, 0]
+        if self.estimator == "observed":
+            atoms, _, means = self._phases.atoms(tasks, work, types, model.speed_mean,
+                                                 np.flatnonzero(room_any))
+            lb_room, mean_room = atoms.min(axis=(1, 2)), means.min(axis=1)
+        else:
+            with np.errstate(divide="ignore"):
+                lb_room = work / _masked_max(model.speed.max(axis=2), room_any)[types]
+                mean_room = work / _masked_max(model.speed_mean, room_any)[types]
+            if view.copy_variability != "none":     # (otherwise every factor is exactly 1)
+                lb_room = lb_room * self._factor_atoms(view, tasks)[:, 0]
         restartable = waiting & (self._restarts[tasks] < self.max_restarts)
         restartable &= np.isin(jobs, fresh_jobs) | bool(free.any())
         dup = (c + 1.0) / c if self.duplicate_factor is None else self.duplicate_factor
         cand = (restartable & (t_rem > mean_room + self._margin)) | (
             bool(free.any()) & (t_rem / dup > lb_room))
         idx = np.flatnonzero(cand)
+        self.n_checks += 1
+        cap = self.max_candidates
+        if cap is not None and idx.size > cap:
+            self.n_capped += 1
+            self.n_dropped += int(idx.size - cap)
         if idx.size == 0:
             return
-        idx = idx[np.lexsort((tasks[idx], -t_rem[idx]))][:_MAX_EVAL]
+        idx = idx[np.lexsort((tasks[idx], -t_rem[idx]))][:cap]
         offset = np.concatenate(([0], np.cumsum(cnt)[:-1]))
         # The pool of fresh copies a restart may take the slot of: rows of info by job,
         # each job's in copy order; taken[] marks the ones used.
@@ -324,6 +479,13 @@ class Mantri(Monitored, Redundancy):
         """
         model, n = self.model, view.n_clusters
         k = model.k
+        if self.estimator == "observed":
+            atoms, n_atoms, means = self._phases.atoms(tasks, work, view.task_type[tasks],
+                                                       model.speed_mean)
+            what, where, took = _decide(means, atoms, n_atoms, t_rem, c, restartable, pool_lo,
+                                        pool_hi, pool_cluster, taken, free, self._margin,
+                                        self.delta, factor)
+            return what, where, took, means[np.arange(tasks.size), where]
         g_ptr, g_src, g_size = view.input_group_ptr(tasks)
         lazy = (k <= 128 and g_src.size > 0 and self._clean_model()
                 and (view.copy_variability == "none" or not np.any(view.task_cv[tasks] > 0))
@@ -346,8 +508,9 @@ class Mantri(Monitored, Redundancy):
         need[pool_cluster[~taken]] = True
         atoms = self._t_new(view, tasks, work, need)   # (m, n, K) ascending
         means = atoms.mean(axis=2)
-        what, where, took = _decide(means, atoms, t_rem, c, restartable, pool_lo, pool_hi,
-                                    pool_cluster, taken, free, self._margin, self.delta, factor)
+        what, where, took = _decide(means, atoms, np.full(tasks.size, k, dtype=np.int64), t_rem,
+                                    c, restartable, pool_lo, pool_hi, pool_cluster, taken, free,
+                                    self._margin, self.delta, factor)
         return what, where, took, means[np.arange(tasks.size), where]
 
     def _bounds(self, k: int, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -377,7 +540,9 @@ class Mantri(Monitored, Redundancy):
         """
         task = info["task"]
         elapsed = now - info["start"]
-        if self.reports is None:
+        if self.estimator == "observed":
+            rem, reported = self._observed_rem(info, now)
+        elif self.reports is None:
             rem = remaining_time(elapsed, info["progress"], info["base"])
         else:            # the last report: its progress and the time it was measured
             progress, seen = self.progress_seen(view, info)
@@ -392,14 +557,36 @@ class Mantri(Monitored, Redundancy):
         first = np.flatnonzero(first_of_runs(keys))
         cnt = np.diff(np.append(first, keys.size))
         t_rem = np.minimum.reduceat(rem[pos], first)
-        newest = pos[first + cnt - 1]
-        period = max(self.interval, view.dt) - _EPS
-        judged = elapsed[newest] >= period
+        if self.estimator == "observed":
+            # Every live copy has reported, and the phase has completed copies enough.
+            judged = np.minimum.reduceat(reported[pos].astype(np.int8), first) > 0
+            judged &= self._phases.samples(keys[first]) >= (self.min_samples or 1)
+        else:
+            newest = pos[first + cnt - 1]
+            period = max(self.interval, view.dt) - _EPS
+            judged = elapsed[newest] >= period
         if not judged.any():
             return None
         sel = np.flatnonzero(judged)
         rows = concat_ranges(first[sel], first[sel] + cnt[sel])
         return keys[first[sel]], t_rem[sel], cnt[sel].astype(float), pos[rows], cnt[sel]
+
+    def _observed_rem(self, info: dict, now: float) -> tuple[np.ndarray, np.ndarray]:
+        """``t_rem`` of the copies of ``info`` from their last (noisy) reports; which have one.
+
+        The reports are the copies' own (:class:`~geosim.schedulers.mantri_rows.CopyReports`)
+        or, with ``monitoring = "reports"``, the heartbeats the board delivered (report
+        ``k`` of a copy: ``k = floor((time − start) / report_interval)``).
+        """
+        copies, start = info["copy"], info["start"]
+        if self.reports is None:
+            progress, at, index = self._own.last(copies)
+        else:
+            progress, at = self.reports.reported(copies)
+            index = np.floor((at - start) / float(self.reports.interval) + _EPS
+                             ).astype(np.int64)
+        progress = noisy_progress(progress, self.progress_noise, self._key, copies, index)
+        return observed_t_rem(progress, at, start, now, info["base"]), index >= 1
 
     def _waiting(self, view: SchedulerView, jobs: np.ndarray) -> np.ndarray:
         """Whether each job (of ``jobs``) has ready tasks waiting for a slot."""
@@ -511,23 +698,24 @@ def _argmin_in(values, mask):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _decide(means, atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster, taken, free,
-            margin, delta, factor):  # pragma: no cover - compiled
+def _decide(means, atoms, n_atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster, taken,
+            free, margin, delta, factor):  # pragma: no cover - compiled
     """Mantri's rules for a chunk of candidates, in order (the loop of :meth:`Mantri.act`).
 
     ``free`` and ``taken`` (the fresh copies of the pool used) are updated in place.
     Candidate ``j`` may restart on a cluster with room or on one of its job's untaken
     fresh copies ``pool_lo[j]:pool_hi[j]`` (an empty range unless restartable), else
     duplicate on a cluster with room; ``factor < 0`` is ``(c+1)/c``. The rules are
-    :func:`_apply_rules`', on ``t_new`` rows given in full (``means``, ``atoms``).
+    :func:`_apply_rules`', on ``t_new`` rows given in full (``means``, ``atoms``; only the
+    first ``n_atoms[j]`` atoms of candidate ``j`` count, equally likely).
 
     Returns:
         Per candidate: 0 (nothing), 1 (duplicate) or 2 (restart); the cluster; the pool
         entry whose slot it takes, or -1 for an idle slot.
     """
-    what, where, took, _, _ = _apply_rules(False, means, atoms, _no_rows(), _no_memo(), t_rem,
-                                           c, restartable, pool_lo, pool_hi, pool_cluster,
-                                           taken, free, margin, delta, factor)
+    what, where, took, _, _ = _apply_rules(False, means, atoms, n_atoms, _no_rows(), _no_memo(),
+                                           t_rem, c, restartable, pool_lo, pool_hi,
+                                           pool_cluster, taken, free, margin, delta, factor)
     return what, where, took
 
 
@@ -604,13 +792,14 @@ def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy")
-def _apply_rules(lazy, means, atoms, rows, memo, t_rem, c, restartable, pool_lo, pool_hi,
-                 pool_cluster, taken, free, margin, delta, factor):  # pragma: no cover
+def _apply_rules(lazy, means, atoms, n_atoms, rows, memo, t_rem, c, restartable, pool_lo,
+                 pool_hi, pool_cluster, taken, free, margin, delta, factor):  # pragma: no cover
     """Mantri's restart and duplicate rules for a chunk of candidates, in order.
 
     The loop of :func:`_decide` (``means`` and ``atoms``: every ``t_new`` row) and of
     :func:`_decide_lazy` (``lazy``: rows computed from ``rows`` where a rule needs them,
-    memoised per candidate in ``memo``). Candidate ``j`` restarts on the best cluster with
+    memoised per candidate in ``memo``). Candidate ``j`` has ``n_atoms[j]`` equally likely
+    atoms (the first of its rows). Candidate ``j`` restarts on the best cluster with
     room or holding one of its job's untaken fresh copies if that beats ``t_rem`` by
     ``margin``; else it is duplicated on the best cluster with room if a new copy (times
     ``(c+1)/c``, or ``factor``) beats ``t_rem`` with probability above ``delta``. The
@@ -623,7 +812,6 @@ def _apply_rules(lazy, means, atoms, rows, memo, t_rem, c, restartable, pool_lo,
     """
     m = t_rem.size
     n = free.size
-    k = memo.atoms.shape[1] if lazy else atoms.shape[2]
     what = np.zeros(m, dtype=np.int64)
     where = np.full(m, -1, dtype=np.int64)
     took = np.full(m, -1, dtype=np.int64)
@@ -660,6 +848,7 @@ def _apply_rules(lazy, means, atoms, rows, memo, t_rem, c, restartable, pool_lo,
             if best < 0:
                 continue
             f = (c[j] + 1.0) / c[j] if factor < 0 else factor
+            k = n_atoms[j]
             hits = 0
             for a in range(k):
                 if (memo.atoms[best, a] if lazy else atoms[j, best, a]) * f < t_rem[j]:
@@ -699,6 +888,7 @@ def _decide_lazy(speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi, t_r
     for j in range(types.size):
         r = max(r, 1 + g_ptr[j + 1] - g_ptr[j])
     rows = _Rows(speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi)
-    return _apply_rules(True, np.empty((0, 0)), np.empty((0, 0, 0)), rows,
+    n_atoms = np.full(t_rem.size, speed.shape[2], dtype=np.int64)
+    return _apply_rules(True, np.empty((0, 0)), np.empty((0, 0, 0)), n_atoms, rows,
                         _memo(free.size, speed.shape[2], r), t_rem, c, restartable, pool_lo,
                         pool_hi, pool_cluster, taken, free, margin, delta, factor)

@@ -7,17 +7,25 @@ settles rows by the fast merge of
 :func:`~geosim.distributions.row_min_quantiles` and lists those it cannot;
 :func:`exact_atoms` lays out those for the general path; :func:`lazy_argmin` finds a
 candidate's best cluster computing as few rows as it can.
+
+The observed estimator (``estimator = "observed"``, Mantri §5.5 as 000 §VI-A uses it)
+lives here too: :func:`observed_t_rem` and :func:`noisy_progress` turn a copy's last
+progress report into ``t_rem``, and :class:`PhaseLog` keeps the run times of the copies
+of each phase that completed, the atoms of ``t_new``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from scipy.special import ndtri
 
 from geosim.distributions import row_min_quantiles
 from geosim.modeler import pair_row
+from geosim.variability import keyed_uniforms
 
-__all__ = ["clean_rows", "exact_atoms", "lazy_argmin", "mean_of", "row_vals", "t_new_rows"]
+__all__ = ["PhaseLog", "clean_rows", "exact_atoms", "lazy_argmin", "mean_of", "noisy_progress",
+           "observed_t_rem", "row_vals", "t_new_rows"]
 
 
 @njit(cache=True, error_model="numpy")
@@ -230,3 +238,189 @@ def lazy_argmin(mask, j, speed, bw, types, work, g_ptr, g_src, g_size, step, lo,
         v = mean[pick]
         if best < 0 or v < best_val or (v == best_val and pick < best):
             best, best_val = pick, v
+
+
+# ---------------------------------------------------------------------- observed estimator
+_EPS = 1e-9
+
+
+def observed_t_rem(progress: np.ndarray | float, report_time: np.ndarray | float,
+                   start: np.ndarray | float, now: float,
+                   base: np.ndarray | float = 0.0) -> np.ndarray:
+    """``t_rem`` of copies from their last progress report (Mantri §5.5, 000 §VI-A).
+
+    The copy's rate is estimated from the report alone, ``rate = (p̂ − base) /
+    (report_time − start)``, and ``t_rem = (1 − p̂) / rate − (now − report_time)``,
+    floored at 0: the time the report predicted, less the time gone since it was taken.
+    ``base`` is the progress the copy started from (0: Mantri does not checkpoint).
+
+    Args:
+        progress: Reported progress ``p̂`` of each copy (fraction of its task).
+        report_time: When each report was taken (s).
+        start: When each copy started (s).
+        now: The current time (s).
+        base: Progress each copy started from.
+
+    Returns:
+        ``t_rem`` per copy; ``inf`` for a report showing no progress or taken at the
+        copy's start (no report).
+    """
+    p = np.asarray(progress, dtype=float)
+    at = np.asarray(report_time, dtype=float)
+    gain = p - np.asarray(base, dtype=float)
+    span = at - np.asarray(start, dtype=float)
+    ok = (gain > _EPS) & (span > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rem = span * (1.0 - p) / np.where(ok, gain, 1.0) - (now - at)
+    return np.where(ok, np.maximum(rem, 0.0), np.inf)
+
+
+def noisy_progress(progress: np.ndarray, sigma: float, key: int, copies: np.ndarray,
+                   index: np.ndarray) -> np.ndarray:
+    """Reported progress with multiplicative measurement noise: ``p · exp(σZ − σ²/2)``.
+
+    ``Z`` is a standard normal keyed by ``(copy, report index)``
+    (:func:`~geosim.variability.keyed_uniforms` under ``key``, through ``ndtri``), so a
+    report's draw does not depend on anything else in the run. The factor has mean 1;
+    the result is clipped to ``(0, 1]`` (a true progress of 0 stays 0).
+
+    Args:
+        progress: True progress at each report.
+        sigma: σ (0: the progress as measured, a copy of it).
+        key: The stream's key.
+        copies: Copy id of each report.
+        index: Report index of each (1 for a copy's first report).
+    """
+    p = np.asarray(progress, dtype=float)
+    if sigma == 0 or p.size == 0:
+        return p.copy()
+    z = ndtri(keyed_uniforms(key, copies, index))
+    noisy = p * np.exp(sigma * z - 0.5 * sigma * sigma)
+    return np.where(p > 0, np.clip(noisy, np.finfo(float).tiny, 1.0), p)
+
+
+class CopyReports:
+    """Each copy's last progress report, taken every ``interval`` seconds from its start.
+
+    Report ``k = 1, 2, …`` of a copy is taken at the first boundary at or after
+    ``start + k · interval`` (:meth:`update` must be called at every boundary): its true
+    progress then, stamped with that time (noise is added when it is read,
+    :func:`noisy_progress`). Arrays are indexed by copy id.
+
+    Args:
+        interval: Seconds between a copy's reports.
+    """
+
+    def __init__(self, interval: float):
+        self.interval = float(interval)
+        self.progress = np.zeros(0)
+        self.at = np.zeros(0)
+        self.index = np.zeros(0, dtype=np.int64)
+
+    def update(self, copies: np.ndarray, start: np.ndarray, progress: np.ndarray,
+               now: float) -> None:
+        """Take the reports due at ``now`` of the live ``copies`` (their start, progress)."""
+        if copies.size == 0:
+            return
+        need = int(copies.max()) + 1
+        if need > self.progress.size:
+            pad = max(need, 2 * self.progress.size, 256) - self.progress.size
+            self.progress = np.r_[self.progress, np.zeros(pad)]
+            self.at = np.r_[self.at, np.zeros(pad)]
+            self.index = np.r_[self.index, np.zeros(pad, dtype=np.int64)]
+        beats = np.floor((now - start) / self.interval + _EPS).astype(np.int64)
+        due = beats > self.index[copies]
+        ids = copies[due]
+        self.progress[ids] = progress[due]
+        self.at[ids] = now
+        self.index[ids] = beats[due]
+
+    def last(self, copies: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Progress, time and index (0: none yet) of each copy's last report."""
+        return self.progress[copies], self.at[copies], self.index[copies]
+
+
+class PhaseLog:
+    """Run times of the copies of each phase that completed: the atoms of ``t_new``.
+
+    A phase is a job's stage (the tasks of one job with the same ``task_stage``). A copy
+    that completed (it won its task; a killed copy is not one) leaves its run time per
+    unit of the work it did, ``(end − start) / (task_work · (1 − base))``, its cluster
+    and its task's type. The phase keeps the ``k`` most recent (a ring), so the cost of
+    a ``t_new`` stays bounded.
+
+    Args:
+        task_job: Job of each task.
+        task_stage: Stage of each task in its job.
+        k: Atoms kept per phase.
+    """
+
+    def __init__(self, task_job: np.ndarray, task_stage: np.ndarray, k: int):
+        job = np.asarray(task_job, dtype=np.int64)
+        stage = np.asarray(task_stage, dtype=np.int64)
+        key = job * (int(stage.max(initial=0)) + 1) + stage
+        _, phase = np.unique(key, return_inverse=True)
+        self.phase = phase.astype(np.int64).ravel()
+        n = int(self.phase.max(initial=-1)) + 1
+        self.k = int(k)
+        self.per_work = np.full((n, self.k), np.inf)
+        self.cluster = np.zeros((n, self.k), dtype=np.int64)
+        self.type = np.zeros((n, self.k), dtype=np.int64)
+        self.count = np.zeros(n, dtype=np.int64)
+
+    def record(self, tasks: np.ndarray, run_time: np.ndarray, work: np.ndarray,
+               clusters: np.ndarray, types: np.ndarray) -> None:
+        """Add completed copies, in order: their tasks, run times (s), work done, where."""
+        if tasks.size:
+            with np.errstate(divide="ignore"):
+                per_work = np.asarray(run_time, dtype=float) / np.asarray(work, dtype=float)
+            _ring_put(self.per_work, self.cluster, self.type, self.count,
+                      self.phase[np.asarray(tasks, dtype=np.int64)], per_work,
+                      np.asarray(clusters, dtype=np.int64), np.asarray(types, dtype=np.int64))
+
+    def samples(self, tasks: np.ndarray) -> np.ndarray:
+        """Completed copies of each task's phase (all of them, not only those kept)."""
+        return self.count[self.phase[tasks]]
+
+    def atoms(self, tasks: np.ndarray, work: np.ndarray, types: np.ndarray,
+              speed_mean: np.ndarray, clusters: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Equally likely atoms of a new copy's time, on each of ``clusters`` (default all).
+
+        Atom ``a`` of task ``j`` on cluster ``m`` is the kept run time per unit of work
+        times ``work[j]``, times ``speed_mean[src, type_a] / speed_mean[m, types[j]]``
+        (the model's mean speeds of the observation's cluster and type over the
+        candidate's; exactly 1 on the observation's cluster for the same type).
+
+        Returns:
+            The atoms ``(m, clusters, k)`` (only the first ``n_atoms[j]`` of task ``j``
+            count; the others are ``inf``), ``n_atoms`` and the means ``(m, clusters)``.
+        """
+        ph = self.phase[tasks]
+        n_atoms = np.minimum(self.count[ph], self.k)
+        base = self.per_work[ph] * np.asarray(work, dtype=float)[:, None]      # (m, k)
+        dst = speed_mean[:, types].T                                           # (m, n)
+        if clusters is not None:
+            dst = dst[:, clusters]
+        src = speed_mean[self.cluster[ph], self.type[ph]]                      # (m, k)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            atoms = base[:, None, :] * (src[:, None, :] / dst[:, :, None])
+        valid = (np.arange(self.k) < n_atoms[:, None])[:, None, :]
+        atoms = np.where(valid & ~np.isnan(atoms), atoms, np.inf)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(valid, atoms, 0.0).sum(axis=2) / n_atoms[:, None]
+        return atoms, n_atoms, means
+
+
+@njit(cache=True)
+def _ring_put(per_work, cluster, type_, count, phase, value, where,
+              kind):  # pragma: no cover - compiled
+    """Write samples into the rings of their phases, in order (the oldest is overwritten)."""
+    k = per_work.shape[1]
+    for i in range(phase.size):
+        p = phase[i]
+        slot = count[p] % k
+        per_work[p, slot] = value[i]
+        cluster[p, slot] = where[i]
+        type_[p, slot] = kind[i]
+        count[p] += 1
