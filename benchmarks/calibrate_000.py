@@ -47,7 +47,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--short", type=float, nargs="+", default=[0.2, 0.3, 0.4])
     parser.add_argument("--long", type=float, nargs="+", default=[-1.0, -2.0, -3.0])
-    parser.add_argument("--mantri", default="mantri[duplicate_factor=2.0,max_restarts=0]")
+    parser.add_argument("--mantri", default="mantri[duplicate_factor=2.0,max_restarts=0,"
+                        "estimator=observed,check=free]")
     parser.add_argument("--parallel", type=int, default=2)
     args = parser.parse_args()
     grid = list(itertools.product(args.short, args.long))

@@ -223,7 +223,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                                "task duration (s at power 1; 000 Table II)"),
         "duration_split": Field(1000.0, "float", lo=0, lo_open=True, doc="google jobs, split: "
                                 "boundary between short and long phase means (s)"),
-        "short_shape": Field(0.25, "float", lo=-20, hi=20, doc="google jobs, split: bounded "
+        "short_shape": Field(0.275, "float", lo=-20, hi=20, doc="google jobs, split: bounded "
                              "Pareto shape of short phase means"),
         "long_shape": Field(-1.0, "float", lo=-20, hi=20, doc="google jobs, split: bounded "
                             "Pareto shape of long phase means"),

@@ -35,7 +35,7 @@ Task durations (``duration_law``)
     mean ``E`` is short (bounded Pareto on ``[duration_min, duration_split]`` of shape
     ``short_shape``) or, with probability ``q``, long (on ``[duration_split,
     duration_max]``, shape ``long_shape``); ``q`` is solved so that the mean holds with the
-    truncation (:func:`split_law`). The two shapes (0.25 and -1.0) are calibrated so that
+    truncation (:func:`split_law`). The two shapes (0.275 and -1.0) are calibrated so that
     000's Mantri finishes 44% of jobs within 100 s and 86% within 1000 s (000 Figs. 4-5;
     ``benchmarks/calibrate_000.py``), a fit on the baseline alone. ``"pareto"`` (the law
     before): each phase's mean ``E`` from a bounded Pareto on ``[duration_min,
@@ -258,7 +258,7 @@ DURATION_LAWS = ("split", "pareto")
 #: Default boundary (s) between short and long phases of the ``"split"`` law.
 SPLIT_AT = 1000.0
 #: Default shapes of the ``"split"`` law's short and long phases (see the module doc).
-SHORT_SHAPE = 0.25
+SHORT_SHAPE = 0.275
 LONG_SHAPE = -1.0
 _QUAD_U = (np.arange(4096) + 0.5) / 4096           # midpoints in quantile space
 _QUAD_CV = np.polynomial.legendre.leggauss(16)
