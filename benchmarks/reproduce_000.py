@@ -4,13 +4,16 @@ Studies, each on the same jobs and copy draws for every scheduler (common random
 numbers: the k-th copy of a task draws the same work under every scheduler):
 
 - ``epsilon``: SRPTMS+C with r = 0 and ε ∈ {0.2, 0.4, 0.6, 0.8, 1.0} (Fig. 1);
+- ``epsilon-ready``: ε ∈ {0.2, 0.6, 1.0} with ψ of ready jobs only (isolates 000's
+  sharing set from the workload);
 - ``r``: SRPTMS+C with ε = 0.6 and r ∈ {0, 1, 3, 5, 8} (Fig. 2);
 - ``machines``: SRPTMS+C (ε = 0.6, r = 3) on 8 000 and on 12 000 machines (Fig. 3);
 - ``baselines``: SRPTMS+C (as written; with ψ of ready jobs only; with at most 2 copies
-  per task) against Smart Cloning, 000's Mantri with the observed estimator (the
+  per task, under either ψ) against Smart Cloning, 000's Mantri with the observed estimator (the
   reference: progress reports, t_new from the phase's completed copies, a check when a
-  machine becomes free), the same Mantri reading exact progress and the task's known law
-  (the model estimator), and 000's Algorithm 1 (Figs. 4-6);
+  machine becomes free), the same with noisy reports, the same Mantri reading exact
+  progress and the task's known law (the model estimator), and 000's Algorithm 1
+  (Figs. 4-6);
 - ``before``: the same comparison as it was before 000's sharing set, the split
   duration law and Mantri's estimator: the ``"pareto"`` law, ψ of ready jobs, Mantri's
   model estimator;
@@ -22,7 +25,8 @@ numbers: the k-th copy of a task draws the same work under every scheduler):
 
 Runs are saved under ``results/reproduce-000/`` and an interrupted study resumes. For
 every study the script prints the weighted and unweighted means, the fractions within
-100 s and 1000 s and, against the study's reference, the paired difference of the
+100 s and 1000 s, the mean wait from a job's arrival to its first copy's start and,
+against the study's reference, the paired difference of the
 (weighted) mean flowtime with a 95% interval from batch means of the per-job
 differences (job j of a seed is the same job under every scheduler; see ``paired``).
 
@@ -40,12 +44,15 @@ from summary_tables import saved_jobs
 
 import geosim
 from geosim.experiment import paired_difference
+from geosim.schedulers.spec import parse_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "cloning-google.toml"
 #: 000's Mantri: a copy when P(t_rem > 2 t_new) > δ, no restarts, estimated as Mantri
 #: does (progress reports, t_new from the phase), checked when a machine becomes free.
 MANTRI = "mantri[duplicate_factor=2.0,max_restarts=0,estimator=observed,check=free]"
+#: The same with noisy progress reports (log-normal, σ = 0.1).
+MANTRI_NOISY = MANTRI[:-1] + ",progress_noise=0.1]"
 #: The same rule reading exact progress and the task's known law every 10 s.
 MANTRI_MODEL = "mantri[duplicate_factor=2.0,max_restarts=0]"
 SRPTMS = "srptms+c[epsilon=0.6,r=3.0]"
@@ -58,6 +65,10 @@ def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
     if "epsilon" in which:
         specs = [f"srptms+c[epsilon={e},r=0.0]" for e in (0.2, 0.4, 0.6, 0.8, 1.0)]
         out.append(("epsilon", {}, specs, specs[2]))
+    if "epsilon-ready" in which:
+        # The same sweep with psi of ready jobs only: isolates 000's sharing set.
+        specs = [f"srptms+c[epsilon={e},r=0.0,sharing_set=ready]" for e in (0.2, 0.6, 1.0)]
+        out.append(("epsilon-ready", {}, specs, specs[1]))
     if "r" in which:
         specs = [f"srptms+c[epsilon=0.6,r={r}]" for r in (0.0, 1.0, 3.0, 5.0, 8.0)]
         out.append(("r", {}, specs, specs[2]))
@@ -71,7 +82,8 @@ def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
         out.append(("contention-6000", {"tiers.small.slots": 6000}, specs + [MANTRI], specs[1]))
     if "baselines" in which:
         out.append(("baselines", {}, [SRPTMS, READY, "srptms+c[epsilon=0.6,r=3.0,max_copies=2]",
-                                      "sca", MANTRI, MANTRI_MODEL, "srptms-offline"], MANTRI))
+                                      READY[:-1] + ",max_copies=2]", "sca", MANTRI,
+                                      MANTRI_NOISY, MANTRI_MODEL, "srptms-offline"], MANTRI))
     if "before" in which:
         out.append(("before", {"workload.duration_law": "pareto"},
                     [READY, "srptms+c[epsilon=0.6,r=3.0,max_copies=2,sharing_set=ready]",
@@ -125,8 +137,30 @@ def paired(out: Path, seeds: list[int], label: str, reference: str,
            weighted: bool) -> tuple[float, float]:
     """Paired difference of the (weighted) mean flowtime against the reference
     (:func:`geosim.experiment.paired_difference` over the saved runs of ``seeds``)."""
-    return paired_difference(saved_jobs(out, label, seeds), saved_jobs(out, reference, seeds),
+    return paired_difference(saved_jobs(out, label, seeds),
+                             saved_jobs(out, parse_spec(reference).label, seeds),
                              weighted=weighted)
+
+
+def mean_wait(out: Path, seeds: list[int], label: str) -> float:
+    """Mean time from a job's arrival to its first copy's start over the saved runs."""
+    import json
+
+    import pandas as pd
+
+    from geosim.experiment import MANIFEST, run_path
+
+    manifest = json.loads((out / MANIFEST).read_text())
+    waits = []
+    for seed in seeds:
+        path = run_path(out, manifest, label, seed)
+        first = pd.read_parquet(path / "tasks.parquet", columns=["job", "start"]).groupby(
+            "job")["start"].min()
+        jobs = pd.read_parquet(path / "jobs.parquet", columns=["job", "arrival"])
+        waits.append((first - jobs.set_index("job")["arrival"]).to_numpy())
+    import numpy as np
+
+    return float(np.concatenate(waits).mean())
 
 
 def _pct(value: float, half: float, is_reference: bool) -> str:
@@ -142,7 +176,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=6064, help="jobs per run")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--study", nargs="+",
-                        default=["baselines", "before", "epsilon", "r", "machines"])
+                        default=["baselines", "before", "epsilon", "epsilon-ready", "r",
+                                 "machines"])
     parser.add_argument("--parallel", type=int, default=None, help="worker processes")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "reproduce-000")
     args = parser.parse_args()
@@ -157,19 +192,22 @@ def main() -> None:
         wall = time.perf_counter() - start
         print(f"\n### {study} ({args.jobs} jobs x seeds {args.seeds}, {wall:.0f} s)\n")
         print("| scheduler | weighted mean (s) | mean (s) | ±95% | <=100 s | <=1000 s "
-              "| copies/task | Δ mean vs ref [95%] | Δ weighted [95%] | run s |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "| copies/task | wait (s) | Δ mean vs ref [95%] | Δ weighted [95%] | run s |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         runs = cmp.runs.copy()
         for row in cmp.summary.to_dict("records"):
             label = row["label"]
             d, h = paired(args.out / study, args.seeds, label, reference, weighted=False)
             dw, hw = paired(args.out / study, args.seeds, label, reference, weighted=True)
             wall_run = runs.loc[runs["label"] == label, "wall_seconds"].mean()
+            is_ref = label == parse_spec(reference).label
             print(f"| {label} | {row['weighted_mean_flowtime']:.1f} | "
                   f"{row['mean_flowtime']:.1f} | {row['ci95']:.1f} | "
                   f"{100 * row['within_100']:.1f}% | {100 * row['within_1000']:.1f}% | "
-                  f"{row['copies_per_task']:.2f} | {_pct(d, h, label == reference)} | "
-                  f"{_pct(dw, hw, label == reference)} | "
+                  f"{row['copies_per_task']:.2f} | "
+                  f"{mean_wait(args.out / study, args.seeds, label):.1f} | "
+                  f"{_pct(d, h, is_ref)} | "
+                  f"{_pct(dw, hw, is_ref)} | "
                   f"{wall_run:.0f} |")
 
 
