@@ -207,8 +207,10 @@ def test_decide_matches_the_python_loop(seed, factor):
     lo = np.searchsorted(pool_jobs, jobs, side="left")
     hi = np.where(restartable, np.searchsorted(pool_jobs, jobs, side="right"), lo)
     taken = np.zeros(len(entries), dtype=bool)
-    what, where, took = _decide(means, atoms, t_rem, c, restartable, lo, hi, pool_cluster,
-                                taken, free, 1.0, 0.25, -1.0 if factor is None else factor)
+    n_atoms = np.full(m, k, dtype=np.int64)                      # every candidate: k atoms
+    what, where, took = _decide(means, atoms, n_atoms, t_rem, c, restartable, lo, hi,
+                                pool_cluster, taken, free, 1.0, 0.25,
+                                -1.0 if factor is None else factor)
     got = [(int(a), int(b) if a else -1, int(t)) for a, b, t in zip(what, where, took,
                                                                    strict=True)]
     assert got == want

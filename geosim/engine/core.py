@@ -93,8 +93,7 @@ class Engine:
         sharing: ``"maxmin"`` or ``"equal"``, how transfers share the WAN
             (:mod:`geosim.engine.sharing`).
         data_lag: A job's raw input exists this long before it arrives (s).
-        variability: Family of each copy's own work factor (:mod:`geosim.variability`);
-            used for tasks whose ``task_cv`` is positive.
+        variability: Family of the copies' work factors of tasks of positive ``task_cv``.
         copy_key: Key of the counter-based stream of copy factors (from the run's seed).
         budget: The run's memory limit, asked before the copies and inputs tables grow.
 
@@ -160,9 +159,7 @@ class Engine:
         pending = np.bincount(wl.edge_dst, minlength=n_tasks).astype(np.int64)
         self.task_cv = wl.task_cv
         self.variability = variability if np.any(wl.task_cv > 0) else "none"
-        #: Bounds of every copy's work, or None when the workload sets none.
-        self.copy_bounds = None if wl.copy_bounds == (0.0, math.inf) else wl.copy_bounds
-        self.copy_key = int(copy_key)
+        self.copy_key, self.copy_bounds = int(copy_key), wl.copy_bounds
         self.stages = Stages(wl, pending)
         self.staged, self.capped = self.stages.staged, self.stages.capped
 

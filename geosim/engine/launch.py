@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -52,20 +54,20 @@ def pick_slots(clusters: np.ndarray, share: float, slot_ptr: np.ndarray,
 
 
 def new_copy_factors(tasks: np.ndarray, task_copies: np.ndarray, task_cv: np.ndarray,
-                     family: str, key: int, task_work: np.ndarray | None = None,
-                     bounds: tuple[float, float] | None = None) -> np.ndarray:
+                     family: str, key: int, task_work: np.ndarray,
+                     bounds: tuple[float, float] = (0.0, math.inf)) -> np.ndarray:
     """Work factors of new copies of ``tasks`` (before ``task_copies`` counts them).
 
-    The k-th copy ever launched of a task draws from the key ``(run, task, k)``. With
-    ``bounds`` (the workload's ``copy_bounds``), a copy's work ``task_work * factor`` is
-    drawn from its law truncated to them.
+    The k-th copy ever launched of a task draws from the key ``(run, task, k)``. A copy's
+    work ``task_work * factor`` is drawn from its law truncated to ``bounds`` (the
+    workload's ``copy_bounds``; the default is no bounds).
     """
     order = np.argsort(tasks, kind="stable")
     index = np.empty(tasks.size, dtype=np.int64)
     index[order] = rank_in_runs(tasks[order])
     index += task_copies[tasks]
     u = keyed_uniforms(key, tasks, index)
-    if bounds is None:
+    if bounds == (0.0, math.inf):
         return copy_factors(family, task_cv[tasks], u)
     work = task_work[tasks]
     return copy_factors(family, task_cv[tasks], u, bounds[0] / work, bounds[1] / work)

@@ -204,6 +204,7 @@ class Workload:
                 a = a.astype(dtype)
             object.__setattr__(self, name, readonly(a))
         object.__setattr__(self, "type_names", tuple(str(t) for t in self.type_names))
+        object.__setattr__(self, "copy_bounds", tuple(float(b) for b in self.copy_bounds))
 
     # ----------------------------------------------------------------------------- properties
     @cached_property
