@@ -17,6 +17,7 @@ numbers: the k-th copy of a task draws the same work under every scheduler):
 - ``before``: the same comparison as it was before 000's sharing set, the split
   duration law and Mantri's estimator: the ``"pareto"`` law, ψ of ready jobs, Mantri's
   model estimator;
+- ``before-sweeps``: Fig. 1 (ε ∈ {0.2, 0.6, 1.0}) and Fig. 3 as they were before;
 - ``floor`` (not run by default): what no scheduler can beat on either law;
 - ``contention`` (not run by default): ε ∈ {0.2, 0.6, 1.0} and 000's Mantri on 6 000
   machines, where jobs wait for machines;
@@ -75,6 +76,14 @@ def studies(which: list[str]) -> list[tuple[str, dict, list[str], str]]:
     if "machines" in which:
         for m in (8000, 12000):
             out.append((f"machines-{m}", {"tiers.small.slots": m}, [SRPTMS], SRPTMS))
+    if "before-sweeps" in which:
+        # Fig. 1 and Fig. 3 as they were: the pareto law, psi of ready jobs.
+        old = {"workload.duration_law": "pareto"}
+        specs = [f"srptms+c[epsilon={e},r=0.0,sharing_set=ready]" for e in (0.2, 0.6, 1.0)]
+        out.append(("before-epsilon", old, specs, specs[1]))
+        for m in (8000, 12000):
+            out.append((f"before-machines-{m}", {**old, "tiers.small.slots": m}, [READY],
+                        READY))
     if "contention" in which:
         # The epsilon sweep on half the machines (load about 90% before copies): does the
         # sharing rule matter once machines are scarce?
@@ -177,7 +186,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--study", nargs="+",
                         default=["baselines", "before", "epsilon", "epsilon-ready", "r",
-                                 "machines"])
+                                 "machines", "before-sweeps"])
     parser.add_argument("--parallel", type=int, default=None, help="worker processes")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "reproduce-000")
     args = parser.parse_args()
