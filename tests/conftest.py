@@ -35,6 +35,24 @@ def conformance_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
         monkeypatch.setenv(invariants.ENV_VAR, "1")
 
 
+def input_less_jobs(works: list[list[float]], stages: list[list[int]] | None = None,
+                    cv: float = 0.0) -> Workload:
+    """Jobs arriving at 0, each a list of input-less tasks of the given work (MI)."""
+    import numpy as np
+
+    work = [w for job in works for w in job]
+    stage = [s for job in stages for s in job] if stages else [0] * len(work)
+    n = len(work)
+    empty = np.zeros(0, dtype=np.int64)
+    return Workload(arrival=np.zeros(len(works)), weight=np.ones(len(works)),
+                    task_ptr=np.cumsum([0] + [len(job) for job in works]), task_work=work,
+                    task_type=np.zeros(n, dtype=np.int32), type_names=("t",), edge_src=empty,
+                    edge_dst=empty, edge_size=np.zeros(0),
+                    raw_ptr=np.zeros(n + 1, dtype=np.int64), raw_cluster=empty,
+                    raw_size=np.zeros(0), task_stage=np.asarray(stage, dtype=np.int32),
+                    task_cv=np.full(n, cv))
+
+
 def tiny_workload(**changes: Any) -> Workload:
     """Two jobs: job 0 = tasks 0 -> 1, job 1 = task 2; one raw input per task."""
     fields = {"arrival": [0.0, 1.0], "weight": [1.0, 1.0], "task_ptr": [0, 2, 3],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import uniform_world
+from conftest import input_less_jobs, uniform_world
 from scipy.special import ndtri
 
 from geosim import GeoModel, load_scenario, make_scheduler
@@ -12,30 +12,14 @@ from geosim.schedulers.mantri import Mantri
 from geosim.schedulers.mantri_rows import CopyReports, PhaseLog, noisy_progress, observed_t_rem
 from geosim.testing import mapreduce_world, scheduler_checks
 from geosim.variability import keyed_uniforms
-from geosim.workload import Workload
-
-
-def _jobs(works: list[list[float]], stages: list[list[int]] | None = None,
-          cv: float = 0.0) -> Workload:
-    """Jobs arriving at 0, each a list of input-less tasks of the given work (MI)."""
-    work = [w for job in works for w in job]
-    stage = [s for job in stages for s in job] if stages else [0] * len(work)
-    ptr = np.cumsum([0] + [len(job) for job in works])
-    n = len(work)
-    empty = np.zeros(0, dtype=np.int64)
-    return Workload(arrival=np.zeros(len(works)), weight=np.ones(len(works)), task_ptr=ptr,
-                    task_work=work, task_type=np.zeros(n, dtype=np.int32), type_names=("t",),
-                    edge_src=empty, edge_dst=empty, edge_size=np.zeros(0),
-                    raw_ptr=np.zeros(n + 1, dtype=np.int64), raw_cluster=empty,
-                    raw_size=np.zeros(0), task_stage=np.asarray(stage, dtype=np.int32),
-                    task_cv=np.full(n, cv))
 
 
 def _model(works, slots=4, stages=None, cv=0.0, **params) -> tuple[GeoModel, Mantri]:
     """A 3-cluster world of 100-MIPS slots whose performance model is pinned at 100."""
     policy = make_scheduler("mantri", params)
     world = uniform_world(slots, 3, power_redraw_interval=0.0)
-    model = GeoModel(load_scenario(world), scheduler=policy, workload=_jobs(works, stages, cv))
+    model = GeoModel(load_scenario(world), scheduler=policy,
+                     workload=input_less_jobs(works, stages, cv))
     pm = policy.model
     pm.refresh = lambda now: False
     pm.speed = np.full(pm.speed.shape, 100.0)

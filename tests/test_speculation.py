@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import uniform_world
+from conftest import input_less_jobs, uniform_world
 
 from geosim import GeoModel, load_scenario, make_scheduler
 from geosim.modeler import PairTable
@@ -16,26 +16,12 @@ from geosim.schedulers.mantri import (
     restart_rule,
 )
 from geosim.schedulers.mantri_rows import exact_atoms
-from geosim.workload import Workload
 
 N = 3   # clusters
 
 
 def _world(slots: int) -> dict:
     return uniform_world(slots, N, power_redraw_interval=0.0)
-
-
-def _jobs(works: list[list[float]]) -> Workload:
-    """Jobs arriving at 0, each a list of input-less tasks of the given work (MI)."""
-    work = [w for job in works for w in job]
-    ptr = np.cumsum([0] + [len(job) for job in works])
-    n = len(work)
-    empty = np.zeros(0, dtype=np.int64)
-    return Workload(arrival=np.zeros(len(works)), weight=np.ones(len(works)), task_ptr=ptr,
-                    task_work=work, task_type=np.zeros(n, dtype=np.int32), type_names=("t",),
-                    edge_src=empty, edge_dst=empty, edge_size=np.zeros(0),
-                    raw_ptr=np.zeros(n + 1, dtype=np.int64), raw_cluster=empty,
-                    raw_size=np.zeros(0))
 
 
 class _Dip:
@@ -58,7 +44,8 @@ class _Dip:
 
 def _model(name: str, works, slots=4, **params) -> tuple[GeoModel, object]:
     policy = make_scheduler(name, params)
-    model = GeoModel(load_scenario(_world(slots)), scheduler=policy, workload=_jobs(works))
+    model = GeoModel(load_scenario(_world(slots)), scheduler=policy,
+                     workload=input_less_jobs(works))
     pm = policy.model
     pm.refresh = lambda now: False
     pm.speed = np.full(pm.speed.shape, 100.0)
