@@ -547,6 +547,11 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
         raise GeosimError("must lie strictly between workload.duration_min and duration_max "
                           f"(got {wl['duration_mean']!r})", source=source,
                           key="workload.duration_mean")
+    if wl["duration_law"] == "split" and \
+            not wl["duration_min"] < wl["duration_split"] < wl["duration_max"]:
+        raise GeosimError("must lie strictly between workload.duration_min and duration_max "
+                          f"(got {wl['duration_split']!r})", source=source,
+                          key="workload.duration_split")
     if not wl["mean_tasks"] < wl["max_tasks"]:
         raise GeosimError(f"must be below workload.max_tasks = {wl['max_tasks']!r} "
                           f"(got {wl['mean_tasks']!r})", source=source, key="workload.mean_tasks")

@@ -86,6 +86,11 @@ def test_engine_draws_every_copy_within_the_bounds():
 def test_scenario_rejects_a_bad_duration_law():
     with pytest.raises(GeosimError, match="duration_law"):
         load_scenario(CLONING, overrides={"workload.duration_law": "lognormal"})
+    with pytest.raises(GeosimError, match="workload.duration_split: must lie strictly"):
+        load_scenario(CLONING, overrides={"workload.duration_split": 50000.0})
+    # The split point means nothing to the pareto law.
+    load_scenario(CLONING, overrides={"workload.duration_split": 50000.0,
+                                      "workload.duration_law": "pareto"})
 
 
 def test_mantri_shares_on_the_calibrated_law():
