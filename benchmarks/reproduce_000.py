@@ -37,15 +37,22 @@ differences (job j of a seed is the same job under every scheduler; see ``paired
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 from summary_tables import saved_jobs
 
 import geosim
-from geosim.experiment import paired_difference
+from geosim.experiment import MANIFEST, paired_difference, run_path
+from geosim.scenario import load_scenario
 from geosim.schedulers.spec import parse_spec
+from geosim.variability import pareto_shape
+from geosim.workload.build import build_workload
+from geosim.world import spawn_streams
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "cloning-google.toml"
@@ -114,13 +121,6 @@ def floor(seeds: list[int], jobs: int) -> None:
     copies are bounded), reached only with infinitely many clones and no wait. With one
     copy of mean work and no wait, the job takes the sum of its phases' means.
     """
-    import numpy as np
-
-    from geosim.scenario import load_scenario
-    from geosim.variability import pareto_shape
-    from geosim.workload.build import build_workload
-    from geosim.world import spawn_streams
-
     print("\n### floor: what no scheduler can beat\n")
     print("| law | seed | floor mean (s) | floor <=100 s | floor <=1000 s "
           "| mean work <=100 s | mean work <=1000 s |")
@@ -153,12 +153,6 @@ def paired(out: Path, seeds: list[int], label: str, reference: str,
 
 def mean_wait(out: Path, seeds: list[int], label: str) -> float:
     """Mean time from a job's arrival to its first copy's start over the saved runs."""
-    import json
-
-    import pandas as pd
-
-    from geosim.experiment import MANIFEST, run_path
-
     manifest = json.loads((out / MANIFEST).read_text())
     waits = []
     for seed in seeds:
@@ -167,8 +161,6 @@ def mean_wait(out: Path, seeds: list[int], label: str) -> float:
             "job")["start"].min()
         jobs = pd.read_parquet(path / "jobs.parquet", columns=["job", "arrival"])
         waits.append((first - jobs.set_index("job")["arrival"]).to_numpy())
-    import numpy as np
-
     return float(np.concatenate(waits).mean())
 
 

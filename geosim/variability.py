@@ -77,13 +77,18 @@ def pareto_shape(cv: np.ndarray | float) -> np.ndarray:
     return 1.0 + np.sqrt(1.0 + 1.0 / cv ** 2)
 
 
+def _pareto(cv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Shape and scale of the mean-1 Pareto with coefficient of variation ``cv``."""
+    alpha = pareto_shape(cv)
+    return alpha, (alpha - 1.0) / alpha
+
+
 def factor_cdf(family: str, cv: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``P(factor <= x)`` of the mean-1 factor of CV ``cv > 0`` (families but ``"none"``)."""
     cv, x = np.broadcast_arrays(np.asarray(cv, dtype=np.float64),
                                 np.asarray(x, dtype=np.float64))
     if family == "pareto":
-        alpha = pareto_shape(cv)
-        scale = (alpha - 1.0) / alpha
+        alpha, scale = _pareto(cv)
         with np.errstate(divide="ignore"):
             return np.where(x <= scale, 0.0, 1.0 - (scale / np.maximum(x, scale)) ** alpha)
     if family == "lognormal":
@@ -110,8 +115,7 @@ def truncated_factor_mean(family: str, cv: np.ndarray, lo: np.ndarray,
     mass = factor_cdf(family, c, b) - factor_cdf(family, c, a)
     with np.errstate(divide="ignore", invalid="ignore"):
         if family == "pareto":
-            alpha = pareto_shape(c)
-            scale = (alpha - 1.0) / alpha
+            alpha, scale = _pareto(c)
             a = np.maximum(a, scale)
             # E[X; a < X < b] for the Pareto of shape alpha and scale s is
             # alpha s^alpha (a^(1-alpha) - b^(1-alpha)) / (alpha - 1).
@@ -157,8 +161,8 @@ def copy_factors(family: str, cv: np.ndarray, u: np.ndarray, lo: np.ndarray | No
         f_hi = factor_cdf(family, c, np.asarray(hi, dtype=np.float64)[var])
         q = f_lo + q * (f_hi - f_lo)
     if family == "pareto":
-        alpha = pareto_shape(c)
-        out[var] = (alpha - 1.0) / alpha * (1.0 - q) ** (-1.0 / alpha)
+        alpha, scale = _pareto(c)
+        out[var] = scale * (1.0 - q) ** (-1.0 / alpha)
     elif family == "lognormal":
         s2 = np.log1p(c ** 2)
         out[var] = np.exp(-s2 / 2.0 + np.sqrt(s2) * special.ndtri(q))

@@ -190,6 +190,17 @@ def bounded_pareto_mean(low: float, high: float, shape: float) -> float:
     return math.exp(_log_moment(1.0 - shape, ll, span) - _log_moment(-shape, ll, span))
 
 
+def _check_durations(low: float, high: float, mean: float) -> tuple[float, float, float]:
+    """Positive ``duration_min < duration_mean < duration_max``, as floats."""
+    low = check_positive(low, "duration_min")
+    high = check_positive(high, "duration_max")
+    mean = check_positive(mean, "duration_mean")
+    if not low < mean < high:
+        raise GeosimError(f"need duration_min < duration_mean < duration_max, got "
+                          f"{low:g}, {mean:g}, {high:g}")
+    return low, high, mean
+
+
 def bounded_pareto_shape(low: float, high: float, mean: float) -> float:
     """The shape of the bounded Pareto on ``[low, high]`` whose mean is ``mean``.
 
@@ -205,12 +216,7 @@ def bounded_pareto_shape(low: float, high: float, mean: float) -> float:
     Raises:
         GeosimError: If the bounds or mean are out of order, or no shape in [-20, 20] fits.
     """
-    low = check_positive(low, "duration_min")
-    high = check_positive(high, "duration_max")
-    mean = check_positive(mean, "duration_mean")
-    if not low < mean < high:
-        raise GeosimError(f"need duration_min < duration_mean < duration_max, got "
-                          f"{low:g}, {mean:g}, {high:g}")
+    low, high, mean = _check_durations(low, high, mean)
     lo, hi = _EXPONENT_BRACKET
     if not bounded_pareto_mean(low, high, hi) < mean < bounded_pareto_mean(low, high, lo):
         raise GeosimError(f"no bounded Pareto shape in [{lo:g}, {hi:g}] has mean {mean:g} on "
@@ -394,18 +400,14 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
     """
     cdf = _count_cdf(mean_tasks, max_tasks)
     cv_lo, cv_hi = _cv_range(task_cv)
-    low, high = float(duration_min), float(duration_max)
+    low, high, mean = _check_durations(duration_min, duration_max, duration_mean)
     if duration_law == "pareto":
-        shape = bounded_pareto_shape(low, high, duration_mean)
+        shape = bounded_pareto_shape(low, high, mean)
 
         def quantile(u):
             return bounded_pareto_quantile(u, low, high, shape)
     elif duration_law == "split":
-        check_positive(low, "duration_min")
-        if not low < duration_mean < high:
-            raise GeosimError(f"need duration_min < duration_mean < duration_max, got "
-                              f"{low:g}, {duration_mean:g}, {high:g}")
-        quantile = split_law(low, high, duration_mean, split=duration_split, short=short_shape,
+        quantile = split_law(low, high, mean, split=duration_split, short=short_shape,
                              long=long_shape, cv=(cv_lo, cv_hi), family=copy_family).quantile
     else:
         raise GeosimError(f"duration_law must be one of {DURATION_LAWS}, got {duration_law!r}")
@@ -426,11 +428,9 @@ def google_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
         map_cv = reduce_cv = cv_lo
     else:
         map_cv, reduce_cv = rng.uniform(cv_lo, cv_hi, size=(2, nj))
-    wl = two_stage_workload(arrival, priority + 1.0, n - r, r, map_work, reduce_work,
-                            map_cv, reduce_cv)
-    if duration_law == "pareto":
-        return wl
-    return dataclasses.replace(wl, copy_bounds=(low * scale, high * scale))
+    bounds = (low * scale, high * scale) if duration_law == "split" else (0.0, math.inf)
+    return two_stage_workload(arrival, priority + 1.0, n - r, r, map_work, reduce_work,
+                              map_cv, reduce_cv, copy_bounds=bounds)
 
 
 def _cv_range(task_cv: float | Sequence[float]) -> tuple[float, float]:

@@ -14,6 +14,7 @@ engine's business). Work is in seconds on a machine of power 1 times ``work_scal
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -47,7 +48,8 @@ def _range(value: Any, name: str, *, integer: bool, minimum: float,
 
 def two_stage_workload(arrival: np.ndarray, weight: np.ndarray, m: np.ndarray, r: np.ndarray,
                        map_work: np.ndarray, reduce_work: np.ndarray,
-                       map_cv: float | np.ndarray, reduce_cv: float | np.ndarray) -> Workload:
+                       map_cv: float | np.ndarray, reduce_cv: float | np.ndarray,
+                       copy_bounds: tuple[float, float] = (0.0, math.inf)) -> Workload:
     """Build a map-then-reduce workload from per-job counts and phase mean work.
 
     Args:
@@ -59,6 +61,7 @@ def two_stage_workload(arrival: np.ndarray, weight: np.ndarray, m: np.ndarray, r
         reduce_work: float64[n_jobs] mean work of each reduce task of the job.
         map_cv: Coefficient of variation of a map copy's work (one, or one per job).
         reduce_cv: Coefficient of variation of a reduce copy's work (one, or one per job).
+        copy_bounds: Bounds of every copy's work (``Workload.copy_bounds``; default none).
 
     Returns:
         The workload, type names :data:`MAPREDUCE_TYPES`, stage = type, no edges, no raw input.
@@ -77,7 +80,8 @@ def two_stage_workload(arrival: np.ndarray, weight: np.ndarray, m: np.ndarray, r
                     raw_ptr=np.zeros(nt + 1, dtype=np.int64), raw_cluster=i0,
                     raw_size=np.zeros(0), task_stage=is_reduce.astype(np.int32),
                     task_cv=np.where(is_reduce, np.broadcast_to(reduce_cv, m.shape)[job],
-                                     np.broadcast_to(map_cv, m.shape)[job]))
+                                     np.broadcast_to(map_cv, m.shape)[job]),
+                    copy_bounds=copy_bounds)
 
 
 def mapreduce_jobs(n_jobs: int, arrival_rate: float, rng: np.random.Generator, *,
