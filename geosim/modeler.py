@@ -51,6 +51,7 @@ Two choices of the paper are options (:data:`ESTIMATES`, :data:`LEARN_FROM`):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -338,8 +339,7 @@ class PerformanceModel:
 
     def _refresh_bandwidth(self) -> None:
         ended = self._ended
-        keys, samples, counts, used = self._pair_tables(
-            self.monitor.bandwidth_table(), None if ended is None else ended.bandwidth_table())
+        keys, counts, used, samples_of = self._pair_tables(ended)
         seen = np.zeros(keys.size, dtype=np.int64)
         seen[np.searchsorted(keys, self._bw_keys)] = self._bw_seen   # keys only grow
         if np.array_equal(counts, seen):
@@ -371,23 +371,28 @@ class PerformanceModel:
         atoms[slot[at[kept]]] = self._own_atoms[kept]
         mean[slot[at[kept]]] = self._own_mean[kept]
         if mine.any():
-            fresh = sample_atoms(samples[mine], self.k)
+            fresh = sample_atoms(samples_of(mine), self.k)
             atoms[slot[mine]] = fresh
             mean[slot[mine]] = fresh.mean(axis=1)
         self._own_keys, self._own_atoms, self._own_mean = keys[own], atoms, mean
         self._build_bandwidth()
 
-    def _pair_tables(self, mine: tuple[np.ndarray, ...], theirs: tuple | None
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Keys, samples, counts and samples in use of the pairs with samples.
+    def _pair_tables(self, ended: Monitor | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Callable]:
+        """Keys, counts and samples in use of the pairs with samples, and their samples.
 
-        As :meth:`_tables`, for the sparse tables of :meth:`Monitor.bandwidth_table`: a
-        pair missing from one of them has no samples there (NaN, count 0).
+        As :meth:`_tables`, for the sparse tables of :meth:`Monitor.bandwidth_table` (and
+        of the ``ended`` copies' monitor, if any): a pair missing from one of them has no
+        samples there (NaN, count 0). The samples come as a function of a mask of the
+        pairs, so that a refresh gathers only those of the pairs it redoes.
         """
-        keys, samples, counts = mine
-        if theirs is None:
-            return keys, samples, counts, np.minimum(counts, self.monitor.window)
-        union = np.union1d(keys, theirs[0])
+        if ended is None:
+            keys, rows, buf, count = self.monitor.bandwidth_rows()
+            counts = count[rows]
+            return (keys, counts, np.minimum(counts, self.monitor.window),
+                    lambda mask: buf[rows[mask]])
+        mine, theirs = self.monitor.bandwidth_table(), ended.bandwidth_table()
+        union = np.union1d(mine[0], theirs[0])
         parts = []
         for k, smp, cnt in (mine, theirs):
             full = np.full((union.size, smp.shape[1]), np.nan)
@@ -397,8 +402,9 @@ class PerformanceModel:
             parts.append((full, total))
         (a, ca), (b, cb) = parts
         window = self.monitor.window
-        return (union, np.concatenate([a, b], axis=-1), ca + cb,
-                np.minimum(ca, window) + np.minimum(cb, window))
+        samples = np.concatenate([a, b], axis=-1)
+        return (union, ca + cb, np.minimum(ca, window) + np.minimum(cb, window),
+                lambda mask: samples[mask])
 
     def _build_bandwidth(self) -> None:
         """The pair tables of the atoms and means: own rows, pooled rows, prior rows."""

@@ -229,6 +229,18 @@ class Monitor:
         """
         return tuple(_frozen(a) for a in self._bandwidth.table())
 
+    def bandwidth_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`bandwidth_table` before its samples are gathered: nothing is copied.
+
+        Returns:
+            Read-only keys of the pairs (ascending), the row of each pair's samples in
+            ``samples[row, i]``, those samples and each row's count, valid until the
+            next write.
+        """
+        keys, rows = self._bandwidth.keys_rows()
+        return (_frozen(keys), _frozen(rows), _frozen(self._bandwidth.buf),
+                _frozen(self._bandwidth.count))
+
     def bandwidth_into_table(self) -> tuple[np.ndarray, np.ndarray]:
         """Recent bandwidths into each cluster ``[dst, i]`` and of all transfers (last row)."""
         return _frozen(self._bandwidth_into.buf), _frozen(self._bandwidth_into.count)
@@ -300,6 +312,10 @@ class MonitorView:
     def bandwidth_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """See :meth:`Monitor.bandwidth_table`."""
         return self._m.bandwidth_table()
+
+    def bandwidth_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """See :meth:`Monitor.bandwidth_rows`."""
+        return self._m.bandwidth_rows()
 
     def bandwidth_into_table(self) -> tuple[np.ndarray, np.ndarray]:
         """See :meth:`Monitor.bandwidth_into_table`."""
