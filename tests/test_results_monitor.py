@@ -80,6 +80,13 @@ def test_pair_rings_are_the_same_with_a_dense_or_a_sorted_index(monkeypatch):
         np.testing.assert_array_equal(a, b)
     keys = dense.bandwidth_table()[0]
     assert keys.size > 100 and np.all(np.diff(keys) > 0)
+    for mon in (dense, sparse):     # the table before its samples are gathered
+        table_keys, samples, counts = mon.bandwidth_table()
+        row_keys, rows, buf, count = mon.bandwidth_rows()
+        np.testing.assert_array_equal(row_keys, table_keys)
+        np.testing.assert_array_equal(buf[rows], samples)
+        np.testing.assert_array_equal(count[rows], counts)
+        assert not any(a.flags.writeable for a in (row_keys, rows, buf, count))
     for src in range(30):
         for dst in range(30):
             np.testing.assert_array_equal(dense.bandwidth_samples(src, dst),
