@@ -152,11 +152,6 @@ class _SparseRing:
         n = min(int(self.count[row]), self.window)
         return self.buf[row, :n].copy()
 
-    def table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Keys in use (ascending), their samples and counts (copies)."""
-        keys, rows = self.keys_rows()
-        return keys.copy(), self.buf[rows], self.count[rows]
-
 
 #: Samples kept per key by default.
 WINDOW = 64
@@ -227,7 +222,8 @@ class Monitor:
             samples ``[row, i]`` (NaN where none) and counts; a count above ``window``
             means the ring is full. A pair not listed has no samples.
         """
-        return tuple(_frozen(a) for a in self._bandwidth.table())
+        keys, rows, samples, count = self.bandwidth_rows()
+        return _frozen(keys.copy()), _frozen(samples[rows]), _frozen(count[rows])
 
     def bandwidth_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`bandwidth_table` before its samples are gathered: nothing is copied.
