@@ -157,9 +157,9 @@ def test_check_free_runs_only_after_a_slot_is_freed(estimator):
     ran: list[float] = []
     check = mantri._check
 
-    def spy(view, actions, free, now):
+    def spy(view, actions, free, now, info):
         ran.append(now)
-        check(view, actions, free, now)
+        check(view, actions, free, now, info)
 
     mantri._check = spy
     for _ in range(40):

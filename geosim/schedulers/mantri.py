@@ -304,7 +304,10 @@ class Mantri(Monitored, Redundancy):
                   free: np.ndarray) -> None:
         """At a check (``check``), restart or duplicate the tasks Mantri's rules pick."""
         now = view.time
-        freed = self._observe(view, now) if self._tracking else False
+        # The live copies now, read once for the copies' own reports and the rules.
+        own = self.estimator == "observed" and self._own is not None
+        info = view.copy_info() if own else None
+        freed = self._observe(view, now, info) if self._tracking else False
         if self.check == "free":
             run = freed
         else:
@@ -312,12 +315,15 @@ class Mantri(Monitored, Redundancy):
             if run:
                 self._next = now + self.interval
         if run:
-            self._check(view, actions, free, now)
+            self._check(view, actions, free, now,
+                        view.copy_info() if info is None else info)
         if self._tracking:          # the live copies after this decision's own actions
             self._live_seen = np.array(view.live_copies)
 
-    def _observe(self, view: SchedulerView, now: float) -> bool:
+    def _observe(self, view: SchedulerView, now: float, info: dict | None) -> bool:
         """Take the reports due and log the completed copies; whether a slot was freed.
+
+        ``info`` is :meth:`SchedulerView.copy_info` now (None without own reports).
 
         A slot was freed since the last decision when a copy live after it has ended
         (won, lost or killed) or a cluster became reachable again.
@@ -336,14 +342,12 @@ class Mantri(Monitored, Redundancy):
                                     view.task_work[t] * (1.0 - done["base"][won]),
                                     done["cluster"][won], view.task_type[t])
             if self._own is not None:
-                info = view.copy_info()
                 self._own.update(info["copy"], info["start"], info["progress"], now)
         return ended.size > 0 or back
 
-    def _check(self, view: SchedulerView, actions: Actions, free: np.ndarray,
-               now: float) -> None:
-        """Mantri's rules at one check: restart or duplicate the tasks they pick."""
-        info = view.copy_info()
+    def _check(self, view: SchedulerView, actions: Actions, free: np.ndarray, now: float,
+               info: dict) -> None:
+        """Mantri's rules at one check on the live copies ``info``: restart or duplicate."""
         if info["copy"].size == 0:
             return
         # Copies placed at this boundary as their task's only copy: a slot Mantri may
