@@ -304,6 +304,7 @@ def task_duration_mean(quantile, low: float, high: float, cv: tuple[float, float
     ``[low / E, high / E]``; the mean ``E[E m(E)]`` is taken by midpoints in quantile
     space (4096) and Gauss-Legendre over the CV (16 nodes).
     """
+    # Here, not at the top: it loads SciPy and Numba, which most workloads never need.
     from geosim.variability import truncated_factor_mean
 
     e = quantile(_QUAD_U)
