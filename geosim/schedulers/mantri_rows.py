@@ -24,8 +24,8 @@ from geosim.distributions import row_min_quantiles
 from geosim.modeler import pair_row
 from geosim.variability import keyed_uniforms
 
-__all__ = ["PhaseLog", "clean_rows", "exact_atoms", "lazy_argmin", "mean_of", "noisy_progress",
-           "observed_t_rem", "row_vals", "t_new_rows"]
+__all__ = ["CopyReports", "PhaseLog", "clean_rows", "exact_atoms", "lazy_argmin", "mean_of",
+           "noisy_progress", "observed_t_rem", "row_vals", "t_new_rows"]
 
 
 @njit(cache=True, error_model="numpy")
