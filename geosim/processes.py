@@ -31,11 +31,15 @@ class _BlockSequence:
     one instance: their blocks are drawn one sequence after the other, and one lookup
     serves them all. Blocks live in a ring, ``ring[b % width, entity, item, sequence]``
     (the sequences' items side by side, so one lookup touches one place), which widens
-    when entities' counters drift further apart than it holds.
+    when entities' counters drift further apart than it holds. The block length and the
+    ring's width are powers of two, so that the compiled reader finds an item by shifts
+    and masks: a division per phase change was most of its cost.
     """
 
     def __init__(self, rng: np.random.Generator, n: int, draws: tuple[BlockDraw, ...],
                  block_len: int = 64):
+        if block_len & (block_len - 1):
+            raise ValueError(f"block_len must be a power of two, not {block_len}")
         self._rng, self._n, self._draws, self.k = rng, n, draws, block_len
         self.width = 2
         self.ring = np.empty((self.width, n, block_len, len(draws)))
@@ -46,7 +50,9 @@ class _BlockSequence:
         if last < self.next_block:
             return
         if last - low + 1 > self.width:
-            width = max(2 * self.width, last - low + 1)
+            width = 2 * self.width
+            while width < last - low + 1:
+                width *= 2
             ring = np.empty((width,) + self.ring.shape[1:])
             for b in range(max(low, self.next_block - self.width), self.next_block):
                 ring[b % width] = self.ring[b % self.width]
@@ -101,6 +107,10 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
     cannot hold an iteration's changes the kernel returns ``(2, rows needed)`` before
     making them, and resumes once the caller has grown it.
     """
+    # ``k`` and the rings' widths are powers of two (:class:`_BlockSequence`).
+    shift, mask = 0, k - 1
+    while (1 << shift) < k:
+        shift += 1
     n, stage = state[0], state[1]
     if n < 0:
         n = 0
@@ -136,17 +146,17 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
                     seg[e] = at
                 on[e] = not on[e]
                 if on[e]:
-                    last0 = max(last0, count[0, e] // k)
+                    last0 = max(last0, count[0, e] >> shift)
                 else:
-                    last1 = max(last1, count[1, e] // k)
+                    last1 = max(last1, count[1, e] >> shift)
             stage = 1
         else:                   # resumed once a block was drawn
             for j in range(n):
                 e = idx[j]
                 if on[e]:
-                    last0 = max(last0, count[0, e] // k)
+                    last0 = max(last0, count[0, e] >> shift)
                 else:
-                    last1 = max(last1, count[1, e] // k)
+                    last1 = max(last1, count[1, e] >> shift)
         if stage == 1:
             if last0 >= next_block[0]:
                 state[0], state[1] = n, 1
@@ -157,22 +167,20 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
             return 1, last1
         # Every due entity starts its next phase; those still due go round again.
         m = 0
-        w0, w1 = ring0.shape[0], ring1.shape[0]
+        m0, m1 = ring0.shape[0] - 1, ring1.shape[0] - 1
         for j in range(n):
             e = idx[j]
             if on[e]:
                 c = count[0, e]
-                b = c // k
-                i = c - b * k
-                w = b % w0
+                w = (c >> shift) & m0
+                i = c & mask
                 next_change[e] = next_change[e] + ring0[w, e, i, 0]
                 level[e] = ring0[w, e, i, 1]
                 count[0, e] = c + 1
             else:
                 c = count[1, e]
-                b = c // k
-                i = c - b * k
-                w = b % w1
+                w = (c >> shift) & m1
+                i = c & mask
                 next_change[e] = next_change[e] + ring1[w, e, i, 0]
                 level[e] = ring1[w, e, i, 1]
                 count[1, e] = c + 1
@@ -257,6 +265,11 @@ class AlternatingRenewal:
         self._next_block = np.zeros(2, dtype=np.int64)
         # The earliest next change: until then, advancing changes nothing.
         self._soon = np.array([self.next_change.min() if n else np.inf])
+
+    @property
+    def next_change_time(self) -> float:
+        """The earliest next phase change of any entity: advancing to before it changes nothing."""
+        return float(self._soon[0])
 
     def advance(self, t_end: float, t_start: float | None = None) -> np.ndarray | None:
         """Move every entity to time ``t_end``.
