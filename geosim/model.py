@@ -55,7 +55,8 @@ import geosim.poolsim as poolsim
 import geosim.state as state
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent, SchedulerAgent
 from geosim.datacollector import GeoDataCollector
-from geosim.engine import Engine, concat_ranges
+from geosim.engine import Engine
+from geosim.engine.step import observed_kernel
 from geosim.errors import GeosimError
 from geosim.guards import GIB, Budget, RunGuards
 from geosim.inputs import build_inputs, rate_changes
@@ -514,37 +515,30 @@ class GeoModel(mesa.Model):
             self._event = True      # a redraw changes rates: a decision point
         if world.link_bw is not None:
             world.link_bw.advance(t)
-        if world.outages is None:
+        outages = world.outages
+        if outages is None:
             return
-        world.outages.advance(t)
-        started = world.outages.count[1] - self._outages_seen
-        self._outages_seen = world.outages.count[1].copy()
-        e.set_reachable(world.outages.on)
-        self.boundary.failures += e.fail_clusters(np.flatnonzero(started > 0))
-        if started.any() or e.reach_version != self._reach_version:
-            self._event = True      # an outage's start or end: a decision point
-            self._reach_version = e.reach_version
+        started = None
+        if t >= outages.next_change_time:      # else no outage starts or ends by t
+            outages.advance(t)
+            started = outages.count[1] - self._outages_seen
+            self._outages_seen = outages.count[1].copy()
+            e.set_reachable(outages.on)
+            self.boundary.failures += e.fail_clusters(np.flatnonzero(started > 0))
+            if started.any() or e.reach_version != self._reach_version:
+                self._event = True      # an outage's start or end: a decision point
+                self._reach_version = e.reach_version
         self.monitor.record_reachability(state.reachable(e), started, t - self._last_boundary)
         self._last_boundary = t
 
     def _observe(self, winners: np.ndarray) -> None:
         """Feed the monitor with what completed copies saw."""
         e = self.engine
-        cols, icols = e.copies.cols, e.inputs.cols
-        duration = np.maximum(cols["end"][winners] - cols["start"][winners], 1e-12)
-        self.monitor.record_copies(cols["cluster"][winners],
-                                   self.workload.task_type[cols["task"][winners]],
-                                   cols["speed_time"][winners] / duration)
-        lo, hi = cols["in_lo"][winners], cols["in_hi"][winners]
-        idx = concat_ranges(lo, hi)
-        if idx.size:
-            owner = np.repeat(np.arange(winners.size), hi - lo)
-            dst = cols["cluster"][winners][owner]
-            src = icols["src"][idx]
-            fetching = icols["fetch_time"][idx]
-            remote = (src != dst) & (icols["size"][idx] > 0) & (fetching > 0)
-            self.monitor.record_transfers(src[remote], dst[remote],
-                                          icols["bw_time"][idx][remote] / fetching[remote])
+        cluster, task, speed, src, dst, bw = observed_kernel(
+            winners, e.copies.kernel_arg, e.inputs.kernel_arg)
+        self.monitor.record_copies(cluster, self.workload.task_type[task], speed)
+        if src.size:
+            self.monitor.record_transfers(src, dst, bw)
 
     def _record(self) -> None:
         """Sample the cluster and link time series (traffic averaged since the last sample)."""

@@ -189,10 +189,12 @@ class Monitor:
         self._bandwidth_into.write(np.concatenate([dst, np.full(dst.size, self.n_clusters)]),
                                    np.concatenate([bandwidth, bandwidth]))
 
-    def record_reachability(self, reachable: np.ndarray, onsets: np.ndarray, dt: float) -> None:
-        """Count one slot of reachability and the outages that began in it."""
+    def record_reachability(self, reachable: np.ndarray, onsets: np.ndarray | None,
+                            dt: float) -> None:
+        """Count one slot of reachability and the outages that began in it (None: none)."""
         self.reachable_time += reachable * dt
-        self.outage_onsets += onsets
+        if onsets is not None:
+            self.outage_onsets += onsets
 
     def speed_samples(self, cluster: int, task_type: int | None = None) -> np.ndarray:
         """Recent processing speeds (MIPS) seen at ``cluster`` (all types if None)."""

@@ -19,6 +19,8 @@ from conftest import closed_world, geo_world
 import geosim
 from geosim import GeoModel, GeosimError, load_scenario
 from geosim import results as rs
+from geosim.engine import WON
+from geosim.engine.step import observed_kernel
 from geosim.monitor import Monitor
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,6 +106,29 @@ def test_monitor_learns_the_true_speed_from_completed_copies():
     assert seen.size == 64
     assert seen.mean() == pytest.approx(50.0, rel=0.1)
     assert set(np.round(seen, 9)) <= set(np.round(model.world.power.level, 9))
+
+
+def test_what_completed_copies_saw_is_their_speed_and_their_remote_fetches():
+    # The monitor's feed, against its definition: per copy the speed integral over its
+    # life; per input fetched from another cluster, size and time positive, MB over time.
+    model = GeoModel(load_scenario(geo_world(n_clusters=6, n_jobs=12, seed=3)))
+    model.run()
+    e = model.engine
+    cols, icols = e.copies.cols, e.inputs.cols
+    won = np.flatnonzero(cols["outcome"][:e.copies.n] == WON)
+    cluster, task, speed, src, dst, bw = observed_kernel(
+        won, e.copies.kernel_arg, e.inputs.kernel_arg)
+    np.testing.assert_array_equal(cluster, cols["cluster"][won])
+    np.testing.assert_array_equal(task, cols["task"][won])
+    np.testing.assert_array_equal(
+        speed, cols["speed_time"][won] / np.maximum(cols["end"][won] - cols["start"][won], 1e-12))
+    want = [(s, c, icols["bw_time"][i] / icols["fetch_time"][i])
+            for c, lo, hi in zip(cols["cluster"][won], cols["in_lo"][won], cols["in_hi"][won],
+                                 strict=True)
+            for i, s in zip(range(lo, hi), icols["src"][lo:hi], strict=True)
+            if s != c and icols["size"][i] > 0 and icols["fetch_time"][i] > 0]
+    assert 0 < len(want) == src.size
+    assert list(zip(src, dst, bw, strict=True)) == want
 
 
 def test_link_traffic_is_recorded_per_direction():

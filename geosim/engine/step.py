@@ -446,3 +446,40 @@ def time_left_kernel(live, copies, task_work, level, avail):  # pragma: no cover
             return left
         best = min(best, left)
     return best
+
+
+@njit(cache=True)
+def observed_kernel(winners, copies, inputs):  # pragma: no cover - compiled
+    """What the copies in ``winners`` saw while they ran, for the monitor.
+
+    Returns:
+        Per copy its cluster, task and mean processing speed (MIPS: speed integral over
+        its life, at least 1e-12 s); then, per remote input that was fetched (from
+        another cluster, of positive size, over a positive time), in the order of the
+        copies and of their inputs: the source, the destination (the copy's cluster) and
+        the mean bandwidth (MB/s).
+    """
+    copies, inputs = CopyCols(*copies), InputCols(*inputs)
+    n = winners.size
+    cluster = np.empty(n, dtype=np.int64)
+    task = np.empty(n, dtype=np.int64)
+    speed = np.empty(n)
+    n_in = 0
+    for j in range(n):
+        c = winners[j]
+        cluster[j] = copies.cluster[c]
+        task[j] = copies.task[c]
+        speed[j] = copies.speed_time[c] / max(copies.end[c] - copies.start[c], 1e-12)
+        n_in += max(copies.in_hi[c] - copies.in_lo[c], 0)
+    src = np.empty(n_in, dtype=np.int64)
+    dst = np.empty(n_in, dtype=np.int64)
+    bw = np.empty(n_in)
+    m = 0
+    for j in range(n):
+        c = winners[j]
+        for i in range(copies.in_lo[c], copies.in_hi[c]):
+            s, fetching = inputs.src[i], inputs.fetch_time[i]
+            if s != cluster[j] and inputs.size[i] > 0 and fetching > 0:
+                src[m], dst[m], bw[m] = s, cluster[j], inputs.bw_time[i] / fetching
+                m += 1
+    return cluster, task, speed, src[:m], dst[:m], bw[:m]
