@@ -245,10 +245,8 @@ class SchedulerView:
 
     def runnable_counts(self, jobs: np.ndarray) -> np.ndarray:
         """Number of ready or running tasks of each job."""
-        tasks, pos = self.tasks_of(jobs)
-        state = self._e.task_state[tasks]
-        runnable = (state == READY) | (state == RUNNING)
-        return np.bincount(pos[runnable], minlength=len(jobs))
+        return _runnable_counts(np.asarray(jobs, dtype=np.int64), self.job_task_ptr,
+                                self._e.task_state)
 
     def stage_groups(self, jobs: np.ndarray, work: bool = False) -> dict[str, np.ndarray]:
         """The stages of ``jobs``, one entry per (job, stage), grouped by job in that order.
@@ -439,6 +437,17 @@ class Actions:
     def set_share(self, copies: int | np.ndarray, share: float) -> None:
         """Set live copies' share of their slots (multitasking, 002 §5)."""
         self._e.set_share(copies, share)
+
+
+@njit(cache=True)
+def _runnable_counts(jobs, ptr, state):  # pragma: no cover - compiled
+    """:meth:`SchedulerView.runnable_counts`: tasks of each job ready or running."""
+    out = np.zeros(jobs.size, dtype=np.int64)
+    for k in range(jobs.size):
+        for t in range(ptr[jobs[k]], ptr[jobs[k] + 1]):
+            if state[t] == READY or state[t] == RUNNING:
+                out[k] += 1
+    return out
 
 
 @njit(cache=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from geosim.params import Field
 from geosim.schedulers.base import Scheduler
@@ -18,13 +19,20 @@ def waterfill(capacity: int, demand: np.ndarray) -> np.ndarray:
 
     Jobs with the smallest demands are served first; what they do not use is shared
     among the others, so no job gets more than it asks and none gets less than an equal
-    share unless it asks for less.
+    share unless it asks for less. A fractional demand counts as its integer part.
     """
-    target = np.zeros(len(demand), dtype=np.int64)
-    remaining = int(capacity)
-    order = np.argsort(demand, kind="stable")
-    for i, j in enumerate(order):
-        target[j] = min(int(demand[j]), remaining // (len(order) - i))
+    return _waterfill(int(capacity), np.asarray(demand, dtype=np.float64))
+
+
+@njit(cache=True)
+def _waterfill(capacity, demand):  # pragma: no cover - compiled
+    n = demand.size
+    target = np.zeros(n, dtype=np.int64)
+    remaining = capacity
+    order = np.argsort(demand, kind="mergesort")        # stable
+    for i in range(n):
+        j = order[i]
+        target[j] = min(int(demand[j]), remaining // (n - i))
         remaining -= target[j]
     return target
 
