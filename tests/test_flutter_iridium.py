@@ -300,18 +300,22 @@ def test_iridium_data_placement_moves_raw_input_before_arrival():
 @pytest.mark.parametrize("scheduler", ["flutter+mantri", "iridium[data_placement=true]",
                                        "pingan[epsilon=0.6]"])
 def test_pair_tables_give_the_same_runs_with_or_without_a_pair_index(scheduler, monkeypatch):
-    # Up to 512 clusters the modeler's pair tables list every pair's row; a larger world
-    # searches the pairs with their own rows. Both give the same decisions, here on one
-    # small world with the index turned off.
+    # Up to 512 clusters the modeler's pair tables list every pair's row, and a small
+    # world's compiled readers take every pair's atoms and mean densely; a larger world
+    # searches the pairs with their own rows. All give the same decisions, here on one
+    # small world with the index and the dense copies turned off.
     world = geo_world(n_jobs=25, scheduler=scheduler.split("[")[0])
     world["workload"]["data_lag"] = 120.0
     indexed = GeoModel(load_scenario(world), scheduler)
     first = indexed.run()
     assert indexed.policy.model.bandwidth_pairs.index.size > 0
+    assert indexed.policy.model.dense_bandwidth().size > 0
     monkeypatch.setattr("geosim.modeler.DENSE_PAIRS_CLUSTERS", 0)
+    monkeypatch.setattr("geosim.modeler.DENSE_PAIRS_BYTES", 0)
     searched = GeoModel(load_scenario(world), scheduler)
     second = searched.run()
     assert searched.policy.model.bandwidth_pairs.index.size == 0
+    assert searched.policy.model.dense_bandwidth(mean=True).size == 0
     assert first.summary["copies_launched"] > 25
     for name in ("jobs", "tasks", "copies"):
         pd.testing.assert_frame_equal(getattr(first, name), getattr(second, name))

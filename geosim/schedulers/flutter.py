@@ -92,13 +92,14 @@ class Flutter(Placement):
         pos, src = np.asarray(pos, dtype=np.int64), np.asarray(src, dtype=np.int64)
         size = np.asarray(size, dtype=float)
         bandwidth = self.model.bandwidth_mean_pairs
+        dense = self.model.dense_bandwidth(mean=True)
         speed = self._speeds()
         work = np.asarray(view.task_work[tasks], dtype=float)
         types = np.asarray(view.task_type[tasks], dtype=np.int64)
         at = 0
         while at < tasks.size:
-            lo, hi, status = _place_stages(jobs, at, pos, src, size, bandwidth, speed, types,
-                                           work, free, out)
+            lo, hi, status = _place_stages(jobs, at, pos, src, size, bandwidth, dense, speed,
+                                           types, work, free, out)
             if status == 2:  # pragma: no cover - an internal invariant broke
                 raise RuntimeError("Flutter's lexicographic assignment failed")
             if status == 1:
@@ -173,7 +174,7 @@ def _transfer(pos, src, size, bw, n_tasks):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy")
-def _place_stages(jobs, at, pos, src, size, bw, speed, types, work, free,
+def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
                   out):  # pragma: no cover - compiled
     """:meth:`Flutter.place` from task ``at`` on: each stage's costs, then its assignment.
 
@@ -213,7 +214,7 @@ def _place_stages(jobs, at, pos, src, size, bw, speed, types, work, free,
                 if c == h:
                     v = 0.0
                 else:
-                    b = bw.values[pair_row(bw, h, c)]
+                    b = dense[h * m + c, 0] if dense.size else bw.values[pair_row(bw, h, c)]
                     v = size[i] / b if b > 0 else np.inf
                 if v > transfer[p, c] or v != v:      # as np.maximum, NaN included
                     transfer[p, c] = v

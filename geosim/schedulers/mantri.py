@@ -499,7 +499,8 @@ class Mantri(Monitored, Redundancy):
             lo, hi = self._bounds(k, tasks.size * n)
             room, used = free.copy(), taken.copy()
             what, where, took, best_mean, ok = _decide_lazy(
-                model.speed, model.bandwidth_pairs, view.task_type[tasks].astype(np.int64),
+                model.speed, model.bandwidth_pairs, model.dense_bandwidth(),
+                view.task_type[tasks].astype(np.int64),
                 work.astype(float), g_ptr.astype(np.int64), g_src.astype(np.int64),
                 g_size.astype(float), survival_steps(1, k), lo, hi, t_rem, c, restartable,
                 pool_lo, pool_hi, pool_cluster, used, room, self._margin, self.delta, factor)
@@ -728,6 +729,7 @@ class _Rows(NamedTuple):
 
     speed: np.ndarray       # speed atoms per cluster and type
     bw: PairTable           # bandwidth atoms per cluster pair
+    dense: np.ndarray       # the same, a row per pair src * n + dst (empty: none)
     types: np.ndarray       # type of each candidate's task
     work: np.ndarray        # work of each candidate's task
     g_ptr: np.ndarray       # input groups of candidate j: g_ptr[j]:g_ptr[j + 1]
@@ -761,7 +763,7 @@ def _no_rows():  # pragma: no cover - compiled
     """An empty :class:`_Rows` (the rules on rows given in full)."""
     f1, i1 = np.empty(0), np.empty(0, dtype=np.int64)
     bw = PairTable(i1, i1, f1, 0, np.empty((0, 0)), i1)
-    return _Rows(np.empty((0, 0, 0)), bw, i1, f1, i1, i1, f1, f1, i1, i1)
+    return _Rows(np.empty((0, 0, 0)), bw, np.empty((0, 0)), i1, f1, i1, i1, f1, f1, i1, i1)
 
 
 @njit(cache=True)
@@ -789,7 +791,7 @@ def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
     """
     if not lazy:
         return _argmin_in(means[j], mask)
-    return lazy_argmin(mask, j, rows.speed, rows.bw, rows.types, rows.work, rows.g_ptr,
+    return lazy_argmin(mask, j, rows.speed, rows.bw, rows.dense, rows.types, rows.work, rows.g_ptr,
                         rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, memo.vals, memo.q,
                         memo.use, memo.head, memo.cur, memo.low, memo.term, memo.bound,
                         memo.has_bound, memo.mean, memo.has_mean, memo.atoms, memo.visited)
@@ -874,7 +876,7 @@ def _apply_rules(lazy, means, atoms, n_atoms, rows, memo, t_rem, c, restartable,
 
 
 @njit(cache=True, error_model="numpy")
-def _decide_lazy(speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi, t_rem, c,
+def _decide_lazy(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi, t_rem, c,
                  restartable, pool_lo, pool_hi, pool_cluster, taken, free, margin, delta,
                  factor):  # pragma: no cover - compiled
     """:func:`_decide` on ``t_new`` rows computed only where a rule needs them.
@@ -891,7 +893,7 @@ def _decide_lazy(speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi, t_r
     r = 1
     for j in range(types.size):
         r = max(r, 1 + g_ptr[j + 1] - g_ptr[j])
-    rows = _Rows(speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi)
+    rows = _Rows(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi)
     n_atoms = np.full(t_rem.size, speed.shape[2], dtype=np.int64)
     return _apply_rules(True, np.empty((0, 0)), np.empty((0, 0, 0)), n_atoms, rows,
                         _memo(free.size, speed.shape[2], r), t_rem, c, restartable, pool_lo,

@@ -154,10 +154,11 @@ def mean_of(x, k):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def row_vals(speed, bw, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pragma: no cover
+def row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pragma: no cover
     """The variables of row ``(task, m)`` as :func:`t_new_rows` lays them out; their count.
 
-    ``t`` and ``w`` are the task's type and work, ``g_lo:g_hi`` its input groups.
+    ``t`` and ``w`` are the task's type and work, ``g_lo:g_hi`` its input groups; the
+    bandwidth atoms are read from ``dense`` (:func:`pair_atoms`) when it is not empty.
     """
     k = speed.shape[2]
     for a in range(k):
@@ -165,16 +166,21 @@ def row_vals(speed, bw, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pragma: no
     nv = 1
     for g in range(g_lo, g_hi):
         if g_src[g] != m:       # a local input is an absent variable: left out
-            row = pair_row(bw, g_src[g], m)
             size = g_size[g]
-            for a in range(k):
-                vals[nv, a] = bw.values[row, a] / size
+            if dense.size:
+                row = g_src[g] * speed.shape[0] + m
+                for a in range(k):
+                    vals[nv, a] = dense[row, a] / size
+            else:
+                row = pair_row(bw, g_src[g], m)
+                for a in range(k):
+                    vals[nv, a] = bw.values[row, a] / size
             nv += 1
     return nv
 
 
 @njit(cache=True, error_model="numpy")
-def lazy_argmin(mask, j, speed, bw, types, work, g_ptr, g_src, g_size, step, lo, hi,
+def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi,
                  vals, q, use, head, cur, low, term, bound, has_bound, mean, has_mean, atoms,
                  visited):  # pragma: no cover - compiled
     """``_argmin_in(means[j], mask)`` of :func:`_decide`, computing as few rows as it can.
@@ -206,12 +212,19 @@ def lazy_argmin(mask, j, speed, bw, types, work, g_ptr, g_src, g_size, step, lo,
             for g in range(g_lo, g_hi):
                 h = g_src[g]
                 if h != x:
-                    row = pair_row(bw, h, x)
                     size = g_size[g]
-                    for a in range(k):
-                        v = bw.values[row, a] / size
-                        if v < low[a]:
-                            low[a] = v
+                    if dense.size:
+                        row = h * n + x
+                        for a in range(k):
+                            v = dense[row, a] / size
+                            if v < low[a]:
+                                low[a] = v
+                    else:
+                        row = pair_row(bw, h, x)
+                        for a in range(k):
+                            v = bw.values[row, a] / size
+                            if v < low[a]:
+                                low[a] = v
             for a in range(k):
                 term[a] = 1.0 / low[k - 1 - a]
             bound[x] = mean_of(term, k)
@@ -228,7 +241,7 @@ def lazy_argmin(mask, j, speed, bw, types, work, g_ptr, g_src, g_size, step, lo,
             return best
         visited[pick] = True
         if not has_mean[pick]:
-            nv = row_vals(speed, bw, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
+            nv = row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
             if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
                 return -2
             for a in range(k):
