@@ -358,7 +358,7 @@ class PerformanceModel:
         ended = self._ended
         keys, counts, used, samples_of = self._pair_tables(ended)
         seen = np.zeros(keys.size, dtype=np.int64)
-        seen[np.searchsorted(keys, self._bw_keys)] = self._bw_seen   # keys only grow
+        seen[_positions(keys, self._bw_keys)] = self._bw_seen   # keys only grow
         if np.array_equal(counts, seen):
             return
         changed = counts != seen
@@ -380,7 +380,7 @@ class PerformanceModel:
         self._fallback = np.where(enough[:n], 2, 1 if enough[n] else 0)
         own = used >= self.min_samples                  # once own, a pair stays own
         mine = own & changed
-        at = np.searchsorted(keys, self._own_keys)
+        at = _positions(keys, self._own_keys)
         atoms = np.empty((int(own.sum()), self.k))
         mean = np.empty(atoms.shape[0])
         slot = np.cumsum(own) - 1                       # row of each own pair
@@ -538,6 +538,22 @@ def _bottleneck(cluster, task_type, work, g_ptr, g_src, g_size, speed_mean,
                 if r < best:
                     best = r
                     out[i] = g
+    return out
+
+
+@njit(cache=True)
+def _positions(keys, sub):  # pragma: no cover - compiled
+    """``np.searchsorted(keys, sub)`` for ``sub`` ascending too, by one merge of the two.
+
+    A refresh maps its previous pairs into the current ones: thousands of each in a
+    small world, where a binary search per pair cost more than the rest of the refresh.
+    """
+    out = np.empty(sub.size, dtype=np.int64)
+    i = 0
+    for j in range(sub.size):
+        while i < keys.size and keys[i] < sub[j]:
+            i += 1
+        out[j] = i
     return out
 
 

@@ -13,6 +13,7 @@ from geosim import GeoModel, load_scenario
 from geosim.modeler import (
     PairTable,
     PerformanceModel,
+    _positions,
     expected_max,
     expected_min,
     levels,
@@ -41,6 +42,15 @@ def test_expected_min_and_max_match_enumeration():
     mx = expected_max(top)
     for i in range(atoms.shape[0]):
         assert mx[i] == pytest.approx(np.mean(_enumerate(top[i], max)), rel=1e-12)
+
+
+def test_positions_of_sorted_keys_are_those_of_searchsorted():
+    # The refresh maps its previous pairs into the current ones by one merge.
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        keys = np.unique(rng.integers(0, 400, rng.integers(0, 200)))
+        sub = np.sort(rng.integers(0, 420, rng.integers(0, 60)))
+        np.testing.assert_array_equal(_positions(keys, sub), np.searchsorted(keys, sub))
 
 
 def test_expected_max_closed_form():
