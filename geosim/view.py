@@ -239,9 +239,8 @@ class SchedulerView:
         Returns:
             Task ids, and for each the position of its job in ``jobs``.
         """
-        tasks, pos = self.tasks_of(jobs)
-        ready = self._e.task_state[tasks] == READY
-        return tasks[ready], pos[ready]
+        return _ready_of(np.asarray(jobs, dtype=np.int64), self.job_task_ptr,
+                         self._e.task_state)
 
     def runnable_counts(self, jobs: np.ndarray) -> np.ndarray:
         """Number of ready or running tasks of each job."""
@@ -437,6 +436,24 @@ class Actions:
     def set_share(self, copies: int | np.ndarray, share: float) -> None:
         """Set live copies' share of their slots (multitasking, 002 §5)."""
         self._e.set_share(copies, share)
+
+
+@njit(cache=True)
+def _ready_of(jobs, ptr, state):  # pragma: no cover - compiled
+    """:meth:`SchedulerView.ready_in_order`: ready tasks of ``jobs`` and their job's position."""
+    n = 0
+    for k in range(jobs.size):
+        for t in range(ptr[jobs[k]], ptr[jobs[k] + 1]):
+            n += state[t] == READY
+    tasks = np.empty(n, dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    n = 0
+    for k in range(jobs.size):
+        for t in range(ptr[jobs[k]], ptr[jobs[k] + 1]):
+            if state[t] == READY:
+                tasks[n], pos[n] = t, k
+                n += 1
+    return tasks, pos
 
 
 @njit(cache=True)
