@@ -92,7 +92,7 @@ class Flutter(Placement):
         pos, src = np.asarray(pos, dtype=np.int64), np.asarray(src, dtype=np.int64)
         size = np.asarray(size, dtype=float)
         bandwidth = self.model.bandwidth_mean_pairs
-        dense = self.model.dense_bandwidth(mean=True)
+        dense = self.model.dense_bandwidth(mean=True).reshape(-1)
         speed = self._speeds()
         work = np.asarray(view.task_work[tasks], dtype=float)
         types = np.asarray(view.task_type[tasks], dtype=np.int64)
@@ -180,7 +180,10 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
 
     A stage is a run of tasks of one job (``jobs``); the inputs of the task at position
     ``p`` are the entries of ``pos == p`` (``pos`` ascends) in ``src`` and ``size``;
-    ``speed[type, cluster]`` is the speed its compute estimate divides the work by. A
+    ``speed[type, cluster]`` is the speed its compute estimate divides the work by. The
+    mean bandwidths of an input's source to every cluster are read as one row, of
+    ``dense`` (pair ``src * n + dst``, :meth:`~geosim.modeler.PerformanceModel.dense_bandwidth`)
+    when it is not empty, else gathered from the pair table ``bw``. A
     stage's costs are :meth:`Flutter.finish_estimates`' (:func:`_transfer` plus the
     compute time), masked as :func:`~geosim.schedulers.lexmin.mask_costs` masks them,
     and placed by :func:`~geosim.schedulers.lexmin.assign_masked` as
@@ -195,6 +198,7 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
     """
     n_tasks = jobs.size
     m = free.size
+    scratch = np.empty(m)
     i = np.searchsorted(pos, at)
     lo = at
     while lo < n_tasks:
@@ -210,11 +214,17 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
         transfer = np.zeros((n, m))
         while i < pos.size and pos[i] < hi:
             p, h = pos[i] - lo, src[i]
+            if dense.size:
+                row = dense[h * m:(h + 1) * m]
+            else:
+                row = scratch
+                for c in range(m):
+                    row[c] = bw.values[pair_row(bw, h, c)]
             for c in range(m):
                 if c == h:
                     v = 0.0
                 else:
-                    b = dense[h * m + c, 0] if dense.size else bw.values[pair_row(bw, h, c)]
+                    b = row[c]
                     v = size[i] / b if b > 0 else np.inf
                 if v > transfer[p, c] or v != v:      # as np.maximum, NaN included
                     transfer[p, c] = v
