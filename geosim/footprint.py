@@ -26,7 +26,7 @@ from numba import njit
 
 from geosim.errors import GeosimError
 from geosim.guards import GIB
-from geosim.monitor import DENSE_KEYS, WINDOW
+from geosim.monitor import DENSE_KEYS, DENSE_PAIRS_BYTES, WINDOW
 from geosim.routes import (
     FULL_ROWS,
     PAIR_BYTES,
@@ -472,7 +472,9 @@ def topology_bytes(graph: nx.Graph) -> tuple[float, float]:
     :data:`~geosim.routes.ROUTE_CACHE_BYTES`, each charged whole unless every tree or
     every route takes less. The graph, its adjacency and the agents of clusters and links
     add their own bytes, and a small world four ``n²`` arrays (every hop count, and the
-    dense indexes of pair rows of the routes, the monitor and the performance model).
+    dense indexes of pair rows of the routes, the monitor and the performance model),
+    and the performance model's dense copies of the pair atoms (its default 16) and
+    means, each where it takes at most :data:`~geosim.monitor.DENSE_PAIRS_BYTES`.
     (The monitor keeps samples only for the pairs that carried a transfer:
     :func:`estimate` charges them with the tasks.)
     """
@@ -483,7 +485,8 @@ def topology_bytes(graph: nx.Graph) -> tuple[float, float]:
     table = min(pairs * per_pair, float(ROUTE_CACHE_BYTES))
     trees = min(n, max(1, TREE_CACHE_BYTES // tree_bytes(n))) * tree_bytes(n) if n else 0
     topology = n * CLUSTER_BYTES + links * LINK_BYTES + adjacency_bytes(n, links) \
-        + 8 * n * n * (3 * (n <= FULL_ROWS) + (n * n <= DENSE_KEYS))
+        + 8 * n * n * (3 * (n <= FULL_ROWS) + (n * n <= DENSE_KEYS)) \
+        + sum(b for b in (8 * n * n * 16, 8 * n * n) if b <= DENSE_PAIRS_BYTES)
     return table / per_pair * per_route if pairs else 0.0, topology + trees + table
 
 

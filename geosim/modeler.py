@@ -68,11 +68,10 @@ from geosim.distributions import (
     sample_atoms,
     thresholds,
 )
-from geosim.monitor import Monitor
+from geosim.monitor import DENSE_PAIRS_BYTES, Monitor
 from geosim.routes import FULL_ROWS
 
 __all__ = [
-    "DENSE_PAIRS_BYTES",
     "DENSE_PAIRS_CLUSTERS",
     "ESTIMATES",
     "LEARN_FROM",
@@ -99,8 +98,6 @@ LEARN_FROM = ("winners", "all")
 #: Largest world whose pair tables list every pair's row (:meth:`PairTable.indexed`): the
 #: routes' (:data:`~geosim.routes.FULL_ROWS`).
 DENSE_PAIRS_CLUSTERS = FULL_ROWS
-#: Largest dense copy of the pair atoms (or means) kept for compiled readers (bytes).
-DENSE_PAIRS_BYTES = 8 * 2**20
 _NO_DENSE = np.empty((0, 0))
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
@@ -285,7 +282,7 @@ class PerformanceModel:
         Compiled readers of a small world read a pair's atoms (or mean) at row
         ``src * n + dst`` of this array instead of looking its row up in the pair table
         (the lookup made Flutter's and Mantri's kernels up to a third slower); above
-        :data:`DENSE_PAIRS_BYTES` they take the pair table.
+        :data:`~geosim.monitor.DENSE_PAIRS_BYTES` they take the pair table.
         """
         n = self.monitor.n_clusters
         if n * n * (1 if mean else self.k) * 8 > DENSE_PAIRS_BYTES:

@@ -68,6 +68,9 @@ class _Ring:
 
 #: Keys up to which a sparse ring also keeps a dense index (2 MiB; 512 clusters' pairs).
 DENSE_KEYS = 512 * 512
+#: Largest dense copy of a per-pair statistic that a small world keeps for compiled
+#: readers (bytes): the performance model's pair atoms and means.
+DENSE_PAIRS_BYTES = 8 * 2**20
 
 
 class _SparseRing:

@@ -7,6 +7,7 @@ import pytest
 
 from geosim import state
 from geosim.agents import ClusterAgent, JobAgent, LinkAgent
+from geosim.engine import READY, RUNNING
 from geosim.model import GeoModel
 from geosim.recorder import Recorder
 from geosim.scenario import load_scenario
@@ -160,6 +161,23 @@ def _readings(view: SchedulerView) -> dict[str, object]:
     assert public == set(calls), "every query of the view is checked"
     out.update({name: getattr(view, name)(*args) for name, args in calls.items()})
     return out
+
+
+def test_ready_and_runnable_counts_are_read_from_every_task_of_the_jobs():
+    # The compiled queries against their definition over tasks_of, jobs in any order.
+    model = _model()
+    _step_until(model, lambda m: len(m.jobs) >= 3 and m.engine.n_ready and m.engine.live.size)
+    view = model.view
+    jobs = np.asarray(view.alive_jobs)[::-1]
+    tasks, pos = view.tasks_of(jobs)
+    s = view.task_state[tasks]
+    ready, where = view.ready_in_order(jobs)
+    np.testing.assert_array_equal(ready, tasks[s == READY])
+    np.testing.assert_array_equal(where, pos[s == READY])
+    assert ready.size and ready.dtype == where.dtype == np.int64
+    np.testing.assert_array_equal(
+        view.runnable_counts(jobs),
+        np.bincount(pos[(s == READY) | (s == RUNNING)], minlength=jobs.size))
 
 
 def test_nothing_read_through_the_view_can_change_the_run():
