@@ -26,6 +26,7 @@ def waterfill(capacity: int, demand: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _waterfill(capacity, demand):  # pragma: no cover - compiled
+    """:func:`waterfill`: demands served in ascending order (stable), each its fair share."""
     n = demand.size
     target = np.zeros(n, dtype=np.int64)
     remaining = capacity

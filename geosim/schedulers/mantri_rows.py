@@ -158,7 +158,9 @@ def row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pra
     """The variables of row ``(task, m)`` as :func:`t_new_rows` lays them out; their count.
 
     ``t`` and ``w`` are the task's type and work, ``g_lo:g_hi`` its input groups; the
-    bandwidth atoms are read from ``dense`` (:func:`pair_atoms`) when it is not empty.
+    bandwidth atoms are read from ``dense`` (row ``src * n + dst``,
+    :meth:`~geosim.modeler.PerformanceModel.dense_bandwidth`) when it is not empty, else
+    from the pair table ``bw``.
     """
     k = speed.shape[2]
     for a in range(k):
@@ -195,7 +197,8 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     ``[0, inf]`` (no NaN), so the first minimum is the same as over all rows.
 
     Rows are memoised across calls for the same candidate (``has_bound``, ``has_mean``;
-    ``atoms`` holds the computed rows' ``t_new``).
+    ``atoms`` holds the computed rows' ``t_new``). Bandwidth atoms come from ``dense``
+    when it is not empty, as in :func:`row_vals`.
 
     Returns:
         The cluster, -1 if ``mask`` is empty, or -2 if a row needs the general path.
