@@ -233,14 +233,22 @@ class SchedulerView:
         lo, hi = self.job_task_ptr[jobs], self.job_task_ptr[jobs + 1]
         return concat_ranges(lo, hi), np.repeat(np.arange(jobs.size), hi - lo)
 
-    def ready_in_order(self, jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def ready_in_order(self, jobs: np.ndarray, limits: np.ndarray | None = None,
+                       budget: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Ready tasks without a live copy, grouped by job in the order of ``jobs``.
+
+        Args:
+            jobs: Job ids.
+            limits: Optionally, at most ``limits[i]`` tasks of job ``jobs[i]``.
+            budget: Optionally, at most this many tasks in all (the first in order).
 
         Returns:
             Task ids, and for each the position of its job in ``jobs``.
         """
-        return _ready_of(np.asarray(jobs, dtype=np.int64), self.job_task_ptr,
-                         self._e.task_state)
+        jobs = np.asarray(jobs, dtype=np.int64)
+        limits = _NO_LIMITS if limits is None else np.asarray(limits, dtype=np.float64)
+        return _ready_of(jobs, self.job_task_ptr, self._e.task_state, limits,
+                         np.iinfo(np.int64).max if budget is None else int(budget))
 
     def runnable_counts(self, jobs: np.ndarray) -> np.ndarray:
         """Number of ready or running tasks of each job."""
@@ -438,22 +446,35 @@ class Actions:
         self._e.set_share(copies, share)
 
 
+_NO_LIMITS = np.empty(0)
+
+
 @njit(cache=True)
-def _ready_of(jobs, ptr, state):  # pragma: no cover - compiled
-    """:meth:`SchedulerView.ready_in_order`: ready tasks of ``jobs`` and their job's position."""
+def _ready_of(jobs, ptr, state, limits, budget):  # pragma: no cover - compiled
+    """:meth:`SchedulerView.ready_in_order`; ``limits`` empty: no cap per job.
+
+    Tasks past the budget are not listed.
+    """
+    total = 0
+    for k in range(jobs.size):
+        total += ptr[jobs[k] + 1] - ptr[jobs[k]]
+    size = min(total, budget)
+    tasks = np.empty(size, dtype=np.int64)
+    pos = np.empty(size, dtype=np.int64)
     n = 0
     for k in range(jobs.size):
+        cap = limits[k] if limits.size else np.inf
+        taken = 0
         for t in range(ptr[jobs[k]], ptr[jobs[k] + 1]):
-            n += state[t] == READY
-    tasks = np.empty(n, dtype=np.int64)
-    pos = np.empty(n, dtype=np.int64)
-    n = 0
-    for k in range(jobs.size):
-        for t in range(ptr[jobs[k]], ptr[jobs[k] + 1]):
+            if taken >= cap or n >= size:
+                break
             if state[t] == READY:
                 tasks[n], pos[n] = t, k
                 n += 1
-    return tasks, pos
+                taken += 1
+        if n >= size:
+            break
+    return tasks[:n], pos[:n]
 
 
 @njit(cache=True)

@@ -175,6 +175,12 @@ def test_ready_and_runnable_counts_are_read_from_every_task_of_the_jobs():
     np.testing.assert_array_equal(ready, tasks[s == READY])
     np.testing.assert_array_equal(where, pos[s == READY])
     assert ready.size and ready.dtype == where.dtype == np.int64
+    # At most limits[i] of job i, budget in all: the first ones in order.
+    limits = np.ones(jobs.size)
+    capped, at = view.ready_in_order(jobs, limits, 2)
+    first = np.flatnonzero(np.r_[True, where[1:] != where[:-1]])[:2]
+    np.testing.assert_array_equal(capped, ready[first])
+    np.testing.assert_array_equal(at, where[first])
     np.testing.assert_array_equal(
         view.runnable_counts(jobs),
         np.bincount(pos[(s == READY) | (s == RUNNING)], minlength=jobs.size))

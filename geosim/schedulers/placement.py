@@ -101,29 +101,6 @@ def _no_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def _ready_in_order(jobs, limits, task_ptr, task_state, budget):  # pragma: no cover
-    """Ready tasks of ``jobs`` in order, the first ``limits[i]`` of job ``i``, ``budget`` in all.
-
-    The tasks :meth:`SchedulerView.ready_in_order` returns, cut as :func:`fill_in_order`
-    cuts them, without listing the tasks past the budget.
-    """
-    out = np.empty(budget, dtype=np.int64)
-    n = 0
-    for i in range(jobs.size):
-        taken = 0
-        for t in range(task_ptr[jobs[i]], task_ptr[jobs[i] + 1]):
-            if taken >= limits[i] or n >= budget:
-                break
-            if task_state[t] == READY:
-                out[n] = t
-                n += 1
-                taken += 1
-        if n >= budget:
-            break
-    return out[:n]
-
-
-@njit(cache=True)
 def _locality_kernel(start, homes, ptr, src, size, free, rows, row_of, stop,
                      out):  # pragma: no cover - compiled
     """The rule of :func:`locality_cluster` for a sequence of tasks sharing ``free``.
@@ -192,11 +169,7 @@ def fill_in_order(view: SchedulerView, actions, jobs: np.ndarray,
     budget = int(free.sum())
     if budget <= 0:
         return
-    jobs = np.asarray(jobs, dtype=np.int64)
-    limits = np.full(jobs.size, np.inf) if limits is None else \
-        np.asarray(limits, dtype=np.float64)
-    tasks = _ready_in_order(jobs, limits, np.asarray(view.job_task_ptr),
-                            np.asarray(view.task_state), budget)
+    tasks = view.ready_in_order(jobs, limits, budget)[0]
     clusters = locality_clusters(view, tasks, free, stop=False)
     actions.launch_many(tasks, clusters, share)
 
