@@ -98,7 +98,8 @@ LEARN_FROM = ("winners", "all")
 #: Largest world whose pair tables list every pair's row (:meth:`PairTable.indexed`): the
 #: routes' (:data:`~geosim.routes.FULL_ROWS`).
 DENSE_PAIRS_CLUSTERS = FULL_ROWS
-_NO_DENSE = np.empty((0, 0))
+_NO_DENSE = np.empty((0, 0))       # no dense atoms
+_NO_DENSE_MEANS = np.empty(0)
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
@@ -277,7 +278,7 @@ class PerformanceModel:
         return self._dense_of("mean", self.bandwidth_mean_pairs)
 
     def dense_bandwidth(self, mean: bool = False) -> np.ndarray:
-        """:attr:`bandwidth` (or :attr:`bandwidth_mean`, flat) if small, else an empty array.
+        """:attr:`bandwidth` (or :attr:`bandwidth_mean`, flattened) if small, else empty.
 
         Compiled readers of a small world read a pair's atoms (or mean) at row
         ``src * n + dst`` of this array instead of looking its row up in the pair table
@@ -286,8 +287,8 @@ class PerformanceModel:
         """
         n = self.monitor.n_clusters
         if n * n * (1 if mean else self.k) * 8 > DENSE_PAIRS_BYTES:
-            return _NO_DENSE
-        return self.bandwidth_mean.reshape(n * n, 1) if mean else self.bandwidth
+            return _NO_DENSE_MEANS if mean else _NO_DENSE
+        return self.bandwidth_mean.reshape(n * n) if mean else self.bandwidth
 
     @property
     def bandwidth_hmean(self) -> np.ndarray:

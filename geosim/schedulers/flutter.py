@@ -92,7 +92,7 @@ class Flutter(Placement):
         pos, src = np.asarray(pos, dtype=np.int64), np.asarray(src, dtype=np.int64)
         size = np.asarray(size, dtype=float)
         bandwidth = self.model.bandwidth_mean_pairs
-        dense = self.model.dense_bandwidth(mean=True).reshape(-1)
+        dense = self.model.dense_bandwidth(mean=True)
         speed = self._speeds()
         work = np.asarray(view.task_work[tasks], dtype=float)
         types = np.asarray(view.task_type[tasks], dtype=np.int64)

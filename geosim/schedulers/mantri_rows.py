@@ -153,6 +153,17 @@ def mean_of(x, k):  # pragma: no cover - compiled
     return res / k
 
 
+@njit(cache=True, inline="always")
+def _pair_atoms(bw, dense, src, dst, n):  # pragma: no cover - compiled
+    """The array holding pair ``src -> dst``'s bandwidth atoms, and the pair's row in it.
+
+    ``dense`` (row ``src * n + dst``) when it is not empty, else the pair table ``bw``.
+    """
+    if dense.size:
+        return dense, src * n + dst
+    return bw.values, pair_row(bw, src, dst)
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pragma: no cover
     """The variables of row ``(task, m)`` as :func:`t_new_rows` lays them out; their count.
@@ -169,14 +180,9 @@ def row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pra
     for g in range(g_lo, g_hi):
         if g_src[g] != m:       # a local input is an absent variable: left out
             size = g_size[g]
-            if dense.size:
-                row = g_src[g] * speed.shape[0] + m
-                for a in range(k):
-                    vals[nv, a] = dense[row, a] / size
-            else:
-                row = pair_row(bw, g_src[g], m)
-                for a in range(k):
-                    vals[nv, a] = bw.values[row, a] / size
+            atoms, row = _pair_atoms(bw, dense, g_src[g], m, speed.shape[0])
+            for a in range(k):
+                vals[nv, a] = atoms[row, a] / size
             nv += 1
     return nv
 
@@ -216,18 +222,11 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
                 h = g_src[g]
                 if h != x:
                     size = g_size[g]
-                    if dense.size:
-                        row = h * n + x
-                        for a in range(k):
-                            v = dense[row, a] / size
-                            if v < low[a]:
-                                low[a] = v
-                    else:
-                        row = pair_row(bw, h, x)
-                        for a in range(k):
-                            v = bw.values[row, a] / size
-                            if v < low[a]:
-                                low[a] = v
+                    atoms_h, row = _pair_atoms(bw, dense, h, x, n)
+                    for a in range(k):
+                        v = atoms_h[row, a] / size
+                        if v < low[a]:
+                            low[a] = v
             for a in range(k):
                 term[a] = 1.0 / low[k - 1 - a]
             bound[x] = mean_of(term, k)
