@@ -71,14 +71,32 @@ def active_transfers(flow_src, move_src, move_dst, reachable):  # pragma: no cov
 @njit(cache=True)
 def equal_shares(n_flow, res, starts, move_res, move_starts, users, cap, active,
                  bw):  # pragma: no cover - compiled
-    """``"equal"`` sharing into ``bw``: the smallest of ``cap / users`` on each path."""
-    hops, bound = transfer_hops(n_flow, res, starts, move_res, move_starts)
-    for j in range(active.size):
-        lo = bound[j]
-        b = cap[hops[lo]] / users[hops[lo]]
-        for h in range(lo + 1, bound[j + 1]):
-            b = fmin(b, cap[hops[h]] / users[hops[h]])
-        bw[j] = b if active[j] else 0.0
+    """``"equal"`` sharing into ``bw``: the smallest of ``cap / users`` on each path.
+
+    Each resource's share is divided once (a transfer crosses several, and a resource
+    carries many transfers: the divisions per hop were most of the cost), and each
+    transfer's resources are read in place, flows' from ``res``, moves' from ``move_res``.
+    """
+    share = np.empty(cap.size)
+    for r in range(cap.size):
+        share[r] = cap[r] / users[r] if users[r] > 0 else np.inf
+    for j in range(n_flow):
+        hi = starts[j + 1] if j + 1 < n_flow else res.size
+        bw[j] = _path_min(share, res, starts[j], hi) if active[j] else 0.0
+    n_move = move_starts.size
+    for m in range(n_move):
+        hi = move_starts[m + 1] if m + 1 < n_move else move_res.size
+        bw[n_flow + m] = (_path_min(share, move_res, move_starts[m], hi)
+                          if active[n_flow + m] else 0.0)
+
+
+@njit(cache=True, inline="always")
+def _path_min(share, hops, lo, hi):  # pragma: no cover - compiled
+    """The smallest ``share`` over ``hops[lo:hi]`` (a transfer's resources)."""
+    b = share[hops[lo]]
+    for h in range(lo + 1, hi):
+        b = fmin(b, share[hops[h]])
+    return b
 
 
 @njit(cache=True)

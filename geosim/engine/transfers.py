@@ -240,8 +240,9 @@ def account_kernel(src, dst, moved, res, starts, dt, traffic, out, into,
     The gates count MB per second of ``dt``. Sums run in the order of the transfers, as
     ``np.bincount`` adds its weights: per cluster and per resource into the zeroed
     scratch ``out``, ``into`` and ``per_res``, whose touched entries are then added to the
-    counters and zeroed again, so a call costs the transfers and their hops, not the size
-    of the world. (An entry whose sum is zero adds nothing, as adding ``+0.0`` would.)
+    counters and zeroed again, so a call costs at most the transfers and their hops, not
+    the size of the world. (An entry whose sum is zero adds nothing, as adding ``+0.0``
+    would.)
 
     Returns:
         The MB moved in all, summed in the order of the transfers.
@@ -256,24 +257,41 @@ def account_kernel(src, dst, moved, res, starts, dt, traffic, out, into,
         end = starts[j + 1] if j + 1 < starts.size else res.size
         for h in range(starts[j], end):
             per_res[res[h]] += moved[j]
-    for j in range(moved.size):
-        c = src[j]
-        if out[c] != 0.0:
-            gate_out[c] += out[c] / dt
-            traffic.egress[c] += out[c]
-            out[c] = 0.0
-        c = dst[j]
-        if into[c] != 0.0:
-            gate_in[c] += into[c] / dt
-            traffic.ingress[c] += into[c]
-            into[c] = 0.0
-    for h in range(res.size):
-        d = res[h]
-        if per_res[d] != 0.0:
-            if d < link_mb.size:
-                link_mb[d] += per_res[d]
-            per_res[d] = 0.0
+    # The touched entries are found through the transfers, or by a sweep of the counters
+    # when that is shorter (a small world with many transfers).
+    if 2 * moved.size <= out.size:
+        for j in range(moved.size):
+            _flush_cluster(src[j], out, gate_out, traffic.egress, dt)
+            _flush_cluster(dst[j], into, gate_in, traffic.ingress, dt)
+    else:
+        for c in range(out.size):
+            _flush_cluster(c, out, gate_out, traffic.egress, dt)
+            _flush_cluster(c, into, gate_in, traffic.ingress, dt)
+    if res.size <= per_res.size:
+        for h in range(res.size):
+            _flush_resource(res[h], per_res, link_mb)
+    else:
+        for d in range(per_res.size):
+            _flush_resource(d, per_res, link_mb)
     return total
+
+
+@njit(cache=True, inline="always")
+def _flush_cluster(c, mb, gate, total, dt):  # pragma: no cover - compiled
+    """Move cluster ``c``'s scratch MB into its gate rate and MB counter."""
+    if mb[c] != 0.0:
+        gate[c] += mb[c] / dt
+        total[c] += mb[c]
+        mb[c] = 0.0
+
+
+@njit(cache=True, inline="always")
+def _flush_resource(d, per_res, link_mb):  # pragma: no cover - compiled
+    """Move resource ``d``'s scratch MB into its link counter (gates have none)."""
+    if per_res[d] != 0.0:
+        if d < link_mb.size:
+            link_mb[d] += per_res[d]
+        per_res[d] = 0.0
 
 
 @njit(cache=True)
