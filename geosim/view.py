@@ -26,6 +26,7 @@ from geosim.engine import (
 )
 from geosim.monitor import Monitor, MonitorView
 from geosim.routes import HopCounts, RouteView
+from geosim.state import reachable_slots
 
 __all__ = ["DONE", "READY", "RUNNING", "WAITING", "Actions", "Boundary", "SchedulerView",
            "concat_ranges", "first_of_runs", "rank_in_runs"]
@@ -177,7 +178,6 @@ class SchedulerView:
     @property
     def total_slots(self) -> int:
         """Slots of reachable clusters (:func:`geosim.state.reachable_slots`)."""
-        from geosim.state import reachable_slots
         return reachable_slots(self._e)
 
     def free_slots(self) -> np.ndarray:
