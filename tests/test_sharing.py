@@ -10,6 +10,7 @@ from test_engine import MoveThenPin, PinTo, make_workload, two_cluster_scenario
 
 from geosim import GeoModel, load_scenario
 from geosim.engine.sharing import equal_shares, maxmin_shares
+from geosim.engine.transfers import account_kernel
 from geosim.invariants import InvariantError
 from geosim.testing import event_maxmin, geo_world
 
@@ -75,6 +76,45 @@ def test_moves_and_flows_share_one_allocation():
     # The second and third transfers are raw-input moves: the same answer as flows.
     paths, cap = [[0, 1, 2], [0], [1], [2]], [1.0, 2.0, 1.0]
     np.testing.assert_array_equal(solve(paths, cap, moves=2), solve(paths, cap))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_equal_sharing_is_the_smallest_share_on_each_path(seed):
+    # Against its definition: capacity over users (inactive transfers included) on every
+    # resource, the path's minimum, 0 for an inactive transfer; moves after flows.
+    rng = np.random.default_rng(seed)
+    n_res, n = 12, int(rng.integers(1, 30))
+    paths = [rng.choice(n_res, size=int(rng.integers(1, 5)), replace=False) for _ in range(n)]
+    cap, active = rng.uniform(1.0, 50.0, n_res), rng.random(n) < 0.8
+    moves = int(rng.integers(0, n + 1))
+    users = np.bincount(np.concatenate(paths), minlength=n_res)
+    share = cap / np.maximum(users, 1)
+    want = np.array([share[p].min() for p in paths]) * active
+    got = solve(paths, cap, active=active, rule="equal", moves=moves)
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_traffic_is_accounted_alike_by_sweep_and_by_transfers(seed):
+    # The counters are flushed by a sweep when the world is small next to its transfers,
+    # else transfer by transfer: the same sums, and the scratch left zeroed.
+    rng = np.random.default_rng(seed)
+    n_flow, n_res = 40, 30
+    src, dst = rng.integers(0, 8, n_flow), rng.integers(0, 8, n_flow)
+    hops = [rng.choice(n_res, size=int(rng.integers(1, 4)), replace=False)
+            for _ in range(n_flow)]
+    res = np.concatenate(hops).astype(np.int64)
+    starts = np.cumsum([0] + [h.size for h in hops[:-1]]).astype(np.int64)
+    moved = rng.uniform(0.0, 5.0, n_flow) * (rng.random(n_flow) < 0.9)
+    results = []
+    for n_clusters, n_counted in ((8, n_res), (400, 4 * res.size)):   # sweep, follow
+        traffic = tuple(np.zeros(n) for n in (n_clusters,) * 4 + (n_res - 4,))
+        scratch = (np.zeros(n_clusters), np.zeros(n_clusters), np.zeros(n_counted))
+        total = account_kernel(src, dst, moved, res, starts, 2.0, traffic, *scratch)
+        assert not any(a.any() for a in scratch)
+        results.append((total, [a[:8].tolist() for a in traffic[:4]], traffic[4].tolist()))
+    assert results[0] == results[1]
+    assert results[0][1][2] == np.bincount(src, weights=moved, minlength=8).tolist()
 
 
 @pytest.mark.parametrize("seed", range(40))
