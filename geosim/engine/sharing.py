@@ -160,7 +160,13 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
             while d < order.size and (frozen[order[d]] or demand[order[d]] <= level):
                 j = order[d]
                 if not frozen[j]:
-                    _freeze(j, demand[j], bw, frozen, count, left, hops, bound)
+                    # Freeze j at its demand (written out: a helper taking these arrays
+                    # cost reference counting per transfer).
+                    bw[j] = demand[j]
+                    frozen[j] = True
+                    for h in range(bound[j], bound[j + 1]):
+                        left[hops[h]] -= bw[j]
+                        count[hops[h]] -= 1
                     remaining -= 1
                 d += 1
             continue
@@ -175,18 +181,12 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
             for q in range(ptr[r], ptr[r + 1]):
                 j = members[q]
                 if not frozen[j]:
-                    _freeze(j, level, bw, frozen, count, left, hops, bound)
+                    bw[j] = level           # freeze j at the level, as above
+                    frozen[j] = True
+                    for h in range(bound[j], bound[j + 1]):
+                        left[hops[h]] -= level
+                        count[hops[h]] -= 1
                     remaining -= 1
-
-
-@njit(cache=True)
-def _freeze(j, rate, bw, frozen, count, left, hops, bound):  # pragma: no cover - compiled
-    """Transfer ``j`` keeps ``rate``: its resources give it that and count it no more."""
-    bw[j] = rate
-    frozen[j] = True
-    for h in range(bound[j], bound[j + 1]):
-        left[hops[h]] -= rate
-        count[hops[h]] -= 1
 
 
 @njit(cache=True)

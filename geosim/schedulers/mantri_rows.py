@@ -154,14 +154,19 @@ def mean_of(x, k):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _pair_atoms(bw, dense, src, dst, n):  # pragma: no cover - compiled
-    """The array holding pair ``src -> dst``'s bandwidth atoms, and the pair's row in it.
+def _atoms_of(bw, dense):  # pragma: no cover - compiled
+    """The array holding the pairs' bandwidth atoms: ``dense`` if not empty, else ``bw``'s.
 
-    ``dense`` (row ``src * n + dst``) when it is not empty, else the pair table ``bw``.
+    A pair's row in it is :func:`_row_of`. Kernels take the array once, before their
+    loops: a helper returning it per pair cost reference counting at every call.
     """
-    if dense.size:
-        return dense, src * n + dst
-    return bw.values, pair_row(bw, src, dst)
+    return dense if dense.size else bw.values
+
+
+@njit(cache=True, inline="always")
+def _row_of(bw, dense, src, dst, n):  # pragma: no cover - compiled
+    """The row of pair ``src -> dst`` in :func:`_atoms_of`'s array."""
+    return src * n + dst if dense.size else pair_row(bw, src, dst)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -177,10 +182,11 @@ def row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pra
     for a in range(k):
         vals[0, a] = speed[m, t, a] / w
     nv = 1
+    atoms = _atoms_of(bw, dense)
     for g in range(g_lo, g_hi):
         if g_src[g] != m:       # a local input is an absent variable: left out
             size = g_size[g]
-            atoms, row = _pair_atoms(bw, dense, g_src[g], m, speed.shape[0])
+            row = _row_of(bw, dense, g_src[g], m, speed.shape[0])
             for a in range(k):
                 vals[nv, a] = atoms[row, a] / size
             nv += 1
@@ -212,6 +218,7 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     n = mask.size
     k = speed.shape[2]
     t, w, g_lo, g_hi = types[j], work[j], g_ptr[j], g_ptr[j + 1]
+    atoms_h = _atoms_of(bw, dense)
     for x in range(n):
         visited[x] = False
         if mask[x] and not has_bound[x]:
@@ -222,7 +229,7 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
                 h = g_src[g]
                 if h != x:
                     size = g_size[g]
-                    atoms_h, row = _pair_atoms(bw, dense, h, x, n)
+                    row = _row_of(bw, dense, h, x, n)
                     for a in range(k):
                         v = atoms_h[row, a] / size
                         if v < low[a]:
