@@ -73,9 +73,9 @@ def equal_shares(n_flow, res, starts, move_res, move_starts, users, cap, active,
                  bw):  # pragma: no cover - compiled
     """``"equal"`` sharing into ``bw``: the smallest of ``cap / users`` on each path.
 
-    Each resource's share is divided once (a transfer crosses several, and a resource
-    carries many transfers: the divisions per hop were most of the cost), and each
-    transfer's resources are read in place, flows' from ``res``, moves' from ``move_res``.
+    Each resource's share is divided once rather than once per hop (a resource carries
+    many transfers; the divisions were a quarter of the time), and each transfer's
+    resources are read in place, flows' from ``res``, moves' from ``move_res``.
     """
     share = np.empty(cap.size)
     for r in range(cap.size):
