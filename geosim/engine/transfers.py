@@ -260,8 +260,8 @@ def account_kernel(src, dst, moved, res, starts, dt, traffic, out, into,
             per_res[res[h]] += moved[j]
     # The touched entries are found through the transfers (each source, then destination),
     # or by a sweep of the counters when that is shorter (a small world with many
-    # transfers). The loops are written out: helpers taking the arrays cost reference
-    # counting per call, which tripled this kernel's time.
+    # transfers). The loops are written out: with a helper per entry that writes the
+    # arrays it is passed, this kernel took 2.3 times as long (reference counting per call).
     sweep = 2 * moved.size > out.size
     for i in range(out.size if sweep else 2 * moved.size):
         c = i if sweep else (src[i >> 1] if i & 1 == 0 else dst[i >> 1])

@@ -158,7 +158,7 @@ def _atoms_of(bw, dense):  # pragma: no cover - compiled
     """The array holding the pairs' bandwidth atoms: ``dense`` if not empty, else ``bw``'s.
 
     A pair's row in it is :func:`_row_of`. Kernels take the array once, before their
-    loops: a helper returning it per pair cost reference counting at every call.
+    loops, rather than from a helper returning it for each pair.
     """
     return dense if dense.size else bw.values
 
