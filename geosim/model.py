@@ -395,8 +395,8 @@ class GeoModel(mesa.Model):
             span = min(span, e.time_to_completion())
             avail = self.world.availability
             if avail is not None and e.live.size:
-                span = min(span, float(avail.next_change[e.copies.cols["slot"][e.live]].min())
-                           - e.time)
+                change = avail.current(e.copies.cols["slot"][e.live], e.time)[1]
+                span = min(span, float(change.min()) - e.time)
         outages = self.world.outages
         if outages is not None:
             span = min(span, float(outages.next_change.min()) - e.time)

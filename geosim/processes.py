@@ -18,6 +18,8 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
+from geosim.keyed import gamma, stream_key, uniform
+
 #: Draws for one block: (rng, n_entities, block_len) -> array of shape (n_entities, block_len).
 BlockDraw = Callable[[np.random.Generator, int, int], np.ndarray]
 
@@ -208,22 +210,39 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
 
 @njit(cache=True)
 def renewal_mean(state, epoch, t_end, t_start, want, out, resume):  # pragma: no cover - compiled
-    """:meth:`AlternatingRenewal.advance_mean` for a compiled caller.
+    """``advance_mean`` of either renewal process, for a compiled caller.
 
-    ``state`` is :meth:`AlternatingRenewal.kernel_arg`; ``epoch`` the process's epoch,
-    already incremented for this call. Returns what :func:`_renewal_kernel` returns:
-    ``(kind, last block)`` when a block must be drawn first (call again with ``resume``
-    once :meth:`AlternatingRenewal.draw` has drawn it), ``(-1, -1)`` when done, with
-    ``out`` filled.
+    ``state`` is the process's :attr:`~AlternatingRenewal.kernel_arg`; ``epoch`` the
+    process's epoch, already incremented for this call. Returns what
+    :func:`_renewal_kernel` returns: ``(kind, last block)`` when a block must be drawn
+    first (call again with ``resume`` once :meth:`AlternatingRenewal.draw` has drawn it),
+    ``(-1, -1)`` when done, with ``out`` filled. A :class:`KeyedRenewal` never asks for a
+    block and moves only the entities in ``want``.
     """
     on, level, next_change, count, ring0, ring1, next_block, k, idx, st, acc, seg, stamp, \
-        soon = state
+        soon, key, params = state
+    if params.size:
+        _keyed_mean(on, level, next_change, count, key[0], params, stamp, acc, epoch, t_end,
+                    t_start, want, out)
+        return -1, -1
     if not resume:
         st[0], st[1] = -1, 0
     return _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_block, k,
                            idx, st, acc, seg, stamp, epoch, True, t_start, want, out, soon,
                            np.empty(0, dtype=np.int64), np.empty(0), np.empty(0),
                            np.zeros(1, dtype=np.int64))
+
+
+@njit(cache=True)
+def renewal_sync(state, entities, t):  # pragma: no cover - compiled
+    """Bring ``entities`` of a :class:`KeyedRenewal` to time ``t`` (its ``kernel_arg``).
+
+    Nothing to do for an :class:`AlternatingRenewal`, whose entities are always at the
+    time it was last advanced to.
+    """
+    on, level, next_change, count, _, _, _, _, _, _, _, _, _, _, key, params = state
+    if params.size:
+        _keyed_sync(on, level, next_change, count, key[0], params, entities, t)
 
 
 class AlternatingRenewal:
@@ -312,6 +331,10 @@ class AlternatingRenewal:
         self._run(t_end, t_start, entities, out, _NO_LOG)
         return out
 
+    def current(self, entities: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """The level and next phase change of ``entities`` (every entity is at ``t``)."""
+        return self.level[entities], self.next_change[entities]
+
     @property
     def kernel_arg(self) -> tuple:
         """The state a compiled caller advances (:func:`renewal_mean`); valid until a draw."""
@@ -319,7 +342,7 @@ class AlternatingRenewal:
         self._next_block[0], self._next_block[1] = seq[0].next_block, seq[1].next_block
         return (self.on, self.level, self.next_change, self.count, seq[0].ring, seq[1].ring,
                 self._next_block, seq[0].k, self._idx, self._state, self._acc, self._seg,
-                self._stamp, self._soon)
+                self._stamp, self._soon, _NO_KEY, _NO_FLOAT)
 
     def draw(self, kind: int, last: int) -> None:
         """Draw the blocks of phase ``kind`` up to ``last`` that a compiled caller asked for."""
@@ -369,12 +392,243 @@ NO_RENEWAL = (np.empty(0, dtype=np.bool_), np.empty(0), np.empty(0),
               np.empty((2, 0), dtype=np.int64), np.empty((0, 0, 0, 2)), np.empty((0, 0, 0, 2)),
               np.zeros(2, dtype=np.int64), 1, np.empty(0, dtype=np.int64),
               np.zeros(2, dtype=np.int64), np.empty(0), np.empty(0), np.empty(0, dtype=np.int64),
-              np.array([np.inf]))
+              np.array([np.inf]), np.empty(0, dtype=np.uint64), np.empty(0))
 
 #: No phase-change log (:meth:`AlternatingRenewal.advance`).
 _NO_LOG = (np.empty(0, dtype=np.int64), np.empty(0), np.empty(0), np.zeros(1, dtype=np.int64))
 _NO_INT = np.empty(0, dtype=np.int64)
 _NO_FLOAT = np.empty(0)
+_NO_KEY = np.empty(0, dtype=np.uint64)
+
+
+class KeyedRenewal:
+    """An alternating renewal process whose entities move only when they are read.
+
+    The same process as :class:`AlternatingRenewal` (every entity starts a fresh "on"
+    phase at time 0; phase lengths are Gamma, levels uniform times a factor, i.i.d. per
+    kind), drawn from keyed streams (:mod:`geosim.keyed`): the length and level of an
+    entity's ``c``-th phase of a kind are draws ``(entity, 4c + 2 kind)`` and
+    ``(entity, 4c + 2 kind + 1)`` of the process's key. An entity's realisation is
+    therefore fixed by the seed and the entity alone, so an entity is brought to the
+    present only when something reads it (a copy runs on it, its state is sampled), and
+    the memory is a few words per entity with no blocks of draws. Its values differ from
+    an :class:`AlternatingRenewal` of the same seed (another stream), not its law.
+
+    Readers: :meth:`advance_mean` and :meth:`current` for some entities; :attr:`on`,
+    :attr:`level` and :attr:`next_change` bring every entity to the time the process
+    was last advanced to (:attr:`now`) first.
+
+    Args:
+        n: Number of entities.
+        on_gamma: ``(shape, scale)`` of "on" phase lengths.
+        off_gamma: ``(shape, scale)`` of "off" phase lengths.
+        on_level: ``(lo, hi)`` of "on" levels, uniform.
+        off_level: ``(lo, hi)`` of "off" levels, uniform.
+        factor: Every level is multiplied by it.
+        rng: The process's own random stream (its key is drawn from it).
+    """
+
+    def __init__(self, n: int, on_gamma: tuple[float, float], off_gamma: tuple[float, float],
+                 on_level: tuple[float, float], off_level: tuple[float, float],
+                 factor: float, rng: np.random.Generator):
+        self.n = n
+        self._key = np.array([stream_key(rng)], dtype=np.uint64)
+        self._params = np.array([*on_gamma, *off_gamma, *on_level, *off_level, factor],
+                                dtype=float)
+        # Before time 0 every entity is in an "off" phase that ends at 0.
+        self._on = np.zeros(n, dtype=bool)
+        self._level = np.zeros(n)
+        self._next_change = np.zeros(n)
+        self.count = np.zeros((2, n), dtype=np.int64)   # phases started, per kind
+        self._acc = np.zeros(n)         # an entity's average in this epoch (repeats)
+        self._stamp = np.zeros(n, dtype=np.int64)
+        self.epoch = 0
+        self.now = 0.0
+        self._all = np.arange(n, dtype=np.int64)
+
+    def _state(self) -> tuple:
+        return (self._on, self._level, self._next_change, self.count, self._key[0],
+                self._params)
+
+    def _sync_all(self) -> None:
+        _keyed_sync(*self._state(), self._all, self.now)
+
+    @property
+    def on(self) -> np.ndarray:
+        """Whether each entity is in its "on" phase at :attr:`now` (read only)."""
+        self._sync_all()
+        return self._on
+
+    @property
+    def level(self) -> np.ndarray:
+        """Each entity's level at :attr:`now` (read only)."""
+        self._sync_all()
+        return self._level
+
+    @property
+    def next_change(self) -> np.ndarray:
+        """Each entity's next phase change after :attr:`now` (read only)."""
+        self._sync_all()
+        return self._next_change
+
+    @property
+    def next_change_time(self) -> float:
+        """The earliest next phase change of any entity."""
+        return float(self.next_change.min()) if self.n else np.inf
+
+    def advance(self, t_end: float, t_start: float | None = None) -> np.ndarray | None:
+        """Move the process to time ``t_end`` (its entities move when read).
+
+        Args:
+            t_end: The new time.
+            t_start: If given, also return each entity's time-average level over
+                ``[t_start, t_end]``.
+
+        Returns:
+            The time-average levels, or None when ``t_start`` is None.
+        """
+        if t_start is not None:
+            return self.advance_mean(t_end, t_start, self._all)
+        self.now = max(self.now, t_end)
+        return None
+
+    def advance_mean(self, t_end: float, t_start: float,
+                     entities: np.ndarray) -> np.ndarray:
+        """Move ``entities`` to ``t_end``; return their time-average levels over the span.
+
+        Each of ``entities`` is first brought to ``t_start``; the averages are exact
+        integrals of the piecewise-constant level, computed as
+        :meth:`AlternatingRenewal.advance_mean` computes them.
+        """
+        entities = np.asarray(entities, dtype=np.int64)
+        out = np.empty(entities.size)
+        self.epoch += 1
+        _keyed_mean(*self._state(), self._stamp, self._acc, self.epoch, t_end, t_start,
+                    entities, out)
+        self.now = max(self.now, t_end)
+        return out
+
+    def current(self, entities: np.ndarray, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """The level and next phase change of ``entities``, brought to time ``t``."""
+        entities = np.asarray(entities, dtype=np.int64)
+        _keyed_sync(*self._state(), entities, t)
+        return self._level[entities], self._next_change[entities]
+
+    @property
+    def kernel_arg(self) -> tuple:
+        """The state a compiled caller reads (:func:`renewal_mean`, :func:`renewal_sync`)."""
+        return (self._on, self._level, self._next_change, self.count, _NO_RING, _NO_RING,
+                _NO_BLOCKS, 1, _NO_INT, _NO_BLOCKS, self._acc, _NO_FLOAT, self._stamp,
+                _NO_SOON, self._key, self._params)
+
+    def draw(self, kind: int, last: int) -> None:
+        """Never asked: keyed streams have no blocks."""
+        raise RuntimeError("a keyed renewal process draws no blocks")
+
+    def changes(self, t_end: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Move every entity to ``t_end`` and return the phase changes on the way.
+
+        Returns:
+            Entity, instant and new level of every change in ``(now, t_end]`` (the start
+            of the first phase at time 0 is not a change), by instant, ties by entity.
+        """
+        self._sync_all()
+        e, t, level = _keyed_changes(*self._state(), t_end)
+        self.now = max(self.now, t_end)
+        order = np.argsort(t, kind="stable")
+        return e[order], t[order], level[order]
+
+
+@njit(cache=True)
+def _keyed_sync(on, level, next_change, count, key, params, entities,
+                t):  # pragma: no cover - compiled
+    """Bring ``entities`` of a :class:`KeyedRenewal` to time ``t``, phase by phase.
+
+    (Each loop of this module's keyed kernels writes its phase change out: a helper
+    writing these arrays would cost reference counting per change.)
+    """
+    for j in range(entities.size):
+        e = entities[j]
+        while next_change[e] <= t:
+            kind = 1 if on[e] else 0
+            on[e] = kind == 0
+            c = count[kind, e]
+            i = 4 * c + 2 * kind
+            next_change[e] += gamma(key, e, i, params[2 * kind], params[2 * kind + 1])
+            lo = params[4 + 2 * kind]
+            level[e] = (lo + (params[5 + 2 * kind] - lo) * uniform(key, e, i + 1, 0)) \
+                * params[8]
+            count[kind, e] = c + 1
+
+
+@njit(cache=True)
+def _keyed_mean(on, level, next_change, count, key, params, stamp, acc, epoch, t_end, t_start,
+                want, out):  # pragma: no cover - compiled
+    """Time-average level of each of ``want`` over ``[t_start, t_end]``, moving it to ``t_end``.
+
+    An entity asked twice in one ``epoch`` gets the average of its first time.
+    """
+    _keyed_sync(on, level, next_change, count, key, params, want, t_start)
+    span = max(t_end - t_start, 1e-300)
+    for j in range(want.size):
+        e = want[j]
+        if stamp[e] == epoch:
+            out[j] = acc[e]
+            continue
+        total = 0.0
+        seg = t_start
+        while next_change[e] <= t_end:
+            at = next_change[e]
+            total += level[e] * (at - seg)
+            seg = at
+            kind = 1 if on[e] else 0
+            on[e] = kind == 0
+            c = count[kind, e]
+            i = 4 * c + 2 * kind
+            next_change[e] += gamma(key, e, i, params[2 * kind], params[2 * kind + 1])
+            lo = params[4 + 2 * kind]
+            level[e] = (lo + (params[5 + 2 * kind] - lo) * uniform(key, e, i + 1, 0)) \
+                * params[8]
+            count[kind, e] = c + 1
+        out[j] = (total + level[e] * (t_end - seg)) / span
+        stamp[e] = epoch
+        acc[e] = out[j]
+
+
+@njit(cache=True)
+def _keyed_changes(on, level, next_change, count, key, params,
+                   t_end):  # pragma: no cover - compiled
+    """Move every entity to ``t_end``; entity, instant and new level of each change."""
+    size = max(64, on.size)
+    log_e = np.empty(size, dtype=np.int64)
+    log_t = np.empty(size)
+    log_level = np.empty(size)
+    n = 0
+    for e in range(on.size):
+        while next_change[e] <= t_end:
+            at = next_change[e]
+            kind = 1 if on[e] else 0
+            on[e] = kind == 0
+            c = count[kind, e]
+            i = 4 * c + 2 * kind
+            next_change[e] += gamma(key, e, i, params[2 * kind], params[2 * kind + 1])
+            lo = params[4 + 2 * kind]
+            level[e] = (lo + (params[5 + 2 * kind] - lo) * uniform(key, e, i + 1, 0)) \
+                * params[8]
+            count[kind, e] = c + 1
+            if n == size:
+                size *= 2
+                log_e = np.concatenate((log_e, np.empty(size - n, dtype=np.int64)))
+                log_t = np.concatenate((log_t, np.empty(size - n)))
+                log_level = np.concatenate((log_level, np.empty(size - n)))
+            log_e[n], log_t[n], log_level[n] = e, at, level[e]
+            n += 1
+    return log_e[:n], log_t[:n], log_level[:n]
+
+
+_NO_RING = np.empty((0, 0, 0, 2))
+_NO_BLOCKS = np.zeros(2, dtype=np.int64)
+_NO_SOON = np.array([np.inf])
 
 
 def gamma_draw(shape: float, scale: float) -> BlockDraw:

@@ -118,6 +118,10 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "available_rate": Field([2.0, 3.0], "range", lo=0, doc="speed factor in an AP, uniform"),
         "unavailable_rate": Field([0.0, 0.3], "range", lo=0, doc="speed factor in an UP, uniform"),
         "normalise": Field(True, "bool", doc="scale factors so the long-run mean factor is 1"),
+        "streams": Field("blocks", "str", choices=("blocks", "keyed"),
+                         doc="blocks: every slot advanced every step, from draws shared by "
+                             "all slots; keyed: each slot's own draws, a slot moved only "
+                             "when read (cost and memory follow the busy slots)"),
     },
     "outages": {
         "enabled": Field(True, "bool", doc="cluster-level unreachability"),

@@ -15,6 +15,7 @@ import numpy as np
 from geosim.monitor import Priors
 from geosim.processes import (
     AlternatingRenewal,
+    KeyedRenewal,
     PeriodicNormal,
     constant_draw,
     gamma_draw,
@@ -76,7 +77,7 @@ class World:
     routes: Routes
     input_clusters: np.ndarray
     power: PeriodicNormal
-    availability: AlternatingRenewal | None
+    availability: AlternatingRenewal | KeyedRenewal | None
     outages: AlternatingRenewal | None
     link_bw: PeriodicNormal | None
 
@@ -211,11 +212,15 @@ def availability_rates(av: dict) -> tuple[tuple[float, float], tuple[float, floa
 
 
 def _availability(scenario: Scenario, n_slots: int,
-                  rng: np.random.Generator) -> AlternatingRenewal | None:
+                  rng: np.random.Generator) -> AlternatingRenewal | KeyedRenewal | None:
     av = scenario["availability"]
     if not av["enabled"]:
         return None
     on_rate, off_rate, factor = availability_rates(av)
+    if av["streams"] == "keyed":
+        return KeyedRenewal(
+            n_slots, (av["available_shape"], av["available_scale"]),
+            (av["unavailable_shape"], av["unavailable_scale"]), on_rate, off_rate, factor, rng)
     return AlternatingRenewal(
         n_slots, gamma_draw(av["available_shape"], av["available_scale"]),
         gamma_draw(av["unavailable_shape"], av["unavailable_scale"]),

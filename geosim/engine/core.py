@@ -739,6 +739,8 @@ class Engine:
             avail.epoch = epoch
             if code == NEED_BLOCK:
                 avail.draw(kind, block)
+            else:
+                avail.advance(t)
         self.completed = []
         flows = Flows(*flows)
         self._flows = flows if flows_ok else None
@@ -818,9 +820,10 @@ class Engine:
         if live.size == 0:
             return math.inf
         avail = self.world.availability
+        factor = NO_FLOAT if avail is None else \
+            avail.current(self.copies.cols["slot"][live], self.time)[0]
         return float(time_left_kernel(live, self.copies.kernel_arg, self.task_work,
-                                      self.world.power.level,
-                                      NO_FLOAT if avail is None else avail.level))
+                                      self.world.power.level, factor))
 
     def time_to_event(self) -> float:
         """Seconds until a copy ends, an input arrives, a move ends or a busy slot changes.
@@ -833,13 +836,13 @@ class Engine:
         live, moves = self.live, self.moves
         avail = self.world.availability
         soon = math.inf
+        factor = NO_FLOAT
         if avail is not None and live.size:     # a busy slot's phase change
-            soon = float(avail.next_change[self.copies.cols["slot"][live]].min()) - self.time
+            factor, change = avail.current(self.copies.cols["slot"][live], self.time)
+            soon = float(change.min()) - self.time
         if not moves.raw.size and not (self.has_inputs and live.size):
             return min(soon, self.time_to_completion())
         flows = self._flow_structure()
-        factor = NO_FLOAT if avail is None or not live.size else \
-            avail.level[self.copies.cols["slot"][live]]
         bw = self._bandwidths(flows, factor)
         best = math.inf
         if live.size:

@@ -430,7 +430,7 @@ def complete_kernel(ending, at, winners, tasks, times, live, copies, task, job, 
 def time_left_kernel(live, copies, task_work, level, avail):  # pragma: no cover - compiled
     """Seconds until the first of ``live`` finishes at today's rates (``inf`` if none).
 
-    A copy's rate is ``share * level[slot] (* avail[slot]) / (work * factor)``, evaluated
+    A copy's rate is ``share * level[slot] (* avail[p]) / (work * factor)``, evaluated
     in that order as the NumPy expression it replaces; a NaN time makes the result NaN,
     as ``np.min`` does. ``avail`` is empty without availability periods.
     """
@@ -439,7 +439,7 @@ def time_left_kernel(live, copies, task_work, level, avail):  # pragma: no cover
     for p in range(live.size):
         c = live[p]
         s = copies.slot[c]
-        speed = level[s] * avail[s] if avail.size else level[s]
+        speed = level[s] * avail[p] if avail.size else level[s]
         rate = copies.share[c] * speed / (task_work[copies.task[c]] * copies.factor[c])
         left = (1.0 - copies.progress[c]) / rate
         if left != left:

@@ -38,7 +38,7 @@ from geosim.engine.step import (
 )
 from geosim.engine.tables import CopyCols, InputCols
 from geosim.engine.transfers import account_kernel, flow_kernel
-from geosim.processes import renewal_mean
+from geosim.processes import renewal_mean, renewal_sync
 
 #: Why :func:`run_subspans` returned (see the module docstring).
 COMPLETED, REACHED, NEED_ROUTES, NEED_BLOCK = 0, 1, 2, 3
@@ -108,6 +108,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
             left = stop - t
             soon = np.inf
             if with_avail:
+                renewal_sync(avail, slots, t)       # a keyed process's busy slots to t
                 next_change = avail[2]
                 soon = next_change[slots[0]]
                 for p in range(1, slots.size):
