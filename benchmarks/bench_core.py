@@ -17,7 +17,9 @@
 (s100-KEY, s1000-KEY) 300 ``pingan-medium`` jobs on a Barabási–Albert world of 100 or
     1 000 clusters with Fair, PingAn, Flutter+Mantri or Iridium (KEY: fair, pingan, fm,
     iridium): with both sizes in one run, the table ends with the time and memory ratio
-    of 1 000 to 100 clusters (cost should follow the activity, not the world's size).
+    of 1 000 to 100 clusters (cost should follow the activity, not the world's size);
+(e100-KEY, e1000-KEY) the same with the edge settings: keyed availability streams and no
+    time series.
 
 Each run is a fresh process (its peak memory is its own, and compiled kernels load from
 the cache as in any new run). The machine is shared, so each case runs ``--repeat`` times
@@ -60,14 +62,18 @@ CASES = {
 
 #: "Cost follows activity" (edge scale): the same 300 pingan-medium jobs on Barabási–Albert
 #: worlds of 100 and 1 000 clusters, for the schedulers that scan clusters;
-#: ``s<N>-<key>``, e.g. ``s1000-pingan``.
+#: ``s<N>-<key>``, e.g. ``s1000-pingan``; ``e<N>-<key>`` the same with the edge settings
+#: (keyed availability streams, no time series: ``scenarios/edge-10k.toml``'s).
 SCALE_SCHEDULERS = {"fair": "fair", "pingan": "pingan[epsilon=0.6]",
                     "fm": "flutter+mantri", "iridium": "iridium"}
+EDGE = {"availability.streams": "keyed", "run.record_interval": 0.0}
 for _n in (100, 1000):
     for _key, _name in SCALE_SCHEDULERS.items():
         CASES[f"s{_n}-{_key}"] = ("pingan-medium.toml", _name, {
             "topology.generator": "barabasi_albert", "topology.n_clusters": _n,
             "workload.n_jobs": 300})
+        CASES[f"e{_n}-{_key}"] = ("pingan-medium.toml", _name, {
+            **CASES[f"s{_n}-{_key}"][2], **EDGE})
 
 #: Cases run without arguments.
 DEFAULT = ["a", "a1", "c", "c10", "b", "d", "f", "g", "e"]
@@ -174,10 +180,11 @@ def main(argv: list[str]) -> None:
         print(f"\nc10 over c: {(large - small) * 1024 / (n_large - n_small):.2f} KiB per task")
     walls = {case: (low, mib) for case, _, _, low, _, mib, *_ in table}
     for key in SCALE_SCHEDULERS:
-        if f"s100-{key}" in walls and f"s1000-{key}" in walls:
-            (t1, m1), (t10, m10) = walls[f"s100-{key}"], walls[f"s1000-{key}"]
-            print(f"{key}: 1 000 over 100 clusters: {t10 / t1:.2f}x time (min), "
-                  f"{m10 / m1:.2f}x peak memory")
+        for kind in "se":
+            if f"{kind}100-{key}" in walls and f"{kind}1000-{key}" in walls:
+                (t1, m1), (t10, m10) = walls[f"{kind}100-{key}"], walls[f"{kind}1000-{key}"]
+                print(f"{kind}-{key}: 1 000 over 100 clusters: {t10 / t1:.2f}x time (min), "
+                      f"{m10 / m1:.2f}x peak memory")
 
 
 if __name__ == "__main__":

@@ -427,8 +427,11 @@ def check_records(scenario: Scenario, world, workload) -> None:
     Raises:
         GeosimError: Naming ``run.record_interval``.
     """
+    interval = float(scenario["run"]["record_interval"])
+    if interval == 0:                   # no time series
+        return
     simulated, steps = simulated_span(scenario, world, workload)
-    samples = simulated / float(scenario["run"]["record_interval"])
+    samples = simulated / interval
     if scenario["run"]["timing"] == "slot":
         samples = min(samples, steps)
     need = samples * (world.n_clusters * RECORD_BYTES + world.n_links * LINK_RECORD_BYTES)

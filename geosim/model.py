@@ -156,7 +156,8 @@ class GeoModel(mesa.Model):
         scheduler.reset(self.view, streams["scheduler"])
         self._outages_seen = np.zeros(self.world.n_clusters, dtype=np.int64)
         self._last_boundary = 0.0
-        self._next_record = 0.0
+        # No time series (``record_interval`` 0): the first sample never comes.
+        self._next_record = 0.0 if self.record_interval > 0 else math.inf
         self._last_record = 0.0
         self._sample_span = 1e-12
         #: The one recorder of the run's time series (clusters and links).

@@ -56,9 +56,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
                     doc="length of a time slot (s), 1e-6 to 86 400"),
         "horizon": Field(0.0, "float", lo=0,
                          doc="stop at this time (s); 0 = when all jobs are done"),
-        "record_interval": Field(10.0, "float", lo=1e-6,
-                                 doc="sampling period of the cluster time series (s), "
-                                     "at least 1e-6"),
+        "record_interval": Field(10.0, "float", lo=0,
+                                 doc="sampling period of the cluster and link time series "
+                                     "(s); 0 = no time series"),
         "max_memory_gb": Field(8.0, "float", lo=0, lo_open=True,
                                doc="refuse a run whose estimated memory exceeds this (GiB)"),
         "max_wall_seconds": Field(0.0, "float", lo=0,
