@@ -104,7 +104,7 @@ from typing import TYPE_CHECKING, NoReturn, Protocol
 import numpy as np
 from numba import njit
 
-from geosim.engine import ALIVE, DONE, READY, RUNNING, WAITING, WON, concat_ranges
+from geosim.engine import ALIVE, DONE, EPS, READY, RUNNING, WAITING, WON, concat_ranges
 
 if TYPE_CHECKING:
     from geosim.engine import Engine
@@ -367,6 +367,12 @@ class _State:
         busy = np.bincount(world.slot_cluster, weights=e.slot_used, minlength=world.n_clusters)
         self.require("slots", busy <= world.slots * (1.0 + SHARE_TOL), lambda c: (
             f"cluster {c} has {busy[c]:.12g} slots busy of {int(world.slots[c])}"))
+        # The free slots the engine counts from its live copies, against every slot.
+        free = np.where(e.reachable, np.bincount(world.slot_cluster, weights=e.slot_used <= EPS,
+                                                 minlength=world.n_clusters), 0)
+        counted = e.free_slots()
+        self.require("slots", counted == free, lambda c: (
+            f"cluster {c} counts {int(counted[c])} free slots, its slots hold {int(free[c])}"))
 
     def check_gates(self) -> None:
         """The gate half of the ``bandwidth`` invariant."""

@@ -58,6 +58,7 @@ The package's modules, one responsibility each:
 from geosim.engine.base import (
     ALIVE,
     DONE,
+    EPS,
     FAILED,
     KILLED,
     LOST,
@@ -76,7 +77,7 @@ from geosim.engine.core import Engine
 from geosim.engine.tables import COPY_SPEC, ID_MAX, INPUT_SPEC, CopyCols, InputCols, Table
 
 __all__ = [
-    "ALIVE", "COPY_SPEC", "DONE", "FAILED", "ID_MAX", "INPUT_SPEC", "KILLED", "LOST",
+    "ALIVE", "COPY_SPEC", "DONE", "EPS", "FAILED", "ID_MAX", "INPUT_SPEC", "KILLED", "LOST",
     "OUTCOMES", "READY", "RUNNING", "TRANSFER_MODES", "WAITING", "WON", "CopyCols", "Engine",
     "InputCols", "SchedulingError", "Table", "concat_ranges", "first_of_runs",
     "rank_in_runs",

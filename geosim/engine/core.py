@@ -317,7 +317,9 @@ class Engine:
     # ------------------------------------------------------------------ queries
     def free_slots(self) -> np.ndarray:
         """Whole free slots per cluster (0 for unreachable clusters)."""
-        return free_count(self.slot_used, self.world.slot_ptr, self.reachable, EPS)
+        world = self.world
+        return free_count(self.live, self.copies.cols["slot"], self.slot_used,
+                          world.slot_cluster, world.slots, self.reachable, EPS)
 
     def inputs_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Inputs of ready tasks: raw data, then parents' outputs where the parents ran.

@@ -7,7 +7,15 @@ import math
 import numpy as np
 from numba import njit
 
-from geosim.engine.base import EPS, NO_INT, READY, RUNNING, SchedulingError, rank_in_runs
+from geosim.engine.base import (
+    EPS,
+    NO_INT,
+    READY,
+    RUNNING,
+    SchedulingError,
+    rank_in_runs,
+    sorted_unique,
+)
 from geosim.engine.draw import whole_slot_assign, whole_slot_plan
 from geosim.engine.records import Groups, JobState, SlotState, TaskState
 from geosim.engine.tables import CopyCols
@@ -75,17 +83,28 @@ def new_copy_factors(tasks: np.ndarray, task_copies: np.ndarray, task_cv: np.nda
 
 # ---------------------------------------------------------------------- compiled kernels
 @njit(cache=True)
-def free_count(slot_used, slot_ptr, reachable, eps):  # pragma: no cover - compiled
-    """Whole free slots (used share at most ``eps``) per cluster, 0 where unreachable."""
-    n = slot_ptr.size - 1
+def free_count(live, copy_slot, slot_used, slot_cluster, slots, reachable,
+               eps):  # pragma: no cover - compiled
+    """Whole free slots (used share at most ``eps``) per cluster, 0 where unreachable.
+
+    Only a slot that holds a live copy is in use (one that holds none is back at 0 up to
+    rounding, far below ``eps``; the invariants check the used shares against the live
+    copies), so the count starts from every reachable cluster's slots and takes away
+    the slots of the live copies whose share in use exceeds ``eps``: it costs the
+    clusters and the copies, not the slots.
+    """
+    n = slots.size
     free = np.zeros(n, dtype=np.int64)
     for c in range(n):
         if reachable[c]:
-            k = 0
-            for s in range(slot_ptr[c], slot_ptr[c + 1]):
-                if slot_used[s] <= eps:
-                    k += 1
-            free[c] = k
+            free[c] = slots[c]
+    busy = np.empty(live.size, dtype=np.int64)
+    for p in range(live.size):
+        busy[p] = copy_slot[live[p]]
+    for s in sorted_unique(busy):
+        c = slot_cluster[s]
+        if reachable[c] and slot_used[s] > eps:
+            free[c] -= 1
     return free
 
 
