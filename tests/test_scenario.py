@@ -266,3 +266,17 @@ def test_a_comparison_under_aliases_resumes_without_running_again(tmp_path, caps
     assert again.out == first.out
     meta = (tmp_path / "cmp" / "runs" / "srpt" / "seed-1" / "meta.json").read_text()
     assert '"scheduler": "srpt+r"' in meta and '"reassign": "random"' in meta
+
+
+def test_edge_10k_keeps_the_offered_load_per_slot_and_validates(capsys):
+    from geosim.cli import main
+    edge = load_scenario(ROOT / "scenarios" / "edge-10k.toml")
+    medium = load_scenario(ROOT / "scenarios" / "pingan-medium.toml")
+    assert edge.get("topology.n_clusters") == 10_000 and edge.get("workload.n_jobs") == 20_000
+    assert edge.get("availability.streams") == "keyed" and edge.get("run.record_interval") == 0
+    assert main(["validate", str(ROOT / "scenarios" / "edge-10k.toml")]) == 0
+    printed = capsys.readouterr().out
+    slots = int(printed.split(" slots,")[0].split()[-1])
+    # pingan-medium: 12 356 slots for seed 1 (100 clusters) at λ = 0.07
+    per_slot = edge.get("workload.arrival_rate") / slots
+    assert per_slot == pytest.approx(medium.get("workload.arrival_rate") / 12_356, rel=0.05)
