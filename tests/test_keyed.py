@@ -134,3 +134,15 @@ def test_a_run_is_the_same_whatever_the_samples_read(timing, scheduler):
                                 scheduler)
     assert jobs.equals(jobs2) and copies.equals(copies2)
     assert jobs["finished"].all()
+
+
+def test_the_pool_loop_reads_keyed_periods_as_changes():
+    # 002's world runs event-timed on the compiled pool loop, which consumes the
+    # availability process as a list of changes: keyed streams give a complete run whose
+    # jobs do not depend on the samples taken.
+    base = {"workload.n_jobs": 300, "availability.streams": "keyed"}
+    path = SCENARIO.parent / "redundancy-gamma.toml"
+    a = GeoModel(load_scenario(path, base), "srpt+r").run()
+    b = GeoModel(load_scenario(path, {**base, "run.record_interval": 0.0}), "srpt+r").run()
+    assert a.jobs["finished"].all() and a.jobs.equals(b.jobs)
+    assert len(a.clusters) > 0 and len(b.clusters) == 0

@@ -317,9 +317,8 @@ class Engine:
     # ------------------------------------------------------------------ queries
     def free_slots(self) -> np.ndarray:
         """Whole free slots per cluster (0 for unreachable clusters)."""
-        world = self.world
         return free_count(self.live, self.copies.cols["slot"], self.slot_used,
-                          world.slot_cluster, world.slots, self.reachable, EPS)
+                          self.world.slot_cluster, self.world.slots, self.reachable, EPS)
 
     def inputs_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Inputs of ready tasks: raw data, then parents' outputs where the parents ran.
@@ -837,8 +836,7 @@ class Engine:
         """
         live, moves = self.live, self.moves
         avail = self.world.availability
-        soon = math.inf
-        factor = NO_FLOAT
+        soon, factor = math.inf, NO_FLOAT
         if avail is not None and live.size:     # a busy slot's phase change
             factor, change = avail.current(self.copies.cols["slot"][live], self.time)
             soon = float(change.min()) - self.time
@@ -861,10 +859,7 @@ class Engine:
         return min(soon, best)
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per-task scratch of the completion kernels: a time (NaN) and a copy (-1).
-
-        Made at the first completion (a run on the compiled pool loop never needs it).
-        """
+        """Per-task scratch of the completion kernels: a time (NaN), a copy (-1); made once."""
         if self._task_scratch is None:
             n = self.wl.n_tasks
             self._task_scratch = (np.full(n, np.nan), np.full(n, -1, dtype=np.int64))
@@ -898,8 +893,7 @@ class Engine:
     # ------------------------------------------------------------------ accounting
     def work_balance(self) -> tuple[float, float, float]:
         """Return (executed, demanded by finished tasks, wasted) work over all copies."""
-        n = self.copies.n
-        cols = self.copies.cols
+        n, cols = self.copies.n, self.copies.cols
         done = self.task_state == DONE
         return (float(cols["executed"][:n].sum()), float(self.task_work[done].sum()),
                 float(cols["wasted"][:n].sum()))
