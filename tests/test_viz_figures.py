@@ -606,6 +606,22 @@ def test_plot_command_on_a_run_directory(saved, tmp_path, capsys):
     assert str(out / "gantt-job-2.png") in capsys.readouterr().out
 
 
+def test_plot_command_on_a_run_without_time_series(tmp_path, capsys):
+    # run.record_interval = 0: the figures of jobs are drawn, none over time.
+    run = tmp_path / "run"
+    assert main(["run", "scenarios/quickstart.toml", "--set", "workload.n_jobs=5", "--set",
+                 "run.record_interval=0", "--out", str(run), "--no-progress"]) == 0
+    out = tmp_path / "figs"
+    assert main(["plot", str(run), "--out", str(out)]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert names[0] == "flowtime-cdf.png" and names[1].startswith("gantt-job-")
+    assert len(names) == 2
+    capsys.readouterr()
+    assert main(["plot", str(run), "--out", str(tmp_path / "at"), "--time", "10"]) == 2
+    assert "recorded no cluster time series" in capsys.readouterr().err
+    assert not (tmp_path / "at").exists()
+
+
 def test_plot_command_on_comparison_directories(saved, tmp_path):
     out = tmp_path / "cmp"
     assert main(["plot", str(saved["low"]), "--out", str(out), "--format", "svg",

@@ -98,16 +98,22 @@ def _stem(text: str) -> str:
 
 
 def _run_jobs(run, prefix: str, args: argparse.Namespace, cdf: bool) -> list[Job]:
-    """Figures of one run, checked now (time, job) and drawn later."""
+    """Figures of one run, checked now (time, job) and drawn later.
+
+    A run without time series (``run.record_interval = 0``) has no figures over time
+    unless ``--time`` asks for one (an error naming the run).
+    """
     from viz import figures
-    when = run.check_time(args.time)
+    jobs: list[Job] = []
+    if not run.result.clusters.empty or args.time is not None:
+        when = run.check_time(args.time)
+        jobs += [
+            (f"{prefix}cluster-states", lambda: figures.cluster_states(run)),
+            (f"{prefix}topology-map", lambda: figures.topology_map(run, when, args.color_by)),
+            (f"{prefix}wan-traffic", lambda: figures.wan_traffic(run)),
+        ]
     job = run.check_job(args.job)
-    jobs: list[Job] = [
-        (f"{prefix}cluster-states", lambda: figures.cluster_states(run)),
-        (f"{prefix}topology-map", lambda: figures.topology_map(run, when, args.color_by)),
-        (f"{prefix}wan-traffic", lambda: figures.wan_traffic(run)),
-        (f"{prefix}gantt-job-{job}", lambda: figures.gantt(run, job)),
-    ]
+    jobs.append((f"{prefix}gantt-job-{job}", lambda: figures.gantt(run, job)))
     if cdf:
         jobs.append((f"{prefix}flowtime-cdf",
                      lambda: figures.flowtime_cdf(run, log_x=not args.linear)))

@@ -116,7 +116,7 @@ class RunData:
     def end_time(self) -> float:
         """Last moment of the run: its simulated time, or the last event in the tables."""
         sim = self.result.summary.get("simulated_seconds")
-        ends = [self.times[-1]]
+        ends = [self.times[-1]] if not self.result.clusters.empty else [0.0]
         if sim is not None and np.isfinite(sim):
             ends.append(float(sim))
         return float(max(ends))
