@@ -539,26 +539,36 @@ class KeyedRenewal:
         return e[order], t[order], level[order]
 
 
+@njit(cache=True, inline="always")
+def _keyed_phase(key, e, kind, c, params):  # pragma: no cover - compiled
+    """Length and level of entity ``e``'s ``c``-th phase of ``kind`` (0 "on", 1 "off").
+
+    Draws ``(e, 4c + 2 kind)`` and ``(e, 4c + 2 kind + 1)`` of the key; ``params`` holds
+    the two kinds' gamma shapes and scales, their level bounds, and the factor.
+    """
+    i = 4 * c + 2 * kind
+    lo = params[4 + 2 * kind]
+    return (gamma(key, e, i, params[2 * kind], params[2 * kind + 1]),
+            (lo + (params[5 + 2 * kind] - lo) * uniform(key, e, i + 1, 0)) * params[8])
+
+
 @njit(cache=True)
 def _keyed_sync(on, level, next_change, count, key, params, entities,
                 t):  # pragma: no cover - compiled
     """Bring ``entities`` of a :class:`KeyedRenewal` to time ``t``, phase by phase.
 
     (Each loop of this module's keyed kernels writes its phase change out: a helper
-    writing these arrays would cost reference counting per change.)
+    writing these arrays would cost reference counting per change; one that only reads,
+    :func:`_keyed_phase`, costs nothing.)
     """
     for j in range(entities.size):
         e = entities[j]
         while next_change[e] <= t:
             kind = 1 if on[e] else 0
             on[e] = kind == 0
-            c = count[kind, e]
-            i = 4 * c + 2 * kind
-            next_change[e] += gamma(key, e, i, params[2 * kind], params[2 * kind + 1])
-            lo = params[4 + 2 * kind]
-            level[e] = (lo + (params[5 + 2 * kind] - lo) * uniform(key, e, i + 1, 0)) \
-                * params[8]
-            count[kind, e] = c + 1
+            length, level[e] = _keyed_phase(key, e, kind, count[kind, e], params)
+            next_change[e] += length
+            count[kind, e] += 1
 
 
 @njit(cache=True)
@@ -583,13 +593,9 @@ def _keyed_mean(on, level, next_change, count, key, params, stamp, acc, epoch, t
             seg = at
             kind = 1 if on[e] else 0
             on[e] = kind == 0
-            c = count[kind, e]
-            i = 4 * c + 2 * kind
-            next_change[e] += gamma(key, e, i, params[2 * kind], params[2 * kind + 1])
-            lo = params[4 + 2 * kind]
-            level[e] = (lo + (params[5 + 2 * kind] - lo) * uniform(key, e, i + 1, 0)) \
-                * params[8]
-            count[kind, e] = c + 1
+            length, level[e] = _keyed_phase(key, e, kind, count[kind, e], params)
+            next_change[e] += length
+            count[kind, e] += 1
         out[j] = (total + level[e] * (t_end - seg)) / span
         stamp[e] = epoch
         acc[e] = out[j]
@@ -609,13 +615,9 @@ def _keyed_changes(on, level, next_change, count, key, params,
             at = next_change[e]
             kind = 1 if on[e] else 0
             on[e] = kind == 0
-            c = count[kind, e]
-            i = 4 * c + 2 * kind
-            next_change[e] += gamma(key, e, i, params[2 * kind], params[2 * kind + 1])
-            lo = params[4 + 2 * kind]
-            level[e] = (lo + (params[5 + 2 * kind] - lo) * uniform(key, e, i + 1, 0)) \
-                * params[8]
-            count[kind, e] = c + 1
+            length, level[e] = _keyed_phase(key, e, kind, count[kind, e], params)
+            next_change[e] += length
+            count[kind, e] += 1
             if n == size:
                 size *= 2
                 log_e = np.concatenate((log_e, np.empty(size - n, dtype=np.int64)))

@@ -7,20 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
+from test_processes import keyed
 
 from geosim.keyed import gammas, stream_key, uniform, uniforms
 from geosim.model import GeoModel
-from geosim.processes import AlternatingRenewal, KeyedRenewal, gamma_draw, uniform_draw
+from geosim.processes import AlternatingRenewal, gamma_draw, uniform_draw
 from geosim.scenario import load_scenario
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "pingan-medium.toml"
 KEY = np.uint64(0x1234_5678_9ABC_DEF0)
-MEAN_ON, MEAN_OFF = 0.34 * 94.35, 0.19 * 39.92
 
 
-def keyed(seed=0, n=400, factor=1.0):
-    return KeyedRenewal(n, (0.34, 94.35), (0.19, 39.92), (2.0, 3.0), (0.0, 0.3), factor,
-                        np.random.default_rng(seed))
 
 
 def test_uniforms_are_uniform_on_the_open_interval_and_depend_on_every_coordinate():
@@ -48,17 +45,6 @@ def test_gamma_follows_its_law(shape, scale):
 def test_stream_key_comes_from_the_generator():
     assert stream_key(np.random.default_rng(4)) == stream_key(np.random.default_rng(4))
     assert stream_key(np.random.default_rng(4)) != stream_key(np.random.default_rng(5))
-
-
-def test_long_run_available_fraction_and_mean_rate():
-    # Renewal-reward, as for the block-drawn process (tests/test_processes.py).
-    mean_rate = (MEAN_ON * 2.5 + MEAN_OFF * 0.15) / (MEAN_ON + MEAN_OFF)
-    proc = keyed(factor=1 / mean_rate)
-    horizon = 20_000.0
-    avg = proc.advance(horizon, 0.0)
-    assert avg.mean() == pytest.approx(1.0, rel=0.03)
-    phases = proc.count[0] + proc.count[1]
-    assert phases.mean() == pytest.approx(2 * horizon / (MEAN_ON + MEAN_OFF), rel=0.05)
 
 
 def test_same_law_as_the_block_drawn_process():

@@ -7,6 +7,7 @@ import pytest
 
 from geosim.processes import (
     AlternatingRenewal,
+    KeyedRenewal,
     PeriodicNormal,
     constant_draw,
     gamma_draw,
@@ -21,11 +22,17 @@ def availability(seed=0, n=400, factor=1.0):
                               np.random.default_rng(seed))
 
 
-def test_long_run_available_fraction_and_mean_rate():
+def keyed(seed=0, n=400, factor=1.0):
+    return KeyedRenewal(n, (0.34, 94.35), (0.19, 39.92), (2.0, 3.0), (0.0, 0.3), factor,
+                        np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("make", [availability, keyed], ids=["blocks", "keyed"])
+def test_long_run_available_fraction_and_mean_rate(make):
     # Renewal-reward: fraction of time available = E[AP] / (E[AP] + E[UP]).
     mean_on, mean_off = 0.34 * 94.35, 0.19 * 39.92
     mean_rate = (mean_on * 2.5 + mean_off * 0.15) / (mean_on + mean_off)
-    proc = availability(factor=1 / mean_rate)
+    proc = make(factor=1 / mean_rate)
     horizon = 20_000.0
     avg = proc.advance(horizon, 0.0)
     assert avg.mean() == pytest.approx(1.0, rel=0.03)
