@@ -61,9 +61,10 @@ MONITOR_PAIR_BYTES = 2 * (8 * WINDOW + 8) + 16 + 8 * 16 + 8
 #: 0.06 per task (17 119 pairs for 274 402 tasks) with Fair on 10 000 clusters.
 MONITOR_PAIRS_PER_TASK = 1
 #: Bytes per task and per job over a run: the tables of tasks, copies, inputs and results
-#: (Fair on pingan-medium: 1.77 KiB per task, PingAn: 1.91 KiB, time series included,
-#: from 200 to 2 000 jobs on 2026-11-30).
-TASK_BYTES = 2048
+#: (from 200 to 2 000 jobs on 2026-11-30, time series included: on pingan-medium Fair
+#: 1.77 KiB per task and PingAn 1.91 KiB, on pingan-heavy PingAn 2.04 KiB and
+#: Flutter+Mantri 1.60 KiB; charged with half again as a margin).
+TASK_BYTES = 3072
 JOB_BYTES = 2048
 #: Bytes per DAG edge (its arrays, and an input row of each copy of its child task), for
 #: workloads whose jobs are dense DAGs (the all-to-all shuffles of ``spark`` jobs).

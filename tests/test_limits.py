@@ -59,10 +59,10 @@ def test_estimate_counts_close_to_the_built_run():
 
 def test_a_run_too_big_for_the_memory_limit_is_refused_naming_its_key():
     with pytest.raises(GeosimError, match=r"workload.n_jobs: the run would need about "
-                       r"10\.\d\d GiB .* more than run.max_memory_gb = 8; most of it comes "
+                       r"1\d\.\d\d GiB .* more than run.max_memory_gb = 8; most of it comes "
                        r"from workload.n_jobs = 40000"):
         GeoModel(load_scenario(MEDIUM, {"workload.n_jobs": 40000}))
-    scenario, fp = _estimate(MEDIUM, {"workload.n_jobs": 40000, "run.max_memory_gb": 12})
+    scenario, fp = _estimate(MEDIUM, {"workload.n_jobs": 40000, "run.max_memory_gb": 16})
     footprint.check_memory(fp, scenario)                      # raised limit: accepted
     one_slot = {f"tiers.{t}.slots": 1 for t in ("large", "medium", "small")}
     scenario, fp = _estimate(QUICK, {"topology.n_clusters": 3000, "run.max_memory_gb": 0.4,
@@ -154,7 +154,7 @@ def test_validate_prints_the_estimate_the_readme_shows(capsys):
     printed = capsys.readouterr().out
     readme = open("README.md").read()
     assert f"$ geosim validate {QUICK}\n{printed}```" in readme
-    assert "estimate: memory 0.35 GiB" in printed
+    assert "estimate: memory 0.37 GiB" in printed
 
 
 def test_work_scheduler_defaults_and_parameters_are_checked_whatever_the_run():
