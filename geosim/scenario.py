@@ -58,7 +58,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
                          doc="stop at this time (s); 0 = when all jobs are done"),
         "record_interval": Field(10.0, "float", lo=0,
                                  doc="sampling period of the cluster and link time series "
-                                     "(s); 0 = no time series"),
+                                     "(s), at least 1e-6; 0 = no time series"),
         "max_memory_gb": Field(8.0, "float", lo=0, lo_open=True,
                                doc="refuse a run whose estimated memory exceeds this (GiB)"),
         "max_wall_seconds": Field(0.0, "float", lo=0,
@@ -522,6 +522,10 @@ def _validate(data: dict[str, dict[str, Any]], source: str, base: Path) -> None:
                                   key=f"{section}.{key}")
             if fld.kind == "irange" and isinstance(value, float):
                 data[section][key] = int(value)
+    interval = data["run"]["record_interval"]
+    if 0 < interval < 1e-6:
+        raise GeosimError(f"must be 0 (no time series) or at least 1e-6 (got {interval:g})",
+                          source=source, key="run.record_interval")
     shares = data["topology"]["tier_shares"]
     if (len(shares) != 3 or not all(_is_number(s) and s >= 0 for s in shares)
             or not math.isclose(sum(shares), 1.0, abs_tol=1e-9)):

@@ -280,3 +280,12 @@ def test_edge_10k_keeps_the_offered_load_per_slot_and_validates(capsys):
     # pingan-medium: 12 356 slots for seed 1 (100 clusters) at λ = 0.07
     per_slot = edge.get("workload.arrival_rate") / slots
     assert per_slot == pytest.approx(medium.get("workload.arrival_rate") / 12_356, rel=0.05)
+
+
+def test_record_interval_is_zero_or_at_least_a_microsecond():
+    assert load_scenario({"run": {"record_interval": 0}}).get("run.record_interval") == 0
+    for bad in (1e-9, -1.0):
+        with pytest.raises(GeosimError, match="run.record_interval"):
+            load_scenario({"run": {"record_interval": bad}})
+    with pytest.raises(GeosimError, match="availability.streams: must be one of"):
+        load_scenario({"availability": {"streams": "lazy"}})
