@@ -18,7 +18,7 @@
     1 000 clusters with Fair, PingAn, Flutter+Mantri or Iridium (KEY: fair, pingan, fm,
     iridium): with both sizes in one run, the table ends with the time and memory ratio
     of 1 000 to 100 clusters (cost should follow the activity, not the world's size);
-(e100-KEY, e1000-KEY) the same with the edge settings: keyed availability streams and no
+(e100-KEY, e1000-KEY) the same with the edge settings: keyed slot streams and no
     time series.
 
 Each run is a fresh process (its peak memory is its own, and compiled kernels load from
@@ -63,10 +63,10 @@ CASES = {
 #: "Cost follows activity" (edge scale): the same 300 pingan-medium jobs on Barabási–Albert
 #: worlds of 100 and 1 000 clusters, for the schedulers that scan clusters;
 #: ``s<N>-<key>``, e.g. ``s1000-pingan``; ``e<N>-<key>`` the same with the edge settings
-#: (keyed availability streams, no time series: ``scenarios/edge-10k.toml``'s).
+#: (keyed slot streams, no time series: ``scenarios/edge-10k.toml``'s).
 SCALE_SCHEDULERS = {"fair": "fair", "pingan": "pingan[epsilon=0.6]",
                     "fm": "flutter+mantri", "iridium": "iridium"}
-EDGE = {"availability.streams": "keyed", "run.record_interval": 0.0}
+EDGE = {"clusters.slot_streams": "keyed", "run.record_interval": 0.0}
 for _n in (100, 1000):
     for _key, _name in SCALE_SCHEDULERS.items():
         CASES[f"s{_n}-{_key}"] = ("pingan-medium.toml", _name, {

@@ -44,7 +44,7 @@ BASE_BYTES = 320 * 2**20
 #: Bytes per slot: the blocks of its availability periods (two sequences of two draws,
 #: a ring of 64-item blocks that widens when slots drift apart), state and time series.
 SLOT_BYTES = 8192
-#: Bytes per slot without blocks of draws (``availability.streams = "keyed"``, or no
+#: Bytes per slot without blocks of draws (``clusters.slot_streams = "keyed"``, or no
 #: availability periods): its state, VM power and availability words (about 140 B
 #: measured: 112 000 slots added 16 MB).
 SLOT_STATE_BYTES = 256
@@ -140,8 +140,9 @@ def estimate(scenario: Scenario, graph: nx.Graph, workload=None) -> Footprint:
         jobs, tasks, task_key = workload.n_jobs, float(workload.n_tasks), "workload.n_jobs"
     topo_key = "topology.file" if scenario["topology"]["generator"] == "file" \
         else "topology.n_clusters"
-    av = scenario["availability"]
-    per_slot = SLOT_BYTES if av["enabled"] and av["streams"] == "blocks" else SLOT_STATE_BYTES
+    blocks = scenario["availability"]["enabled"] and \
+        scenario["clusters"]["slot_streams"] == "shared"
+    per_slot = SLOT_BYTES if blocks else SLOT_STATE_BYTES
     terms = {"tiers.*.slots": slots * per_slot,
              topo_key: topo_bytes,
              task_key: tasks * TASK_BYTES + jobs * JOB_BYTES

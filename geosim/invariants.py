@@ -373,6 +373,12 @@ class _State:
         counted = e.free_slots()
         self.require("slots", counted == free, lambda c: (
             f"cluster {c} counts {int(counted[c])} free slots, its slots hold {int(free[c])}"))
+        # Every live copy runs at its slot's VM power of this period (keyed power draws it
+        # only for the slots read).
+        held = world.power.periods(slot)
+        self.require("slots", held == world.power.epoch, lambda i: (
+            f"slot {int(slot[i])} holds the VM power of period {int(held[i])}, "
+            f"not {world.power.epoch}"))
 
     def check_gates(self) -> None:
         """The gate half of the ``bandwidth`` invariant."""

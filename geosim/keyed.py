@@ -86,6 +86,23 @@ def gamma(key, entity, index, shape, scale):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def normal_above(key, entity, index, mean, sd, floor):  # pragma: no cover - compiled
+    """N(``mean``, ``sd``) truncated to values above ``floor``: draw ``(entity, index)``.
+
+    Box–Muller normals, attempt ``a`` from uniforms ``2a`` and ``2a + 1``, until one lies
+    above ``floor``.
+    """
+    base = _base(key, entity, index)
+    a = 0
+    while True:
+        z = np.sqrt(-2.0 * np.log(_unit(base, a))) * np.cos(2.0 * np.pi * _unit(base, a + 1))
+        a += 2
+        x = mean + sd * z
+        if x > floor:
+            return x
+
+
+@njit(cache=True)
 def uniforms(key, entities, index, attempt):  # pragma: no cover - compiled
     """:func:`uniform` of each of ``entities`` at one ``index`` and ``attempt``."""
     out = np.empty(entities.size)

@@ -514,6 +514,7 @@ class GeoModel(mesa.Model):
         world, e = self.world, self.engine
         if world.power.advance(t):
             self._event = True      # a redraw changes rates: a decision point
+            world.power.sync(e.copies.cols["slot"][e.live])     # keyed power: busy slots
         if world.link_bw is not None:
             world.link_bw.advance(t)
         outages = world.outages

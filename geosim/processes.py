@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
-from geosim.keyed import gamma, stream_key, uniform
+from geosim.keyed import gamma, normal_above, stream_key, uniform
 
 #: Draws for one block: (rng, n_entities, block_len) -> array of shape (n_entities, block_len).
 BlockDraw = Callable[[np.random.Generator, int, int], np.ndarray]
@@ -730,3 +730,73 @@ class PeriodicNormal:
             self.level = truncated_normal(self._rng, self.mean, self.sd)
             self.epoch += 1
         return True
+
+    def sync(self, entities: np.ndarray) -> None:
+        """Nothing to do: every entity's level is drawn at every redraw."""
+
+    def periods(self, entities: np.ndarray) -> np.ndarray:
+        """The period whose level each of ``entities`` holds: always the current one."""
+        return np.full(np.size(entities), self.epoch, dtype=np.int64)
+
+
+class KeyedNormal:
+    """A :class:`PeriodicNormal` whose entities are redrawn only when read.
+
+    The level of entity ``e`` in period ``k`` (``[k · period, (k + 1) · period)``) is draw
+    ``(e, k)`` of the process's key (:func:`geosim.keyed.normal_above`), a function of the
+    seed, the entity and the period alone. Every entity is drawn for period 0; at a
+    redraw only :meth:`sync` draws, for the entities it is given, so :attr:`level` holds
+    the current period's level of the entities synced since the last redraw (the engine
+    syncs the slots of its live copies at every redraw and of each new copy at launch)
+    and an older one elsewhere. Its values differ from a :class:`PeriodicNormal` of the
+    same seed (another stream), not its law.
+
+    Args:
+        mean: Mean level per entity.
+        rsd: Relative standard deviation per entity (sd = rsd × mean).
+        period: Redraw period (s); 0 means drawn once and kept.
+        rng: The process's own random stream (its key is drawn from it).
+        floor_fraction: Levels lie above this fraction of the mean.
+    """
+
+    def __init__(self, mean: np.ndarray, rsd: np.ndarray, period: float,
+                 rng: np.random.Generator, floor_fraction: float = 1e-3):
+        self.mean = np.asarray(mean, dtype=float)
+        self.sd = self.mean * np.asarray(rsd, dtype=float)
+        self.period = period
+        self.epoch = 0
+        self._key = np.uint64(stream_key(rng))
+        self._floor = float(floor_fraction)
+        self._drawn = np.full(self.mean.size, -1, dtype=np.int64)   # period of each level
+        self.level = np.empty(self.mean.size)
+        self.sync(np.arange(self.mean.size, dtype=np.int64))
+
+    def advance(self, t: float) -> bool:
+        """Move to the period of time ``t``; return whether it changed (nothing is drawn)."""
+        if self.period <= 0:
+            return False
+        epoch = int(t // self.period)
+        if epoch <= self.epoch:
+            return False
+        self.epoch = epoch
+        return True
+
+    def sync(self, entities: np.ndarray) -> None:
+        """Draw the current period's level of ``entities`` that do not have it yet."""
+        _keyed_normal_sync(self._key, self.mean, self.sd, self._floor, self.level,
+                           self._drawn, np.asarray(entities, dtype=np.int64), self.epoch)
+
+    def periods(self, entities: np.ndarray) -> np.ndarray:
+        """The period whose level each of ``entities`` holds."""
+        return self._drawn[entities]
+
+
+@njit(cache=True)
+def _keyed_normal_sync(key, mean, sd, floor, level, drawn, entities,
+                       epoch):  # pragma: no cover - compiled
+    """:meth:`KeyedNormal.sync`: the levels of ``entities`` drawn for period ``epoch``."""
+    for j in range(entities.size):
+        e = entities[j]
+        if drawn[e] != epoch:
+            level[e] = normal_above(key, e, epoch, mean[e], sd[e], floor * mean[e])
+            drawn[e] = epoch

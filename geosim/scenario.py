@@ -106,6 +106,11 @@ SCHEMA: dict[str, dict[str, Field]] = {
                             doc="every cluster's drawn slot count times this (rounded, at "
                             "least 1); gates stay those of the drawn slots: slot scarcity "
                             "alone"),
+        "slot_streams": Field("shared", "str", choices=("shared", "keyed"),
+                              doc="shared: every slot's availability periods and VM power "
+                                  "drawn at every step, from streams all slots share; keyed: "
+                                  "each slot's own draws, made only when the slot is read "
+                                  "(cost and memory follow the busy slots)"),
     },
     "availability": {
         "enabled": Field(True, "bool", doc="per-slot available/unavailable periods"),
@@ -118,10 +123,6 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "available_rate": Field([2.0, 3.0], "range", lo=0, doc="speed factor in an AP, uniform"),
         "unavailable_rate": Field([0.0, 0.3], "range", lo=0, doc="speed factor in an UP, uniform"),
         "normalise": Field(True, "bool", doc="scale factors so the long-run mean factor is 1"),
-        "streams": Field("blocks", "str", choices=("blocks", "keyed"),
-                         doc="blocks: every slot advanced every step, from draws shared by "
-                             "all slots; keyed: each slot's own draws, a slot moved only "
-                             "when read (cost and memory follow the busy slots)"),
     },
     "outages": {
         "enabled": Field(True, "bool", doc="cluster-level unreachability"),

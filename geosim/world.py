@@ -15,6 +15,7 @@ import numpy as np
 from geosim.monitor import Priors
 from geosim.processes import (
     AlternatingRenewal,
+    KeyedNormal,
     KeyedRenewal,
     PeriodicNormal,
     constant_draw,
@@ -76,7 +77,7 @@ class World:
     link_v: np.ndarray
     routes: Routes
     input_clusters: np.ndarray
-    power: PeriodicNormal
+    power: PeriodicNormal | KeyedNormal
     availability: AlternatingRenewal | KeyedRenewal | None
     outages: AlternatingRenewal | None
     link_bw: PeriodicNormal | None
@@ -171,8 +172,9 @@ def build_world(scenario: Scenario, streams: dict[str, np.random.Generator],
         bw_rsd = _draw_range(links["bandwidth_rsd"], len(link_u), rng)
         link_bw = PeriodicNormal(bw_mean, bw_rsd, links["redraw_interval"], streams["links"])
 
-    power = PeriodicNormal(power_mean[slot_cluster], power_rsd[slot_cluster],
-                           clusters["power_redraw_interval"], streams["power"])
+    power = (KeyedNormal if clusters["slot_streams"] == "keyed" else PeriodicNormal)(
+        power_mean[slot_cluster], power_rsd[slot_cluster], clusters["power_redraw_interval"],
+        streams["power"])
     availability = _availability(scenario, int(slot_ptr[-1]), streams["availability"])
     outages = None
     out = scenario["outages"]
@@ -217,7 +219,7 @@ def _availability(scenario: Scenario, n_slots: int,
     if not av["enabled"]:
         return None
     on_rate, off_rate, factor = availability_rates(av)
-    if av["streams"] == "keyed":
+    if scenario["clusters"]["slot_streams"] == "keyed":
         return KeyedRenewal(
             n_slots, (av["available_shape"], av["available_scale"]),
             (av["unavailable_shape"], av["unavailable_scale"]), on_rate, off_rate, factor, rng)

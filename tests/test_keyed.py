@@ -107,7 +107,7 @@ def test_current_reads_only_the_entities_asked():
 
 def run_tables(overrides, scheduler="fair"):
     scenario = load_scenario(SCENARIO, {
-        "workload.n_jobs": 30, "availability.streams": "keyed", **overrides})
+        "workload.n_jobs": 30, "clusters.slot_streams": "keyed", **overrides})
     result = GeoModel(scenario, scheduler, check_invariants=True).run()
     return result.jobs, result.copies
 
@@ -126,7 +126,7 @@ def test_the_pool_loop_reads_keyed_periods_as_changes():
     # 002's world runs event-timed on the compiled pool loop, which consumes the
     # availability process as a list of changes: keyed streams give a complete run whose
     # jobs do not depend on the samples taken.
-    base = {"workload.n_jobs": 300, "availability.streams": "keyed"}
+    base = {"workload.n_jobs": 300, "clusters.slot_streams": "keyed"}
     path = SCENARIO.parent / "redundancy-gamma.toml"
     a = GeoModel(load_scenario(path, base), "srpt+r").run()
     b = GeoModel(load_scenario(path, {**base, "run.record_interval": 0.0}), "srpt+r").run()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from geosim.processes import (
     AlternatingRenewal,
+    KeyedNormal,
     KeyedRenewal,
     PeriodicNormal,
     constant_draw,
@@ -72,12 +74,32 @@ def test_periodic_normal_catches_up_every_skipped_period():
     assert np.all(a.level > 0)
 
 
-def test_truncated_normal_moments():
-    proc = PeriodicNormal(np.full(200_000, 100.0), np.full(200_000, 0.25), 0.0,
-                          np.random.default_rng(4))
+@pytest.mark.parametrize("make", [PeriodicNormal, KeyedNormal], ids=["shared", "keyed"])
+def test_truncated_normal_moments(make):
+    proc = make(np.full(200_000, 100.0), np.full(200_000, 0.25), 0.0, np.random.default_rng(4))
     assert proc.level.mean() == pytest.approx(100.0, rel=0.01)
     assert proc.level.std() == pytest.approx(25.0, rel=0.02)
     assert not proc.advance(1e6)
+    wide = make(np.full(50_000, 1.0), np.full(50_000, 1.5), 0.0, np.random.default_rng(5))
+    assert wide.level.min() > 1e-3                        # truncated above 1e-3 × mean
+    assert stats.kstest(wide.level, stats.truncnorm(
+        (1e-3 - 1.0) / 1.5, np.inf, loc=1.0, scale=1.5).cdf).pvalue > 1e-3
+
+
+def test_keyed_normal_draws_a_period_only_for_the_entities_read():
+    # An entity's level in a period is the same whether it was read in the periods before
+    # or not; entities not read keep an older period's level.
+    every = KeyedNormal(np.full(40, 10.0), np.full(40, 0.5), 10.0, np.random.default_rng(3))
+    some = KeyedNormal(np.full(40, 10.0), np.full(40, 0.5), 10.0, np.random.default_rng(3))
+    first = some.level.copy()
+    for t in range(10, 101, 10):
+        assert every.advance(float(t)) and some.advance(float(t))
+        every.sync(np.arange(40))
+    some.sync(np.array([3, 17]))
+    np.testing.assert_array_equal(some.level[[3, 17]], every.level[[3, 17]])
+    untouched = np.setdiff1d(np.arange(40), [3, 17])
+    np.testing.assert_array_equal(some.level[untouched], first[untouched])
+    assert not np.array_equal(every.level, first)
 
 
 def test_averages_of_some_entities_are_those_of_all_bit_for_bit():

@@ -273,7 +273,7 @@ def test_edge_10k_keeps_the_offered_load_per_slot_and_validates(capsys):
     edge = load_scenario(ROOT / "scenarios" / "edge-10k.toml")
     medium = load_scenario(ROOT / "scenarios" / "pingan-medium.toml")
     assert edge.get("topology.n_clusters") == 10_000 and edge.get("workload.n_jobs") == 20_000
-    assert edge.get("availability.streams") == "keyed" and edge.get("run.record_interval") == 0
+    assert edge.get("clusters.slot_streams") == "keyed" and edge.get("run.record_interval") == 0
     assert main(["validate", str(ROOT / "scenarios" / "edge-10k.toml")]) == 0
     printed = capsys.readouterr().out
     slots = int(printed.split(" slots,")[0].split()[-1])
@@ -287,5 +287,5 @@ def test_record_interval_is_zero_or_at_least_a_microsecond():
     for bad in (1e-9, -1.0):
         with pytest.raises(GeosimError, match="run.record_interval"):
             load_scenario({"run": {"record_interval": bad}})
-    with pytest.raises(GeosimError, match="availability.streams: must be one of"):
-        load_scenario({"availability": {"streams": "lazy"}})
+    with pytest.raises(GeosimError, match="clusters.slot_streams: must be one of"):
+        load_scenario({"clusters": {"slot_streams": "lazy"}})

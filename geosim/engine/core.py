@@ -506,6 +506,7 @@ class Engine:
             else np.asarray(slots, dtype=np.int64).ravel()
         if not take_slots(slots, clusters, share, ptr, self.slot_used, 1.0 + EPS):
             raise SchedulingError(f"slots {slots.tolist()} cannot take share {share:g}")
+        self.world.power.sync(slots)      # a keyed power's level for the period, if not yet
         rows = self.copies.append(n)
         ids = np.arange(rows.start, rows.stop)
         if self.variability != "none":
