@@ -6,8 +6,9 @@ an entity's ``index``-th value is the same whichever entities were drawn before 
 whatever order, and whenever. A process built on it can leave an entity untouched until
 something reads it (:class:`geosim.processes.KeyedRenewal`).
 
-The hash chains SplitMix64's finaliser (Steele, Lea and Flood, OOPSLA'14) over the four
-integers; a uniform keeps its top 53 bits, offset by half a unit so that it lies in the
+The hash chains SplitMix64's finaliser (Steele, Lea and Flood, OOPSLA'14,
+:func:`mix64`, which the per-copy work draws of :mod:`geosim.variability` use too) over
+the four integers; a uniform keeps its top 53 bits, offset by half a unit so that it lies in the
 open interval (0, 1). Gamma variates follow Marsaglia and Tsang (ACM TOMS 2000) on
 Box–Muller normals, with their boost ``U^(1/k)`` for shapes below 1; every uniform of a
 value (the attempts of its rejection loop included) has its own ``attempt`` coordinate.
@@ -18,11 +19,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: SplitMix64's multipliers and increment (the golden ratio in 64 bits).
+M1 = np.uint64(0xBF58476D1CE4E5B9)
+M2 = np.uint64(0x94D049BB133111EB)
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
-_UNIT = 2.0 ** -53
 
 
 def stream_key(rng: np.random.Generator) -> int:
@@ -31,25 +32,30 @@ def stream_key(rng: np.random.Generator) -> int:
 
 
 @njit(cache=True, inline="always")
-def _mix(x):  # pragma: no cover - compiled
+def mix64(x):  # pragma: no cover - compiled
     """SplitMix64's finaliser: a bijection of 64-bit words with full avalanche."""
-    x = (x ^ (x >> _S30)) * _M1
-    x = (x ^ (x >> _S27)) * _M2
+    x = (x ^ (x >> _S30)) * M1
+    x = (x ^ (x >> _S27)) * M2
     return x ^ (x >> _S31)
+
+
+@njit(cache=True, inline="always")
+def unit(h):  # pragma: no cover - compiled
+    """The uniform on (0, 1) of a 64-bit hash: its top 53 bits, offset by half a unit."""
+    return (float(h >> _S11) + 0.5) * 2.0 ** -53
 
 
 @njit(cache=True, inline="always")
 def _base(key, entity, index):  # pragma: no cover - compiled
     """The hash of ``(key, entity, index)``, which each attempt's uniform then mixes in."""
-    h = _mix(key ^ (np.uint64(entity) + np.uint64(1)) * _GOLDEN)
-    return _mix(h ^ (np.uint64(index) + np.uint64(1)) * _GOLDEN)
+    h = mix64(key ^ (np.uint64(entity) + np.uint64(1)) * GOLDEN)
+    return mix64(h ^ (np.uint64(index) + np.uint64(1)) * GOLDEN)
 
 
 @njit(cache=True, inline="always")
 def _unit(base, attempt):  # pragma: no cover - compiled
     """The uniform on (0, 1) of one attempt of a value whose hash is ``base``."""
-    h = _mix(base ^ (np.uint64(attempt) + np.uint64(1)) * _GOLDEN)
-    return (float(h >> _S11) + 0.5) * _UNIT
+    return unit(mix64(base ^ (np.uint64(attempt) + np.uint64(1)) * GOLDEN))
 
 
 @njit(cache=True, inline="always")
@@ -100,21 +106,3 @@ def normal_above(key, entity, index, mean, sd, floor):  # pragma: no cover - com
         x = mean + sd * z
         if x > floor:
             return x
-
-
-@njit(cache=True)
-def uniforms(key, entities, index, attempt):  # pragma: no cover - compiled
-    """:func:`uniform` of each of ``entities`` at one ``index`` and ``attempt``."""
-    out = np.empty(entities.size)
-    for i in range(entities.size):
-        out[i] = uniform(key, entities[i], index, attempt)
-    return out
-
-
-@njit(cache=True)
-def gammas(key, entities, index, shape, scale):  # pragma: no cover - compiled
-    """:func:`gamma` of each of ``entities`` at one ``index``."""
-    out = np.empty(entities.size)
-    for i in range(entities.size):
-        out[i] = gamma(key, entities[i], index, shape, scale)
-    return out

@@ -471,11 +471,6 @@ class KeyedRenewal:
         self._sync_all()
         return self._next_change
 
-    @property
-    def next_change_time(self) -> float:
-        """The earliest next phase change of any entity."""
-        return float(self.next_change.min()) if self.n else np.inf
-
     def advance(self, t_end: float, t_start: float | None = None) -> np.ndarray | None:
         """Move the process to time ``t_end`` (its entities move when read).
 
@@ -520,10 +515,6 @@ class KeyedRenewal:
         return (self._on, self._level, self._next_change, self.count, _NO_RING, _NO_RING,
                 _NO_BLOCKS, 1, _NO_INT, _NO_BLOCKS, self._acc, _NO_FLOAT, self._stamp,
                 _NO_SOON, self._key, self._params)
-
-    def draw(self, kind: int, last: int) -> None:
-        """Never asked: keyed streams have no blocks."""
-        raise RuntimeError("a keyed renewal process draws no blocks")
 
     def changes(self, t_end: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Move every entity to ``t_end`` and return the phase changes on the way.
@@ -726,10 +717,14 @@ class PeriodicNormal:
         epoch = int(t // self.period)
         if epoch <= self.epoch:
             return False
+        self._move_to(epoch)
+        return True
+
+    def _move_to(self, epoch: int) -> None:
+        """Draw every period up to ``epoch``."""
         while self.epoch < epoch:
             self.level = truncated_normal(self._rng, self.mean, self.sd)
             self.epoch += 1
-        return True
 
     def sync(self, entities: np.ndarray) -> None:
         """Nothing to do: every entity's level is drawn at every redraw."""
@@ -739,7 +734,7 @@ class PeriodicNormal:
         return np.full(np.size(entities), self.epoch, dtype=np.int64)
 
 
-class KeyedNormal:
+class KeyedNormal(PeriodicNormal):
     """A :class:`PeriodicNormal` whose entities are redrawn only when read.
 
     The level of entity ``e`` in period ``k`` (``[k · period, (k + 1) · period)``) is draw
@@ -771,15 +766,9 @@ class KeyedNormal:
         self.level = np.empty(self.mean.size)
         self.sync(np.arange(self.mean.size, dtype=np.int64))
 
-    def advance(self, t: float) -> bool:
-        """Move to the period of time ``t``; return whether it changed (nothing is drawn)."""
-        if self.period <= 0:
-            return False
-        epoch = int(t // self.period)
-        if epoch <= self.epoch:
-            return False
+    def _move_to(self, epoch: int) -> None:
+        """Enter period ``epoch``: nothing is drawn until :meth:`sync`."""
         self.epoch = epoch
-        return True
 
     def sync(self, entities: np.ndarray) -> None:
         """Draw the current period's level of ``entities`` that do not have it yet."""

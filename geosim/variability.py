@@ -36,6 +36,8 @@ import numpy as np
 from numba import njit
 from scipy import special
 
+from geosim.keyed import GOLDEN, M1, M2, mix64, unit
+
 #: The families of :func:`copy_factors`.
 FAMILIES = ("pareto", "lognormal", "gamma", "none")
 
@@ -43,19 +45,11 @@ FAMILIES = ("pareto", "lognormal", "gamma", "none")
 @njit(cache=True)
 def _keyed_uniforms(key, task, index):  # pragma: no cover - compiled
     out = np.empty(task.size)
-    golden = np.uint64(0x9E3779B97F4A7C15)
-    m1 = np.uint64(0xBF58476D1CE4E5B9)
-    m2 = np.uint64(0x94D049BB133111EB)
     for i in range(task.size):
-        z = key ^ (np.uint64(task[i]) * golden)
-        z = (z ^ (z >> np.uint64(31))) * m1
-        z = z ^ (np.uint64(index[i]) * m2)
-        # splitmix64 finaliser
-        z = z + golden
-        z = (z ^ (z >> np.uint64(30))) * m1
-        z = (z ^ (z >> np.uint64(27))) * m2
-        z = z ^ (z >> np.uint64(31))
-        out[i] = (np.float64(z >> np.uint64(11)) + 0.5) * 2.0 ** -53
+        z = key ^ (np.uint64(task[i]) * GOLDEN)
+        z = (z ^ (z >> np.uint64(31))) * M1
+        z = z ^ (np.uint64(index[i]) * M2)
+        out[i] = unit(mix64(z + GOLDEN))
     return out
 
 

@@ -77,7 +77,7 @@ class World:
     link_v: np.ndarray
     routes: Routes
     input_clusters: np.ndarray
-    power: PeriodicNormal | KeyedNormal
+    power: PeriodicNormal
     availability: AlternatingRenewal | KeyedRenewal | None
     outages: AlternatingRenewal | None
     link_bw: PeriodicNormal | None

@@ -6,9 +6,11 @@ import copy
 import os
 from typing import Any
 
+import numpy as np
 import pytest
 
 from geosim import invariants
+from geosim.processes import KeyedRenewal
 from geosim.testing import (  # noqa: F401 - the tests import them from here
     closed_world,
     flows_world,
@@ -51,6 +53,12 @@ def input_less_jobs(works: list[list[float]], stages: list[list[int]] | None = N
                     raw_ptr=np.zeros(n + 1, dtype=np.int64), raw_cluster=empty,
                     raw_size=np.zeros(0), task_stage=np.asarray(stage, dtype=np.int32),
                     task_cv=np.full(n, cv))
+
+
+def keyed_availability(seed: int = 0, n: int = 400, factor: float = 1.0) -> KeyedRenewal:
+    """002's availability periods (§6) on ``n`` entities, drawn from keyed streams."""
+    return KeyedRenewal(n, (0.34, 94.35), (0.19, 39.92), (2.0, 3.0), (0.0, 0.3), factor,
+                        np.random.default_rng(seed))
 
 
 def tiny_workload(**changes: Any) -> Workload:

@@ -6,16 +6,33 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import keyed_availability as keyed
+from numba import njit
 from scipy import stats
-from test_processes import keyed
 
-from geosim.keyed import gammas, stream_key, uniform, uniforms
+from geosim.keyed import gamma, stream_key, uniform
 from geosim.model import GeoModel
 from geosim.processes import AlternatingRenewal, gamma_draw, uniform_draw
 from geosim.scenario import load_scenario
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "pingan-medium.toml"
 KEY = np.uint64(0x1234_5678_9ABC_DEF0)
+
+
+@njit
+def uniforms(key, entities, index, attempt):
+    out = np.empty(entities.size)
+    for i in range(entities.size):
+        out[i] = uniform(key, entities[i], index, attempt)
+    return out
+
+
+@njit
+def gammas(key, entities, index, shape, scale):
+    out = np.empty(entities.size)
+    for i in range(entities.size):
+        out[i] = gamma(key, entities[i], index, shape, scale)
+    return out
 
 
 

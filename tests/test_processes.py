@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import keyed_availability
 from scipy import stats
 
 from geosim.processes import (
     AlternatingRenewal,
     KeyedNormal,
-    KeyedRenewal,
     PeriodicNormal,
     constant_draw,
     gamma_draw,
@@ -24,12 +24,7 @@ def availability(seed=0, n=400, factor=1.0):
                               np.random.default_rng(seed))
 
 
-def keyed(seed=0, n=400, factor=1.0):
-    return KeyedRenewal(n, (0.34, 94.35), (0.19, 39.92), (2.0, 3.0), (0.0, 0.3), factor,
-                        np.random.default_rng(seed))
-
-
-@pytest.mark.parametrize("make", [availability, keyed], ids=["blocks", "keyed"])
+@pytest.mark.parametrize("make", [availability, keyed_availability], ids=["blocks", "keyed"])
 def test_long_run_available_fraction_and_mean_rate(make):
     # Renewal-reward: fraction of time available = E[AP] / (E[AP] + E[UP]).
     mean_on, mean_off = 0.34 * 94.35, 0.19 * 39.92
