@@ -12,7 +12,7 @@ import pytest
 
 from geosim.distributions import pairwise_sum
 from geosim.schedulers.pingan.candidates import _flows
-from geosim.schedulers.pingan.kernels import _gain_order, _order
+from geosim.schedulers.pingan.kernels import _gain_order, _log1p_neg, _order
 from geosim.schedulers.pingan.rounds import _saving_candidates
 from geosim.view import _group_inputs
 
@@ -112,3 +112,20 @@ def test_group_inputs_match_the_sorted_grouping():
                                                              np.arange(t + 1)))
         np.testing.assert_array_equal(g_src, key[starts] % n)
         np.testing.assert_array_equal(got_size, g_size)
+
+
+@pytest.mark.parametrize("n", [1, 7, 100, 1027])
+def test_pair_logs_match_the_matrix(n):
+    # round 2 computes log1p(-p_a p_b) for the pairs it weighs, where it once took them from
+    # an n x n matrix: the values must be the matrix's, bit for bit
+    rng = np.random.default_rng(n)
+    p = rng.random(n) * 10.0 ** rng.uniform(-12, 0, n)
+    p[rng.random(n) < 0.2] = 0.0
+    p[0] = 1.0
+    with np.errstate(divide="ignore"):
+        matrix = np.log1p(-(p[:, None] * p[None, :]))
+    for shape in [(1, 1), (3, 8), (40, 16), (257, 9)]:
+        a, b = rng.integers(0, n, shape), rng.integers(0, n, shape)
+        pairs = p[a] * p[b]
+        _log1p_neg(pairs)
+        np.testing.assert_array_equal(pairs, matrix[a, b])

@@ -132,6 +132,20 @@ def _exp(x):  # pragma: no cover - compiled
         np.exp(x, out=x)
 
 
+def _numpy_log1p_neg(x: np.ndarray) -> None:
+    """``numpy.log1p(-x)`` of ``x`` in place; ``log1p(-1)`` is ``-inf`` without a warning."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        np.negative(x, out=x)
+        np.log1p(x, out=x)
+
+
+@njit(cache=True)
+def _log1p_neg(x):  # pragma: no cover - compiled
+    """:func:`_numpy_log1p_neg` of ``x`` (NumPy's own, in object mode)."""
+    with objmode():
+        _numpy_log1p_neg(x)
+
+
 @njit(cache=True)
 def _tiled(step_k, r):  # pragma: no cover - compiled
     """``step_k`` repeated ``r`` times (:func:`~geosim.distributions.survival_steps` of ``r``)."""

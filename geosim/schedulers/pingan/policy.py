@@ -413,20 +413,20 @@ class PingAn(Scheduler):
                            g_src, dout, floor, np.zeros(tasks.size, dtype=np.bool_), source)
 
     def _logs(self) -> tuple[np.ndarray, np.ndarray]:
-        """``log1p(-p)`` per cluster and ``log1p(-p_a p_b)`` per pair of clusters.
+        """``log1p(-p)`` and ``p`` per cluster.
 
         ``p`` are the per-slot failure probabilities of the model's current version. The
         trouble-exemption probability of a copy (003 §3.2) is ``(1 - fail)^e``, ``e``
         its expected slots, computed as ``exp(log1p(-fail) e)`` with ``fail`` one
-        cluster's ``p`` or, for two copies on different clusters, the product of theirs.
+        cluster's ``p`` or, for two copies on different clusters, the product of theirs
+        (its ``log1p`` computed by the rounds for the pairs they weigh).
         """
         if self._logs_version != self.model.version:
-            p = self.model.outage_probability
+            self._fail = np.ascontiguousarray(self.model.outage_probability, dtype=float)
             with np.errstate(divide="ignore", invalid="ignore"):
-                self._log1 = np.log1p(-p)
-                self._log2 = np.log1p(-(p[:, None] * p[None, :]))
+                self._log1 = np.log1p(-self._fail)
             self._logs_version = self.model.version
-        return self._log1, self._log2
+        return self._log1, self._fail
 
     # ------------------------------------------------------------------ the rounds
     def _first_round(self, ev: _Candidates, rows: np.ndarray, job_pos: np.ndarray,
@@ -456,7 +456,7 @@ class PingAn(Scheduler):
         the kernels below run in one compiled call (:func:`_insure_rates`); with mean
         times, ``E[r(c)]`` comes from the model between them.
         """
-        log1, log2 = self._logs()
+        log1, fail = self._logs()
         k, m = ev.atoms.shape[2], ev.cand.shape[1]
         if not self._mean_time:     # the same steps, in one compiled call
             # The records go as plain tuples (fields in the records' order): a named tuple
@@ -466,7 +466,7 @@ class PingAn(Scheduler):
             use = (job_pos, st.budget, st.free, st.res_in, st.res_out, st.gate)   # Resources
             planned = (plan.rows, plan.cols, plan.n, self.copies_by_round)       # PlanArrays
             _insure_rates(rows, self._first != "eff", self._second != "eff", offer, use,
-                          planned, tuple(ev.source), log1, log2, self.model.dt,
+                          planned, tuple(ev.source), log1, fail, self.model.dt,
                           survival_steps(1, k))
             return
         rows1, col1 = self._first_round(ev, rows, job_pos, st, plan)
@@ -481,7 +481,7 @@ class PingAn(Scheduler):
         r2 = self.model.task_rate(_pairs(ev.atoms, rows1, col1)).reshape(rows1.size, m)
         reli = self._second != "eff"
         rows1, col1, rate1, pro1, r2, ex2 = _second_order(
-            rows1, col1, ex, v, ptr, xs, js, r2, False, ev.cand, ev.rate, job_pos, log1, log2,
+            rows1, col1, ex, v, ptr, xs, js, r2, False, ev.cand, ev.rate, job_pos, log1, fail,
             self.model.dt, reli, 2 * k)
         if reli:
             np.exp(ex2, out=ex2)

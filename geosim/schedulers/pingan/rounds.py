@@ -20,6 +20,7 @@ from geosim.schedulers.pingan.candidates import _fill_quantiles
 from geosim.schedulers.pingan.kernels import (
     _exp,
     _gain_order,
+    _log1p_neg,
     _max,
     _neg_means,
     _order,
@@ -313,7 +314,7 @@ def _second_prep(rows1, col1, cand, rate, floor, atoms, filled, slots, rank, g_p
 
 @njit(cache=True, error_model="numpy")
 def _second_order(rows1, col1, ex, v, ptr, xs, js, given, merged, cand, rate, job_pos, log1,
-                  log2, dt, reli, m_atoms):  # pragma: no cover - compiled
+                  fail, dt, reli, m_atoms):  # pragma: no cover - compiled
     """Round 2's tasks in order, their first copy's rate and pro, and ``E[r(2)]``.
 
     ``ex`` is ``exp`` of :func:`_second_prep`'s output: the pairs' survivals, then each
@@ -322,7 +323,9 @@ def _second_order(rows1, col1, ex, v, ptr, xs, js, given, merged, cand, rate, jo
     merged), else ``given`` (mean times). Tasks are ordered by job position, then ascending
     ``pro1`` (``numpy.lexsort``). With ``reli``, also ``log1p(-fail) e`` of each pair:
     ``fail`` the per-slot failure probability of the two copies (``p`` of one cluster,
-    the product on two), ``e`` the slots at ``E[r(2)]``.
+    the product on two), ``e`` the slots at ``E[r(2)]``. ``fail`` is ``p`` per cluster
+    and ``log1`` its ``log1p(-p)``; the pairs' ``log1p(-p_a p_b)`` are computed for the
+    pairs at hand (NumPy's, :func:`_log1p_neg`), not for every pair of clusters.
 
     Returns:
         ``rows1``, ``col1``, the rates and pro of the first copies, ``E[r(2)]``, all in
@@ -356,8 +359,12 @@ def _second_order(rows1, col1, ex, v, ptr, xs, js, given, merged, cand, rate, jo
         for x in range(n1):
             c1 = cand[rows_s[x], col_s[x]]
             for j in range(m):
-                c = cand[rows_s[x], j]
-                keep = log1[c1] if c == c1 else log2[c1, c]
+                ex2[x, j] = fail[c1] * fail[cand[rows_s[x], j]]
+        _log1p_neg(ex2)
+        for x in range(n1):
+            c1 = cand[rows_s[x], col_s[x]]
+            for j in range(m):
+                keep = log1[c1] if cand[rows_s[x], j] == c1 else ex2[x, j]
                 ex2[x, j] = keep * _slots_of(r2_s[x, j], dt)
     return rows_s, col_s, rate_s, pro_s, r2_s, ex2
 
@@ -513,7 +520,7 @@ class QuantileSource(NamedTuple):
 
 
 @njit(cache=True)
-def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1, log2, dt,
+def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1, fail, dt,
                   step_k):  # pragma: no cover - compiled
     """:meth:`PingAn._insure` with mean rates: the rounds' kernels in one call.
 
@@ -526,7 +533,7 @@ def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1,
         plan: Where the copies go (:class:`PlanArrays`), appended in place.
         source: The candidates' quantile source (:class:`QuantileSource`).
         log1: ``log1p(-p)`` per cluster.
-        log2: ``log1p(-p_a p_b)`` per pair of clusters.
+        fail: ``p`` per cluster, the per-slot failure probability.
         dt: Time slot (s).
         step_k: Log-survival steps of one variable
             (:func:`~geosim.distributions.survival_steps` of ``(1, K)``).
@@ -555,7 +562,7 @@ def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1,
     _exp(ex)
     rows1, col1, rate1, pro1, r2, ex2 = _second_order(
         rows1, col1, ex, v, ptr, xs, js, np.empty((0, m)), True, cand, rate, job_pos, log1,
-        log2, dt, second_reli, 2 * k)
+        fail, dt, second_reli, 2 * k)
     if second_reli:
         _exp(ex2)
     rows_c, have, speed = _second_serve(rows1, col1, rate1, pro1, r2, ex2, second_reli, rate,
