@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
+from numba import njit, objmode
 
 
 def levels(k: int) -> np.ndarray:
@@ -94,6 +94,17 @@ def exact_min(atoms: np.ndarray, offsets: np.ndarray, quantiles: bool
     surv = np.exp(log_surv)
     # The CDF rises along each row; quantile i is its first atom at level >= (i + 1/2) / K.
     return _min_moments(v, surv, ptr, m, thresholds(k), quantiles, offsets)
+
+
+@njit(cache=True)
+def numpy_exp(x):  # pragma: no cover - compiled
+    """``numpy.exp`` of ``x`` in place, NumPy's own (in object mode) from compiled code.
+
+    Compiled code calling it gets the values a NumPy expression gets, bit for bit
+    (Numba's ``exp`` may round differently).
+    """
+    with objmode():
+        np.exp(x, out=x)
 
 
 @functools.lru_cache(maxsize=64)

@@ -5,10 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from geosim.distributions import exact_min, expected_min, quantile_bounds, survival_steps
+from geosim.distributions import (
+    exact_min,
+    expected_min,
+    quantile_bounds,
+    survival_steps,
+    thresholds,
+)
 from geosim.modeler import PairTable
-from geosim.schedulers.mantri import _decide
-from geosim.schedulers.mantri_rows import t_new_rows
+from geosim.schedulers.mantri import _decide, _decide_lazy
+from geosim.schedulers.mantri_rows import exact_quantiles, t_new_rows
 
 
 def _problem(rng: np.random.Generator, n: int = 7, types: int = 3, k: int = 8, tasks: int = 9,
@@ -214,3 +220,77 @@ def test_decide_matches_the_python_loop(seed, factor):
     got = [(int(a), int(b) if a else -1, int(t)) for a, b, t in zip(what, where, took,
                                                                    strict=True)]
     assert got == want
+
+
+@pytest.mark.parametrize("general", [False, True])
+@pytest.mark.parametrize("seed", range(6))
+def test_lazy_decisions_match_full_rows(seed, general):
+    """The lazy rules pick what the rules on every row pick, with the same E[t_new].
+
+    ``general`` makes every quantile test ambiguous, so every row the lazy search computes
+    goes through the general path at its offset in the call over all rows.
+    """
+    rng = np.random.default_rng(seed)
+    speed, bandwidth, types, work, g_task, g_src, g_size = _problem(rng, n=9, tasks=12)
+    n, _, k = speed.shape
+    atoms = _reference(speed, bandwidth, types, work, g_task, g_src, g_size)
+    means = atoms.mean(axis=2)
+    m = types.size
+    t_rem = rng.choice([0.5, 2.0, 5.0, np.inf], m)
+    c = rng.integers(1, 3, m).astype(float)
+    restartable = np.zeros(m, dtype=bool)
+    none = np.zeros(m, dtype=np.int64)
+    per_task = np.bincount(g_task, minlength=m)
+    g_ptr = np.r_[0, np.cumsum(per_task)].astype(np.int64)
+    lo, hi = quantile_bounds(k, m * n)
+    if general:
+        lo, hi = np.full(k, -np.inf), np.full(k, np.inf)
+    r = 1 + int(per_task.max())
+    for dense in (np.empty((0, 0)), bandwidth):
+        free = rng.integers(0, 3, n)
+        args = (t_rem, c, restartable, none, none, np.empty(0, dtype=np.int64),
+                np.empty(0, dtype=bool))
+        want = _decide(means, atoms, np.full(m, k, dtype=np.int64), *args, free.copy(), 1.0,
+                       0.25, -1.0)
+        what, where, took, best = _decide_lazy(
+            speed, _pairs(bandwidth, n, True), dense, types.astype(np.int64), work, g_ptr,
+            g_src.astype(np.int64), g_size, survival_steps(1, k), lo, hi,
+            survival_steps(r, k), thresholds(k), *args, free, 1.0, 0.25, -1.0)
+        assert what.any()
+        np.testing.assert_array_equal(what, want[0])
+        np.testing.assert_array_equal(where, want[1])
+        np.testing.assert_array_equal(took, want[2])
+        chosen = what > 0
+        assert np.array_equal(best[chosen], means[chosen.nonzero()[0], where[chosen]])
+
+
+@pytest.mark.parametrize("base", [0, 10**15])
+def test_exact_quantiles_match_the_call_over_all_rows(base):
+    """One row by the general path gets its quantiles in the call, at its offset there.
+
+    At offsets near 2e15 a unit in the last place is a quarter, so an offset left out
+    would move quantiles.
+    """
+    rng = np.random.default_rng(base % 97)
+    speed, bandwidth, types, work, g_task, g_src, g_size = _problem(rng, coarse=True)
+    n, _, k = speed.shape
+    m = types.size
+    per_task = np.bincount(g_task, minlength=m)
+    g_ptr = np.r_[0, np.cumsum(per_task)].astype(np.int64)
+    r = 1 + int(per_task.max())
+    full = np.full((m, n, r, k), np.inf)
+    full[:, :, 0, :] = speed[:, types, :].transpose(1, 0, 2) / work[:, None, None]
+    slot = 1 + (np.arange(g_task.size) - g_ptr[:-1][g_task])
+    trans = bandwidth.reshape(n, n, k)[g_src] / g_size[:, None, None]
+    trans[np.arange(g_task.size), g_src, :] = np.inf
+    full[g_task, :, slot, :] = trans
+    offsets = 2.0 * (base + np.arange(m * n))
+    _, want = exact_min(full.reshape(m * n, r, k), offsets, True)
+    table, q, layout = _pairs(bandwidth, n, True), np.empty(k), np.empty((1, r * k))
+    for dense in (np.empty((0, 0)), bandwidth):
+        for row in range(m * n):
+            j, dst = divmod(row, n)
+            exact_quantiles(speed, table, dense, types[j], work[j], g_ptr[j], g_ptr[j + 1],
+                            g_src.astype(np.int64), g_size, dst, survival_steps(r, k),
+                            thresholds(k), offsets[row], layout, q)
+            assert np.array_equal(q, want[row])

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from geosim.distributions import exact_min, quantile_bounds, survival_steps
+from geosim.distributions import exact_min, quantile_bounds, survival_steps, thresholds
 from geosim.modeler import PairTable
 from geosim.params import Field
 from geosim.reports import MONITORING_PARAMS, Monitored
@@ -471,11 +471,11 @@ class Mantri(Monitored, Redundancy):
 
         ``t_new`` is needed only where a rule looks: the mean of every cluster a candidate
         may pick (for the argmin) and the atoms of the one it picks. When every row is
-        known to be settled by the fast path of :func:`t_new_rows` with finite atoms,
-        :func:`_decide_lazy` computes a cheap lower bound of each such mean and the exact
-        row only where the bound does not already rule the cluster out; the result is
-        the same, bit for bit. Otherwise (or if a row needs the general path) every row
-        the chunk can use is computed first, as :meth:`_t_new` does.
+        known to ascend with finite atoms, :func:`_decide_lazy` computes a cheap lower
+        bound of each such mean and the exact row (by the fast path or the general one,
+        as :meth:`_t_new` would) only where the bound does not already rule the cluster
+        out; the result is the same, bit for bit. Otherwise every row the chunk can use
+        is computed first, as :meth:`_t_new` does.
 
         Returns:
             Per candidate: 0, 1 or 2 (nothing, duplicate, restart); the cluster; the pool
@@ -497,17 +497,15 @@ class Mantri(Monitored, Redundancy):
                 and bool(np.all(np.isfinite(g_size) & (g_size > 0))))
         if lazy:
             lo, hi = self._bounds(k, tasks.size * n)
-            room, used = free.copy(), taken.copy()
-            what, where, took, best_mean, ok = _decide_lazy(
+            r = 1 + int(np.diff(g_ptr).max())
+            what, where, took, best_mean = _decide_lazy(
                 model.speed, model.bandwidth_pairs, model.dense_bandwidth(),
                 view.task_type[tasks].astype(np.int64),
                 work.astype(float), g_ptr.astype(np.int64), g_src.astype(np.int64),
-                g_size.astype(float), survival_steps(1, k), lo, hi, t_rem, c, restartable,
-                pool_lo, pool_hi, pool_cluster, used, room, self._margin, self.delta, factor)
-            if ok:
-                free[:] = room
-                taken[:] = used
-                return what, where, took, best_mean
+                g_size.astype(float), survival_steps(1, k), lo, hi, survival_steps(r, k),
+                thresholds(k), t_rem, c, restartable, pool_lo, pool_hi, pool_cluster, taken,
+                free, self._margin, self.delta, factor)
+            return what, where, took, best_mean
         # Only clusters with room now (or a fresh copy to take) can be picked.
         need = free > 0
         need[pool_cluster[~taken]] = True
@@ -718,7 +716,7 @@ def _decide(means, atoms, n_atoms, t_rem, c, restartable, pool_lo, pool_hi, pool
         Per candidate: 0 (nothing), 1 (duplicate) or 2 (restart); the cluster; the pool
         entry whose slot it takes, or -1 for an idle slot.
     """
-    what, where, took, _, _ = _apply_rules(False, means, atoms, n_atoms, _no_rows(), _no_memo(),
+    what, where, took, _ = _apply_rules(False, means, atoms, n_atoms, _no_rows(), _no_memo(),
                                            t_rem, c, restartable, pool_lo, pool_hi,
                                            pool_cluster, taken, free, margin, delta, factor)
     return what, where, took
@@ -738,6 +736,8 @@ class _Rows(NamedTuple):
     step: np.ndarray        # log-survival steps of the merge
     lo: np.ndarray          # quantile search bounds (quantile_bounds)
     hi: np.ndarray
+    steps_r: np.ndarray     # the general path's steps (survival_steps of (R, K))
+    thresholds: np.ndarray  # and its quantile levels (thresholds(K))
 
 
 class _Memo(NamedTuple):
@@ -756,6 +756,7 @@ class _Memo(NamedTuple):
     has_mean: np.ndarray
     atoms: np.ndarray
     visited: np.ndarray     # rows taken by the current search
+    layout: np.ndarray      # a row laid out for the general path
 
 
 @njit(cache=True)
@@ -763,7 +764,8 @@ def _no_rows():  # pragma: no cover - compiled
     """An empty :class:`_Rows` (the rules on rows given in full)."""
     f1, i1 = np.empty(0), np.empty(0, dtype=np.int64)
     bw = PairTable(i1, i1, f1, 0, np.empty((0, 0)), i1)
-    return _Rows(np.empty((0, 0, 0)), bw, np.empty((0, 0)), i1, f1, i1, i1, f1, f1, i1, i1)
+    return _Rows(np.empty((0, 0, 0)), bw, np.empty((0, 0)), i1, f1, i1, i1, f1, f1, i1, i1, f1,
+                 f1)
 
 
 @njit(cache=True)
@@ -772,7 +774,8 @@ def _memo(n, k, r):  # pragma: no cover - compiled
     return _Memo(np.empty((r, k)), np.empty(k), np.empty(r, dtype=np.int64),
                  np.empty(r, dtype=np.int64), np.empty(r), np.empty(k), np.empty(k),
                  np.empty(n), np.zeros(n, dtype=np.bool_), np.empty(n),
-                 np.zeros(n, dtype=np.bool_), np.empty((n, k)), np.empty(n, dtype=np.bool_))
+                 np.zeros(n, dtype=np.bool_), np.empty((n, k)), np.empty(n, dtype=np.bool_),
+                 np.empty((1, r * k)))
 
 
 @njit(cache=True)
@@ -786,15 +789,15 @@ def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
     """The cluster of least ``E[t_new]`` over ``mask`` for candidate ``j`` (first minimum).
 
     From the full rows (``means``), or computing rows as needed (``lazy``,
-    :func:`lazy_argmin`). Returns -1 if ``mask`` is empty, -2 if a row needs the general
-    path.
+    :func:`lazy_argmin`). Returns -1 if ``mask`` is empty.
     """
     if not lazy:
         return _argmin_in(means[j], mask)
     return lazy_argmin(mask, j, rows.speed, rows.bw, rows.dense, rows.types, rows.work, rows.g_ptr,
-                        rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, memo.vals, memo.q,
-                        memo.use, memo.head, memo.cur, memo.low, memo.term, memo.bound,
-                        memo.has_bound, memo.mean, memo.has_mean, memo.atoms, memo.visited)
+                        rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, rows.steps_r,
+                        rows.thresholds, memo.vals, memo.q, memo.use, memo.head, memo.cur,
+                        memo.low, memo.term, memo.bound, memo.has_bound, memo.mean,
+                        memo.has_mean, memo.atoms, memo.visited, memo.layout)
 
 
 @njit(cache=True, error_model="numpy")
@@ -813,8 +816,7 @@ def _apply_rules(lazy, means, atoms, n_atoms, rows, memo, t_rem, c, restartable,
 
     Returns:
         Per candidate: 0 (nothing), 1 (duplicate) or 2 (restart); the cluster; the pool
-        entry whose slot it takes, or -1; ``E[t_new]`` at the chosen cluster; and whether
-        every row needed was settled (if not, the rest is meaningless).
+        entry whose slot it takes, or -1; and ``E[t_new]`` at the chosen cluster.
     """
     m = t_rem.size
     n = free.size
@@ -844,13 +846,9 @@ def _apply_rules(lazy, means, atoms, n_atoms, rows, memo, t_rem, c, restartable,
                 if not taken[e]:
                     wide[pool_cluster[e]] = True
             best = _best_in(lazy, j, wide, means, rows, memo)
-            if best == -2:
-                return what, where, took, best_mean, False
             restart = t_rem[j] > (memo.mean[best] if lazy else means[j, best]) + margin
         if not restart:
             best = _best_in(lazy, j, room, means, rows, memo)
-            if best == -2:
-                return what, where, took, best_mean, False
             if best < 0:
                 continue
             f = (c[j] + 1.0) / c[j] if factor < 0 else factor
@@ -872,29 +870,28 @@ def _apply_rules(lazy, means, atoms, n_atoms, rows, memo, t_rem, c, restartable,
                     taken[e] = True
                     took[j] = e
                     break
-    return what, where, took, best_mean, True
+    return what, where, took, best_mean
 
 
 @njit(cache=True, error_model="numpy")
-def _decide_lazy(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi, t_rem, c,
-                 restartable, pool_lo, pool_hi, pool_cluster, taken, free, margin, delta,
-                 factor):  # pragma: no cover - compiled
+def _decide_lazy(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi, steps_r,
+                 thresholds, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster, taken, free,
+                 margin, delta, factor):  # pragma: no cover - compiled
     """:func:`_decide` on ``t_new`` rows computed only where a rule needs them.
 
     The arguments are :func:`t_new_rows`' (the chunk's tasks, their work and input
     groups, with every atom finite and ``>= 0``, each row ascending, every work and size
-    finite and ``> 0``) followed by :func:`_decide`'s; ``free`` and ``taken`` are updated
-    in place. The argmins go through :func:`lazy_argmin`.
+    finite and ``> 0``), the general path's steps and levels (:class:`_Rows`), then
+    :func:`_decide`'s; ``free`` and ``taken`` are updated in place. The argmins go
+    through :func:`lazy_argmin`.
 
     Returns:
-        :func:`_decide`'s three arrays, ``E[t_new]`` at each chosen cluster, and whether
-        every row needed was settled by the fast path (if not, the rest is meaningless).
+        :func:`_decide`'s three arrays and ``E[t_new]`` at each chosen cluster.
     """
-    r = 1
-    for j in range(types.size):
-        r = max(r, 1 + g_ptr[j + 1] - g_ptr[j])
-    rows = _Rows(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi)
-    n_atoms = np.full(t_rem.size, speed.shape[2], dtype=np.int64)
+    rows = _Rows(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi, steps_r,
+                 thresholds)
+    k = speed.shape[2]
+    n_atoms = np.full(t_rem.size, k, dtype=np.int64)
     return _apply_rules(True, np.empty((0, 0)), np.empty((0, 0, 0)), n_atoms, rows,
-                        _memo(free.size, speed.shape[2], r), t_rem, c, restartable, pool_lo,
-                        pool_hi, pool_cluster, taken, free, margin, delta, factor)
+                        _memo(free.size, k, steps_r.size // k), t_rem, c, restartable,
+                        pool_lo, pool_hi, pool_cluster, taken, free, margin, delta, factor)

@@ -20,11 +20,12 @@ import numpy as np
 from numba import njit
 from scipy.special import ndtri
 
-from geosim.distributions import row_min_quantiles
+from geosim.distributions import merged_atoms, numpy_exp, row_min_quantiles, row_quantiles
 from geosim.modeler import pair_row
 from geosim.variability import keyed_uniforms
 
-__all__ = ["CopyReports", "PhaseLog", "clean_rows", "exact_atoms", "lazy_argmin", "mean_of",
+__all__ = ["CopyReports", "PhaseLog", "clean_rows", "exact_atoms", "exact_quantiles",
+           "lazy_argmin", "mean_of",
            "noisy_progress", "observed_t_rem", "row_vals", "t_new_rows"]
 
 
@@ -194,9 +195,38 @@ def row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pra
 
 
 @njit(cache=True, error_model="numpy")
+def exact_quantiles(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, steps_r, thresholds,
+                    offset, layout, q):  # pragma: no cover - compiled
+    """Quantiles of row ``(task, m)`` by the general path, as in a call over all rows.
+
+    They are those :func:`exact_atoms` and :func:`~geosim.distributions.exact_min` give.
+    The row's variables are laid out as :func:`exact_atoms` lays them out (``layout``:
+    work space of one row of ``R·K``, ``R = steps_r.size / K``), merged, and searched at
+    the row's ``offset`` (twice its index ``task · n + m`` in that call); ``exp`` is
+    NumPy's. ``q`` gets the ``K`` quantiles.
+    """
+    k = speed.shape[2]
+    r = steps_r.size // k
+    layout[0, :] = np.inf
+    for a in range(k):
+        layout[0, a] = speed[m, t, a] / w
+    atoms = _atoms_of(bw, dense)
+    for g in range(g_lo, g_hi):
+        if g_src[g] != m:
+            size = g_size[g]
+            row = _row_of(bw, dense, g_src[g], m, speed.shape[0])
+            base = (1 + g - g_lo) * k
+            for a in range(k):
+                layout[0, base + a] = atoms[row, a] / size
+    v, log_surv, ptr = merged_atoms(layout, steps_r, r, k)
+    numpy_exp(log_surv)
+    row_quantiles(v, log_surv, ptr[0], ptr[1], thresholds, offset, q)
+
+
+@njit(cache=True, error_model="numpy")
 def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi,
-                 vals, q, use, head, cur, low, term, bound, has_bound, mean, has_mean, atoms,
-                 visited):  # pragma: no cover - compiled
+                 steps_r, thresholds, vals, q, use, head, cur, low, term, bound, has_bound, mean,
+                 has_mean, atoms, visited, layout):  # pragma: no cover - compiled
     """``_argmin_in(means[j], mask)`` of :func:`_decide`, computing as few rows as it can.
 
     Every row's mean has a lower bound: ``t_new`` atom ``a`` is ``1 / q[K-1-a]`` and the
@@ -208,12 +238,18 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     found, no row left can be smaller or tie it. Every mean and bound is in
     ``[0, inf]`` (no NaN), so the first minimum is the same as over all rows.
 
+    A row is settled by the fast merge of :func:`row_min_quantiles` (with ``step``,
+    ``lo``, ``hi``) or, where its quantile tests fall between the bounds, by the general
+    path (:func:`exact_quantiles` with ``steps_r``, ``thresholds`` and the row's offset
+    in :func:`t_new_rows`' call over the chunk's ``n`` clusters): the values
+    :meth:`Mantri._t_new` gives it.
+
     Rows are memoised across calls for the same candidate (``has_bound``, ``has_mean``;
     ``atoms`` holds the computed rows' ``t_new``). Bandwidth atoms come from ``dense``
     when it is not empty, as in :func:`row_vals`.
 
     Returns:
-        The cluster, -1 if ``mask`` is empty, or -2 if a row needs the general path.
+        The cluster, or -1 if ``mask`` is empty.
     """
     n = mask.size
     k = speed.shape[2]
@@ -252,7 +288,8 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
         if not has_mean[pick]:
             nv = row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
             if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
-                return -2
+                exact_quantiles(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, pick,
+                                steps_r, thresholds, 2.0 * float(j * n + pick), layout, q)
             for a in range(k):
                 atoms[pick, a] = 1.0 / q[k - 1 - a]
             mean[pick] = mean_of(atoms[pick], k)

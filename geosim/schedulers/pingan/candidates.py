@@ -12,6 +12,7 @@ from numba import njit, objmode
 
 from geosim.distributions import (
     merge_row,
+    numpy_exp,
     pairwise_sum,
     row_mean,
     row_quantiles,
@@ -19,7 +20,7 @@ from geosim.distributions import (
     thresholds,
 )
 from geosim.modeler import PairTable, PerformanceModel, pair_row
-from geosim.schedulers.pingan.kernels import _exp, _max, _min, _most_groups
+from geosim.schedulers.pingan.kernels import _max, _min, _most_groups
 from geosim.schedulers.pingan.reservations import _takeable
 
 
@@ -589,7 +590,7 @@ def _cache_rates(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size,
     """:meth:`_RowCache.rates` in one call: :func:`_cache_rows`, ``exp``, :func:`_cache_means`.
 
     The new rows' log-survivals are written to ``surv`` and replaced by their ``exp``
-    (NumPy's, :func:`_exp`).
+    (NumPy's, :func:`numpy_exp`).
 
     Returns:
         :func:`_cache_means`' results, then the atoms now in use.
@@ -597,7 +598,7 @@ def _cache_rates(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size,
     new_atoms, fresh = _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src,
                                    g_size, speed, bandwidth, step, start, length, v, surv,
                                    n_atoms)
-    _exp(surv[n_atoms:new_atoms])
+    numpy_exp(surv[n_atoms:new_atoms])
     rate, rank, opt, din, dout, floor = _cache_means(slots, cand, g_ptr, g_src, g_size, fresh,
                                                      start, length, mean, g_lo, g_hi, v, surv,
                                                      k, top, reach, gate, denom)

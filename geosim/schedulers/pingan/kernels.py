@@ -125,13 +125,6 @@ def _most_groups(g_ptr):  # pragma: no cover - compiled
     return top
 
 
-@njit(cache=True)
-def _exp(x):  # pragma: no cover - compiled
-    """``numpy.exp`` of ``x`` in place (NumPy's own, in object mode)."""
-    with objmode():
-        np.exp(x, out=x)
-
-
 def _numpy_log1p_neg(x: np.ndarray) -> None:
     """``numpy.log1p(-x)`` of ``x`` in place; ``log1p(-1)`` is ``-inf`` without a warning."""
     with np.errstate(divide="ignore", invalid="ignore"):

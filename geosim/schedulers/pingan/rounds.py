@@ -14,11 +14,11 @@ from numba import njit
 
 from geosim.distributions import (
     merge_row,
+    numpy_exp,
     pairwise_sum,
 )
 from geosim.schedulers.pingan.candidates import _fill_quantiles
 from geosim.schedulers.pingan.kernels import (
-    _exp,
     _gain_order,
     _log1p_neg,
     _max,
@@ -538,7 +538,7 @@ def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1,
         step_k: Log-survival steps of one variable
             (:func:`~geosim.distributions.survival_steps` of ``(1, K)``).
 
-    Each ``exp`` is NumPy's (:func:`_exp`).
+    Each ``exp`` is NumPy's (:func:`numpy_exp`).
     """
     rate, floor, cand, din, g_ptr, g_src, dout, atoms, filled = offer
     job_pos, budget, free, res_in, res_out, gate = use
@@ -549,7 +549,7 @@ def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1,
     pro = np.empty((0, 0))
     if first_reli:
         pro = _keep_exponents(rows, cand, rate, log1, dt)
-        _exp(pro)
+        numpy_exp(pro)
     rows1, col1 = _round_one(rows, pro, rate, floor, cand, din, g_ptr, g_src, dout, job_pos,
                              budget, free, res_in, res_out, gate, plan_rows, plan_cols, plan_n,
                              by_round)
@@ -559,12 +559,12 @@ def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1,
                                       rank, g_ptr_s, start, length, v_c, surv_c, thresholds,
                                       log1, dt, _tiled(step_k, 2), True, job_pos, budget, din,
                                       g_src, dout, free, res_in, res_out, gate)
-    _exp(ex)
+    numpy_exp(ex)
     rows1, col1, rate1, pro1, r2, ex2 = _second_order(
         rows1, col1, ex, v, ptr, xs, js, np.empty((0, m)), True, cand, rate, job_pos, log1,
         fail, dt, second_reli, 2 * k)
     if second_reli:
-        _exp(ex2)
+        numpy_exp(ex2)
     rows_c, have, speed = _second_serve(rows1, col1, rate1, pro1, r2, ex2, second_reli, rate,
                                         floor, cand, din, g_ptr, g_src, dout, job_pos, budget,
                                         free, res_in, res_out, gate, plan_rows, plan_cols,
@@ -574,7 +574,7 @@ def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1,
         need, ti, ci, v, ex, ptr = _saving_prep(atoms, rows_c, have, speed, rate, floor,
                                                 _tiled(step_k, c), job_pos, budget, cand, din,
                                                 g_ptr, g_src, dout, free, res_in, res_out, gate)
-        _exp(ex)
+        numpy_exp(ex)
         rows_c, have, speed = _saving_serve(rows_c, have, need, ti, ci, v, ex, ptr,
                                             np.empty(0), True, c * k, rate, floor, cand, din,
                                             g_ptr, g_src, dout, job_pos, budget, free, res_in,
