@@ -84,6 +84,7 @@ __all__ = [
     "levels",
     "normal_atoms",
     "pair_row",
+    "source_rows",
     "pair_rows",
     "quantile_bounds",
     "thresholds",
@@ -578,19 +579,32 @@ def _shared_row(table, src, dst):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def source_rows(table, src, out):  # pragma: no cover - compiled
+    """:func:`pair_row` of every pair ``src -> dst`` (``dst = 0..n-1``) into ``out``.
+
+    One merge of the destinations with the source's keys, instead of a search per pair.
+    """
+    n = table.fallback.size
+    keys = table.keys
+    at = np.searchsorted(keys, src * n)
+    for dst in range(n):
+        if at < keys.size and keys[at] == src * n + dst:
+            out[dst] = at
+            at += 1
+        else:
+            out[dst] = _shared_row(table, src, dst)
+
+
+@njit(cache=True)
 def _all_rows(table):  # pragma: no cover - compiled
     """The row of every pair ``src * n + dst`` of :class:`PairTable` ``table``.
 
-    :func:`pair_row` of each pair, in one pass: the fallback or prior row, then the
-    pairs with their own rows (``keys``) over it.
+    :func:`source_rows` of each source.
     """
     n = table.fallback.size
     out = np.empty(n * n, dtype=np.int64)
     for src in range(n):
-        for dst in range(n):
-            out[src * n + dst] = _shared_row(table, src, dst)
-    for at in range(table.keys.size):
-        out[table.keys[at]] = at
+        source_rows(table, src, out[src * n:(src + 1) * n])
     return out
 
 

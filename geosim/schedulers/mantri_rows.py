@@ -21,7 +21,7 @@ from numba import njit
 from scipy.special import ndtri
 
 from geosim.distributions import merged_atoms, numpy_exp, row_min_quantiles, row_quantiles
-from geosim.modeler import pair_row
+from geosim.modeler import pair_row, source_rows
 from geosim.variability import keyed_uniforms
 
 __all__ = ["CopyReports", "PhaseLog", "clean_rows", "exact_atoms", "exact_quantiles",
@@ -226,7 +226,7 @@ def exact_quantiles(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, steps_
 @njit(cache=True, error_model="numpy")
 def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi,
                  steps_r, thresholds, vals, q, use, head, cur, low, term, bound, has_bound, mean,
-                 has_mean, atoms, visited, layout):  # pragma: no cover - compiled
+                 has_mean, atoms, visited, layout, pair_rows):  # pragma: no cover - compiled
     """``_argmin_in(means[j], mask)`` of :func:`_decide`, computing as few rows as it can.
 
     Every row's mean has a lower bound: ``t_new`` atom ``a`` is ``1 / q[K-1-a]`` and the
@@ -246,7 +246,8 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
 
     Rows are memoised across calls for the same candidate (``has_bound``, ``has_mean``;
     ``atoms`` holds the computed rows' ``t_new``). Bandwidth atoms come from ``dense``
-    when it is not empty, as in :func:`row_vals`.
+    when it is not empty, as in :func:`row_vals`; ``pair_rows`` is work space of a row of
+    ``n`` per input group.
 
     Returns:
         The cluster, or -1 if ``mask`` is empty.
@@ -255,6 +256,13 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     k = speed.shape[2]
     t, w, g_lo, g_hi = types[j], work[j], g_ptr[j], g_ptr[j + 1]
     atoms_h = _atoms_of(bw, dense)
+    # Each group's pair rows to every cluster (_row_of's), by one merge per group.
+    for g in range(g_lo, g_hi):
+        if dense.size:
+            for x in range(n):
+                pair_rows[g - g_lo, x] = g_src[g] * n + x
+        else:
+            source_rows(bw, g_src[g], pair_rows[g - g_lo])
     for x in range(n):
         visited[x] = False
         if mask[x] and not has_bound[x]:
@@ -265,7 +273,7 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
                 h = g_src[g]
                 if h != x:
                     size = g_size[g]
-                    row = _row_of(bw, dense, h, x, n)
+                    row = pair_rows[g - g_lo, x]
                     for a in range(k):
                         v = atoms_h[row, a] / size
                         if v < low[a]:
