@@ -19,7 +19,7 @@ from geosim.distributions import (
     survival_steps,
     thresholds,
 )
-from geosim.modeler import PairTable, PerformanceModel, pair_row
+from geosim.modeler import PairTable, PerformanceModel, pair_row, source_rows
 from geosim.schedulers.pingan.kernels import _max, _min, _most_groups
 from geosim.schedulers.pingan.reservations import _takeable
 
@@ -207,15 +207,17 @@ def _bounds(speed_mean, bw_mean, task_type, work, lo, hi, g_src, g_size,
 
     The bound on ``c`` goes to ``out[c]``; the task's groups are ``lo:hi``. Each cluster's
     minimum is taken over the groups in their order; a group's pairs (one source to every
-    cluster) are read in a row.
+    cluster) are read in a row, their rows found by one merge (:func:`source_rows`).
     """
     n = out.size
     for c in range(n):
         out[c] = speed_mean[c, task_type] / work
+    rows = np.empty(n if hi > lo else 0, dtype=np.int64)
     for g in range(lo, hi):
         src, size = g_src[g], g_size[g]
+        source_rows(bw_mean, src, rows)
         for c in range(n):
-            tr = np.inf if src == c else bw_mean.values[pair_row(bw_mean, src, c)] / size
+            tr = np.inf if src == c else bw_mean.values[rows[c]] / size
             out[c] = _min(out[c], tr)
 
 
