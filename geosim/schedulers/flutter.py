@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from geosim.modeler import pair_row
+from geosim.modeler import source_rows
 from geosim.params import Field
 from geosim.schedulers.compose import Placement
 from geosim.schedulers.lexmin import assign_masked, lexmin_assign
@@ -160,13 +160,15 @@ def _transfer(pos, src, size, bw, n_tasks):  # pragma: no cover - compiled
     """
     n = bw.fallback.size
     out = np.zeros((n_tasks, n))
+    rows = np.empty(n, dtype=np.int64)
     for i in range(pos.size):
         p, h = pos[i], src[i]
+        source_rows(bw, h, rows)
         for c in range(n):
             if c == h:
                 v = 0.0
             else:
-                b = bw.values[pair_row(bw, h, c)]
+                b = bw.values[rows[c]]
                 v = size[i] / b if b > 0 else np.inf
             if v > out[p, c] or v != v:               # as np.maximum, NaN included
                 out[p, c] = v
@@ -183,7 +185,7 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
     ``speed[type, cluster]`` is the speed its compute estimate divides the work by. The
     mean bandwidths of an input's source to every cluster are read as one row, of
     ``dense`` (pair ``src * n + dst``, :meth:`~geosim.modeler.PerformanceModel.dense_bandwidth`)
-    when it is not empty, else gathered from the pair table ``bw``. A
+    when it is not empty, else gathered from the pair table ``bw`` (:func:`source_rows`). A
     stage's costs are :meth:`Flutter.finish_estimates`' (:func:`_transfer` plus the
     compute time), masked as :func:`~geosim.schedulers.lexmin.mask_costs` masks them,
     and placed by :func:`~geosim.schedulers.lexmin.assign_masked` as
@@ -199,6 +201,7 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
     n_tasks = jobs.size
     m = free.size
     scratch = np.empty(m)
+    rows = np.empty(m, dtype=np.int64)
     i = np.searchsorted(pos, at)
     lo = at
     while lo < n_tasks:
@@ -218,8 +221,9 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
                 row = dense[h * m:(h + 1) * m]
             else:
                 row = scratch
+                source_rows(bw, h, rows)
                 for c in range(m):
-                    row[c] = bw.values[pair_row(bw, h, c)]
+                    row[c] = bw.values[rows[c]]
             for c in range(m):
                 if c == h:
                     v = 0.0
