@@ -13,8 +13,8 @@ from geosim.distributions import (
     thresholds,
 )
 from geosim.modeler import PairTable
-from geosim.schedulers.mantri import _decide, _decide_lazy
 from geosim.schedulers.mantri_rows import exact_quantiles, t_new_rows
+from geosim.schedulers.mantri_rules import decide, decide_lazy, inverse_means
 
 
 def _problem(rng: np.random.Generator, n: int = 7, types: int = 3, k: int = 8, tasks: int = 9,
@@ -214,7 +214,7 @@ def test_decide_matches_the_python_loop(seed, factor):
     hi = np.where(restartable, np.searchsorted(pool_jobs, jobs, side="right"), lo)
     taken = np.zeros(len(entries), dtype=bool)
     n_atoms = np.full(m, k, dtype=np.int64)                      # every candidate: k atoms
-    what, where, took = _decide(means, atoms, n_atoms, t_rem, c, restartable, lo, hi,
+    what, where, took = decide(means, atoms, n_atoms, t_rem, c, restartable, lo, hi,
                                 pool_cluster, taken, free, 1.0, 0.25,
                                 -1.0 if factor is None else factor)
     got = [(int(a), int(b) if a else -1, int(t)) for a, b, t in zip(what, where, took,
@@ -250,12 +250,13 @@ def test_lazy_decisions_match_full_rows(seed, general):
         free = rng.integers(0, 3, n)
         args = (t_rem, c, restartable, none, none, np.empty(0, dtype=np.int64),
                 np.empty(0, dtype=bool))
-        want = _decide(means, atoms, np.full(m, k, dtype=np.int64), *args, free.copy(), 1.0,
+        want = decide(means, atoms, np.full(m, k, dtype=np.int64), *args, free.copy(), 1.0,
                        0.25, -1.0)
-        what, where, took, best = _decide_lazy(
+        what, where, took, best = decide_lazy(
             speed, _pairs(bandwidth, n, True), dense, types.astype(np.int64), work, g_ptr,
             g_src.astype(np.int64), g_size, survival_steps(1, k), lo, hi,
-            survival_steps(r, k), thresholds(k), *args, free, 1.0, 0.25, -1.0)
+            survival_steps(r, k), thresholds(k), *inverse_means(speed, bandwidth), *args,
+            free, 1.0, 0.25, -1.0)
         assert what.any()
         np.testing.assert_array_equal(what, want[0])
         np.testing.assert_array_equal(where, want[1])

@@ -10,13 +10,9 @@ slot time.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
-from numba import njit
 
 from geosim.distributions import exact_min, quantile_bounds, survival_steps, thresholds
-from geosim.modeler import PairTable
 from geosim.params import Field
 from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
@@ -25,11 +21,11 @@ from geosim.schedulers.mantri_rows import (
     PhaseLog,
     clean_rows,
     exact_atoms,
-    lazy_argmin,
     noisy_progress,
     observed_t_rem,
     t_new_rows,
 )
+from geosim.schedulers.mantri_rules import decide, decide_lazy, inverse_means
 from geosim.variability import copy_factors
 from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs
 
@@ -284,6 +280,8 @@ class Mantri(Monitored, Redundancy):
         self.n_restarts = 0
         self._clean_key: tuple[int, int] | None = None   # model version _clean is for
         self._clean = False
+        self._inverse_key: tuple[int, int, bool] | None = None  # ... and _inverse
+        self._inverse = (np.empty((0, 0)), np.empty(0))
         self._bounds_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         #: Checks that evaluated the rules; those with more candidates than
         #: ``max_candidates``, and the candidates the cap left out over the run.
@@ -467,11 +465,13 @@ class Mantri(Monitored, Redundancy):
                       pool_lo: np.ndarray, pool_hi: np.ndarray, pool_cluster: np.ndarray,
                       taken: np.ndarray, free: np.ndarray, factor: float
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Mantri's rules for a chunk of candidates (:func:`_decide`), ``free`` and ``taken`` too.
+        """Mantri's rules for a chunk of candidates, ``free`` and ``taken`` too.
+
+        The rules are :mod:`~geosim.schedulers.mantri_rules`' (:func:`decide`).
 
         ``t_new`` is needed only where a rule looks: the mean of every cluster a candidate
         may pick (for the argmin) and the atoms of the one it picks. When every row is
-        known to ascend with finite atoms, :func:`_decide_lazy` computes a cheap lower
+        known to ascend with finite atoms, :func:`decide_lazy` computes a cheap lower
         bound of each such mean and the exact row (by the fast path or the general one,
         as :meth:`_t_new` would) only where the bound does not already rule the cluster
         out; the result is the same, bit for bit. Otherwise every row the chunk can use
@@ -486,7 +486,7 @@ class Mantri(Monitored, Redundancy):
         if self.estimator == "observed":
             atoms, n_atoms, means = self._phases.atoms(tasks, work, view.task_type[tasks],
                                                        model.speed_mean)
-            what, where, took = _decide(means, atoms, n_atoms, t_rem, c, restartable, pool_lo,
+            what, where, took = decide(means, atoms, n_atoms, t_rem, c, restartable, pool_lo,
                                         pool_hi, pool_cluster, taken, free, self._margin,
                                         self.delta, factor)
             return what, where, took, means[np.arange(tasks.size), where]
@@ -498,20 +498,21 @@ class Mantri(Monitored, Redundancy):
         if lazy:
             lo, hi = self._bounds(k, tasks.size * n)
             r = 1 + int(np.diff(g_ptr).max())
-            what, where, took, best_mean = _decide_lazy(
-                model.speed, model.bandwidth_pairs, model.dense_bandwidth(),
+            dense = model.dense_bandwidth()
+            what, where, took, best_mean = decide_lazy(
+                model.speed, model.bandwidth_pairs, dense,
                 view.task_type[tasks].astype(np.int64),
                 work.astype(float), g_ptr.astype(np.int64), g_src.astype(np.int64),
                 g_size.astype(float), survival_steps(1, k), lo, hi, survival_steps(r, k),
-                thresholds(k), t_rem, c, restartable, pool_lo, pool_hi, pool_cluster, taken,
-                free, self._margin, self.delta, factor)
+                thresholds(k), *self._inverses(dense), t_rem, c, restartable, pool_lo,
+                pool_hi, pool_cluster, taken, free, self._margin, self.delta, factor)
             return what, where, took, best_mean
         # Only clusters with room now (or a fresh copy to take) can be picked.
         need = free > 0
         need[pool_cluster[~taken]] = True
         atoms = self._t_new(view, tasks, work, need)   # (m, n, K) ascending
         means = atoms.mean(axis=2)
-        what, where, took = _decide(means, atoms, np.full(tasks.size, k, dtype=np.int64), t_rem,
+        what, where, took = decide(means, atoms, np.full(tasks.size, k, dtype=np.int64), t_rem,
                                     c, restartable, pool_lo, pool_hi, pool_cluster, taken, free,
                                     self._margin, self.delta, factor)
         return what, where, took, means[np.arange(tasks.size), where]
@@ -641,6 +642,19 @@ class Mantri(Monitored, Redundancy):
             tasks.size, n, k * k), axis=2)
         return prod.reshape(tasks.size, n, k, k).mean(axis=3)
 
+    def _inverses(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`inverse_means` of the model's speeds and bandwidths, kept per version.
+
+        The bandwidth rows are ``dense``'s if it is not empty, else the pair table's.
+        """
+        model = self.model
+        key = (id(model), model.version, dense.size > 0)
+        if self._inverse_key != key:
+            self._inverse_key = key
+            self._inverse = inverse_means(
+                model.speed, dense if dense.size else model.bandwidth_pairs.values)
+        return self._inverse
+
     def _clean_model(self) -> bool:
         """Whether every speed and bandwidth atom is finite and >= 0 and each row ascends."""
         model = self.model
@@ -683,216 +697,3 @@ def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     if not mask.any():
         return np.zeros(values.shape[1])
     return values[mask].max(axis=0)
-
-
-@njit(cache=True)
-def _argmin_in(values, mask):  # pragma: no cover - compiled
-    """``np.argmin`` of ``values`` over ``mask`` (first minimum, first NaN), -1 if empty."""
-    best = -1
-    low = 0.0
-    for x in range(values.size):
-        if mask[x]:
-            val = values[x]
-            if val != val:
-                return x
-            if best < 0 or val < low:
-                best, low = x, val
-    return best
-
-
-@njit(cache=True)
-def _decide(means, atoms, n_atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster, taken,
-            free, margin, delta, factor):  # pragma: no cover - compiled
-    """Mantri's rules for a chunk of candidates, in order (the loop of :meth:`Mantri.act`).
-
-    ``free`` and ``taken`` (the fresh copies of the pool used) are updated in place.
-    Candidate ``j`` may restart on a cluster with room or on one of its job's untaken
-    fresh copies ``pool_lo[j]:pool_hi[j]`` (an empty range unless restartable), else
-    duplicate on a cluster with room; ``factor < 0`` is ``(c+1)/c``. The rules are
-    :func:`_apply_rules`', on ``t_new`` rows given in full (``means``, ``atoms``; only the
-    first ``n_atoms[j]`` atoms of candidate ``j`` count, equally likely).
-
-    Returns:
-        Per candidate: 0 (nothing), 1 (duplicate) or 2 (restart); the cluster; the pool
-        entry whose slot it takes, or -1 for an idle slot.
-    """
-    what, where, took, _ = _apply_rules(False, means, atoms, n_atoms, _no_rows(), _no_memo(),
-                                           t_rem, c, restartable, pool_lo, pool_hi,
-                                           pool_cluster, taken, free, margin, delta, factor)
-    return what, where, took
-
-
-class _Rows(NamedTuple):
-    """What :func:`lazy_argmin` computes ``t_new`` rows from (:func:`t_new_rows`' inputs)."""
-
-    speed: np.ndarray       # speed atoms per cluster and type
-    bw: PairTable           # bandwidth atoms per cluster pair
-    dense: np.ndarray       # the same, a row per pair src * n + dst (empty: none)
-    types: np.ndarray       # type of each candidate's task
-    work: np.ndarray        # work of each candidate's task
-    g_ptr: np.ndarray       # input groups of candidate j: g_ptr[j]:g_ptr[j + 1]
-    g_src: np.ndarray       # source cluster of each group
-    g_size: np.ndarray      # size of each group
-    step: np.ndarray        # log-survival steps of the merge
-    lo: np.ndarray          # quantile search bounds (quantile_bounds)
-    hi: np.ndarray
-    steps_r: np.ndarray     # the general path's steps (survival_steps of (R, K))
-    thresholds: np.ndarray  # and its quantile levels (thresholds(K))
-
-
-class _Memo(NamedTuple):
-    """Work arrays of :func:`lazy_argmin` and the rows it memoises for one candidate."""
-
-    vals: np.ndarray        # a row's variables
-    q: np.ndarray           # the quantiles of their minimum
-    use: np.ndarray         # merge state (row_min_quantiles)
-    head: np.ndarray
-    cur: np.ndarray
-    low: np.ndarray         # least atom of each rank over a row's variables
-    term: np.ndarray        # the lower bound's atoms
-    bound: np.ndarray       # lower bound of each row's mean, if has_bound
-    has_bound: np.ndarray
-    mean: np.ndarray        # each row's mean and t_new atoms, if has_mean
-    has_mean: np.ndarray
-    atoms: np.ndarray
-    visited: np.ndarray     # rows taken by the current search
-    layout: np.ndarray      # a row laid out for the general path
-    pair_rows: np.ndarray   # each input group's pair row to every cluster
-
-
-@njit(cache=True)
-def _no_rows():  # pragma: no cover - compiled
-    """An empty :class:`_Rows` (the rules on rows given in full)."""
-    f1, i1 = np.empty(0), np.empty(0, dtype=np.int64)
-    bw = PairTable(i1, i1, f1, 0, np.empty((0, 0)), i1)
-    return _Rows(np.empty((0, 0, 0)), bw, np.empty((0, 0)), i1, f1, i1, i1, f1, f1, i1, i1, f1,
-                 f1)
-
-
-@njit(cache=True)
-def _memo(n, k, r):  # pragma: no cover - compiled
-    """A :class:`_Memo` for ``n`` clusters, ``k`` atoms and rows of at most ``r`` variables."""
-    return _Memo(np.empty((r, k)), np.empty(k), np.empty(r, dtype=np.int64),
-                 np.empty(r, dtype=np.int64), np.empty(r), np.empty(k), np.empty(k),
-                 np.empty(n), np.zeros(n, dtype=np.bool_), np.empty(n),
-                 np.zeros(n, dtype=np.bool_), np.empty((n, k)), np.empty(n, dtype=np.bool_),
-                 np.empty((1, r * k)), np.empty((max(r - 1, 0), n), dtype=np.int64))
-
-
-@njit(cache=True)
-def _no_memo():  # pragma: no cover - compiled
-    """An empty :class:`_Memo` (the rules on rows given in full)."""
-    return _memo(0, 0, 0)
-
-
-@njit(cache=True, error_model="numpy")
-def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
-    """The cluster of least ``E[t_new]`` over ``mask`` for candidate ``j`` (first minimum).
-
-    From the full rows (``means``), or computing rows as needed (``lazy``,
-    :func:`lazy_argmin`). Returns -1 if ``mask`` is empty.
-    """
-    if not lazy:
-        return _argmin_in(means[j], mask)
-    return lazy_argmin(mask, j, rows.speed, rows.bw, rows.dense, rows.types, rows.work, rows.g_ptr,
-                        rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, rows.steps_r,
-                        rows.thresholds, memo.vals, memo.q, memo.use, memo.head, memo.cur,
-                        memo.low, memo.term, memo.bound, memo.has_bound, memo.mean,
-                        memo.has_mean, memo.atoms, memo.visited, memo.layout, memo.pair_rows)
-
-
-@njit(cache=True, error_model="numpy")
-def _apply_rules(lazy, means, atoms, n_atoms, rows, memo, t_rem, c, restartable, pool_lo,
-                 pool_hi, pool_cluster, taken, free, margin, delta, factor):  # pragma: no cover
-    """Mantri's restart and duplicate rules for a chunk of candidates, in order.
-
-    The loop of :func:`_decide` (``means`` and ``atoms``: every ``t_new`` row) and of
-    :func:`_decide_lazy` (``lazy``: rows computed from ``rows`` where a rule needs them,
-    memoised per candidate in ``memo``). Candidate ``j`` has ``n_atoms[j]`` equally likely
-    atoms (the first of its rows). Candidate ``j`` restarts on the best cluster with
-    room or holding one of its job's untaken fresh copies if that beats ``t_rem`` by
-    ``margin``; else it is duplicated on the best cluster with room if a new copy (times
-    ``(c+1)/c``, or ``factor``) beats ``t_rem`` with probability above ``delta``. The
-    slot taken is an idle one if the cluster has one, else the fresh copy's.
-
-    Returns:
-        Per candidate: 0 (nothing), 1 (duplicate) or 2 (restart); the cluster; the pool
-        entry whose slot it takes, or -1; and ``E[t_new]`` at the chosen cluster.
-    """
-    m = t_rem.size
-    n = free.size
-    what = np.zeros(m, dtype=np.int64)
-    where = np.full(m, -1, dtype=np.int64)
-    took = np.full(m, -1, dtype=np.int64)
-    best_mean = np.zeros(m)
-    room = np.empty(n, dtype=np.bool_)
-    wide = np.empty(n, dtype=np.bool_)
-    for j in range(m):
-        if lazy:
-            memo.has_bound[:] = False
-            memo.has_mean[:] = False
-        any_room = False
-        for x in range(n):
-            room[x] = free[x] > 0
-            any_room = any_room or room[x]
-        mine = False
-        for e in range(pool_lo[j], pool_hi[j]):
-            if not taken[e]:
-                mine = True
-        restart = False
-        best = -1
-        if mine or (restartable[j] and any_room):
-            wide[:] = room
-            for e in range(pool_lo[j], pool_hi[j]):
-                if not taken[e]:
-                    wide[pool_cluster[e]] = True
-            best = _best_in(lazy, j, wide, means, rows, memo)
-            restart = t_rem[j] > (memo.mean[best] if lazy else means[j, best]) + margin
-        if not restart:
-            best = _best_in(lazy, j, room, means, rows, memo)
-            if best < 0:
-                continue
-            f = (c[j] + 1.0) / c[j] if factor < 0 else factor
-            k = n_atoms[j]
-            hits = 0
-            for a in range(k):
-                if (memo.atoms[best, a] if lazy else atoms[j, best, a]) * f < t_rem[j]:
-                    hits += 1
-            if not hits / k > delta:
-                continue
-        what[j] = 2 if restart else 1
-        where[j] = best
-        best_mean[j] = memo.mean[best] if lazy else means[j, best]
-        if free[best] > 0:
-            free[best] -= 1
-        else:
-            for e in range(pool_lo[j], pool_hi[j]):
-                if not taken[e] and pool_cluster[e] == best:
-                    taken[e] = True
-                    took[j] = e
-                    break
-    return what, where, took, best_mean
-
-
-@njit(cache=True, error_model="numpy")
-def _decide_lazy(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi, steps_r,
-                 thresholds, t_rem, c, restartable, pool_lo, pool_hi, pool_cluster, taken, free,
-                 margin, delta, factor):  # pragma: no cover - compiled
-    """:func:`_decide` on ``t_new`` rows computed only where a rule needs them.
-
-    The arguments are :func:`t_new_rows`' (the chunk's tasks, their work and input
-    groups, with every atom finite and ``>= 0``, each row ascending, every work and size
-    finite and ``> 0``), the general path's steps and levels (:class:`_Rows`), then
-    :func:`_decide`'s; ``free`` and ``taken`` are updated in place. The argmins go
-    through :func:`lazy_argmin`.
-
-    Returns:
-        :func:`_decide`'s three arrays and ``E[t_new]`` at each chosen cluster.
-    """
-    rows = _Rows(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi, steps_r,
-                 thresholds)
-    k = speed.shape[2]
-    n_atoms = np.full(t_rem.size, k, dtype=np.int64)
-    return _apply_rules(True, np.empty((0, 0)), np.empty((0, 0, 0)), n_atoms, rows,
-                        _memo(free.size, k, steps_r.size // k), t_rem, c, restartable,
-                        pool_lo, pool_hi, pool_cluster, taken, free, margin, delta, factor)

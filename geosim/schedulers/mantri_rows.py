@@ -223,20 +223,28 @@ def exact_quantiles(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, steps_
     row_quantiles(v, log_surv, ptr[0], ptr[1], thresholds, offset, q)
 
 
+#: Below 1 by far more than the rounding of a row's mean (``(K + 8)`` units in the last
+#: place, ``K <= 128``): :func:`lazy_argmin`'s bounds are at most the means they bound.
+_SHRINK = 1.0 - 1e-9
+
+
 @njit(cache=True, error_model="numpy")
 def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi,
-                 steps_r, thresholds, vals, q, use, head, cur, low, term, bound, has_bound, mean,
-                 has_mean, atoms, visited, layout, pair_rows):  # pragma: no cover - compiled
+                 steps_r, thresholds, speed_inv, bw_inv, vals, q, use, head, cur, bound, has_bound,
+                 mean, has_mean, atoms, visited, layout, pair_rows):  # pragma: no cover - compiled
     """``_argmin_in(means[j], mask)`` of :func:`_decide`, computing as few rows as it can.
 
     Every row's mean has a lower bound: ``t_new`` atom ``a`` is ``1 / q[K-1-a]`` and the
     minimum's quantile ``q[c]`` is at most atom ``c`` of each of its variables (the
     merge passes that atom only after the variable alone has cut the survival below
-    the quantile's level), so ``1 / min_x vals[x, K-1-a]`` is at most the atom; the
-    bound's atoms are summed in the mean's order, and rounding is monotone. Rows are
-    taken by increasing bound; once the smallest bound left exceeds the best mean
-    found, no row left can be smaller or tie it. Every mean and bound is in
-    ``[0, inf]`` (no NaN), so the first minimum is the same as over all rows.
+    the quantile's level), so the mean is at least ``mean_a max_x 1 / vals[x, a]``, and
+    so at least ``max_x mean_a 1 / vals[x, a]``: ``w · speed_inv[x, t]`` for processing,
+    ``size · bw_inv[row]`` for an input group (``mean(1 / atom)`` per speed and per pair
+    row, :func:`~geosim.schedulers.mantri_rules.inverse_means`). The bound is that
+    times :data:`_SHRINK`, below any rounding of the two sides. Rows are taken by
+    increasing bound; once the smallest bound left exceeds the best mean found, no row
+    left can be smaller or tie it. Every mean and bound is in ``[0, inf]`` (no NaN), so
+    the first minimum is the same as over all rows, whatever the bound.
 
     A row is settled by the fast merge of :func:`row_min_quantiles` (with ``step``,
     ``lo``, ``hi``) or, where its quantile tests fall between the bounds, by the general
@@ -255,7 +263,6 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     n = mask.size
     k = speed.shape[2]
     t, w, g_lo, g_hi = types[j], work[j], g_ptr[j], g_ptr[j + 1]
-    atoms_h = _atoms_of(bw, dense)
     # Each group's pair rows to every cluster (_row_of's), by one merge per group.
     for g in range(g_lo, g_hi):
         if dense.size:
@@ -266,21 +273,13 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     for x in range(n):
         visited[x] = False
         if mask[x] and not has_bound[x]:
-            # The least atom of each rank over the row's variables (row_vals' values).
-            for a in range(k):
-                low[a] = speed[x, t, a] / w
+            b = w * speed_inv[x, t]
             for g in range(g_lo, g_hi):
-                h = g_src[g]
-                if h != x:
-                    size = g_size[g]
-                    row = pair_rows[g - g_lo, x]
-                    for a in range(k):
-                        v = atoms_h[row, a] / size
-                        if v < low[a]:
-                            low[a] = v
-            for a in range(k):
-                term[a] = 1.0 / low[k - 1 - a]
-            bound[x] = mean_of(term, k)
+                if g_src[g] != x:
+                    v = g_size[g] * bw_inv[pair_rows[g - g_lo, x]]
+                    if v > b:
+                        b = v
+            bound[x] = b * _SHRINK
             has_bound[x] = True
     best = -1
     best_val = 0.0
