@@ -278,18 +278,38 @@ class PerformanceModel:
         """``E[V^T]`` of every pair, ``[src, dst]`` (``n²`` entries, built on demand)."""
         return self._dense_of("mean", self.bandwidth_mean_pairs)
 
-    def dense_bandwidth(self, mean: bool = False) -> np.ndarray:
-        """:attr:`bandwidth` (or :attr:`bandwidth_mean`, flattened) if small, else empty.
+    def dense_bandwidth(self) -> np.ndarray:
+        """:attr:`bandwidth` if small, else empty.
 
-        Compiled readers of a small world read a pair's atoms (or mean) at row
-        ``src * n + dst`` of this array instead of looking its row up in the pair table
-        (the lookup made Flutter's and Mantri's kernels up to a third slower); above
+        Compiled readers of a small world read a pair's atoms at row ``src * n + dst`` of
+        this array instead of looking its row up in the pair table (the lookup made
+        Flutter's and Mantri's kernels up to a third slower); above
         :data:`~geosim.monitor.DENSE_PAIRS_BYTES` they take the pair table.
         """
         n = self.monitor.n_clusters
-        if n * n * (1 if mean else self.k) * 8 > DENSE_PAIRS_BYTES:
-            return _NO_DENSE_MEANS if mean else _NO_DENSE
-        return self.bandwidth_mean.reshape(n * n) if mean else self.bandwidth
+        if n * n * self.k * 8 > DENSE_PAIRS_BYTES:
+            return _NO_DENSE
+        return self.bandwidth
+
+    def mean_rows(self, sources: np.ndarray) -> np.ndarray:
+        """:attr:`bandwidth_mean` flattened, with at least the rows of ``sources`` filled.
+
+        Empty above :data:`~geosim.monitor.DENSE_PAIRS_BYTES`, as
+        :meth:`dense_bandwidth`. A source's row (its mean to every cluster) is filled when
+        first asked for after a refresh, so a refresh costs the rows read, not ``n²``.
+        """
+        n = self.monitor.n_clusters
+        if n * n * 8 > DENSE_PAIRS_BYTES:
+            return _NO_DENSE_MEANS
+        if "mean" in self._dense:
+            return self._dense["mean"].reshape(n * n)
+        if "mean_rows" not in self._dense:
+            self._dense["mean_rows"] = np.empty(n * n)
+            self._dense["mean_filled"] = np.zeros(n, dtype=np.bool_)
+        out = self._dense["mean_rows"]
+        _fill_rows(self.bandwidth_mean_pairs, np.asarray(sources, dtype=np.int64), out,
+                   self._dense["mean_filled"], np.empty(n, dtype=np.int64))
+        return out
 
     @property
     def bandwidth_hmean(self) -> np.ndarray:
@@ -593,6 +613,22 @@ def source_rows(table, src, out):  # pragma: no cover - compiled
             at += 1
         else:
             out[dst] = _shared_row(table, src, dst)
+
+
+@njit(cache=True)
+def _fill_rows(table, sources, out, filled, rows):  # pragma: no cover - compiled
+    """Values of every pair ``s -> dst`` into ``out[s * n + dst]``, for new sources.
+
+    Sources ``s`` already ``filled`` are skipped, the others marked; ``rows`` is work space
+    of ``n``.
+    """
+    n = table.fallback.size
+    for s in sources:
+        if not filled[s]:
+            source_rows(table, s, rows)
+            for dst in range(n):
+                out[s * n + dst] = table.values[rows[dst]]
+            filled[s] = True
 
 
 @njit(cache=True)

@@ -92,7 +92,7 @@ class Flutter(Placement):
         pos, src = np.asarray(pos, dtype=np.int64), np.asarray(src, dtype=np.int64)
         size = np.asarray(size, dtype=float)
         bandwidth = self.model.bandwidth_mean_pairs
-        dense = self.model.dense_bandwidth(mean=True)
+        dense = self.model.mean_rows(src)
         speed = self._speeds()
         work = np.asarray(view.task_work[tasks], dtype=float)
         types = np.asarray(view.task_type[tasks], dtype=np.int64)
@@ -184,7 +184,7 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
     ``p`` are the entries of ``pos == p`` (``pos`` ascends) in ``src`` and ``size``;
     ``speed[type, cluster]`` is the speed its compute estimate divides the work by. The
     mean bandwidths of an input's source to every cluster are read as one row, of
-    ``dense`` (pair ``src * n + dst``, :meth:`~geosim.modeler.PerformanceModel.dense_bandwidth`)
+    ``dense`` (pair ``src * n + dst``, :meth:`~geosim.modeler.PerformanceModel.mean_rows`)
     when it is not empty, else gathered from the pair table ``bw`` (:func:`source_rows`). A
     stage's costs are :meth:`Flutter.finish_estimates`' (:func:`_transfer` plus the
     compute time), masked as :func:`~geosim.schedulers.lexmin.mask_costs` masks them,
