@@ -84,9 +84,9 @@ __all__ = [
     "levels",
     "normal_atoms",
     "pair_row",
-    "source_rows",
     "pair_rows",
     "quantile_bounds",
+    "source_rows",
     "thresholds",
 ]
 

@@ -487,8 +487,8 @@ class Mantri(Monitored, Redundancy):
             atoms, n_atoms, means = self._phases.atoms(tasks, work, view.task_type[tasks],
                                                        model.speed_mean)
             what, where, took = decide(means, atoms, n_atoms, t_rem, c, restartable, pool_lo,
-                                        pool_hi, pool_cluster, taken, free, self._margin,
-                                        self.delta, factor)
+                                       pool_hi, pool_cluster, taken, free, self._margin,
+                                       self.delta, factor)
             return what, where, took, means[np.arange(tasks.size), where]
         g_ptr, g_src, g_size = view.input_group_ptr(tasks)
         lazy = (k <= 128 and g_src.size > 0 and self._clean_model()
@@ -513,8 +513,8 @@ class Mantri(Monitored, Redundancy):
         atoms = self._t_new(view, tasks, work, need)   # (m, n, K) ascending
         means = atoms.mean(axis=2)
         what, where, took = decide(means, atoms, np.full(tasks.size, k, dtype=np.int64), t_rem,
-                                    c, restartable, pool_lo, pool_hi, pool_cluster, taken, free,
-                                    self._margin, self.delta, factor)
+                                   c, restartable, pool_lo, pool_hi, pool_cluster, taken, free,
+                                   self._margin, self.delta, factor)
         return what, where, took, means[np.arange(tasks.size), where]
 
     def _bounds(self, k: int, n_rows: int) -> tuple[np.ndarray, np.ndarray]:

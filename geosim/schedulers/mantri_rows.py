@@ -25,8 +25,8 @@ from geosim.modeler import pair_row, source_rows
 from geosim.variability import keyed_uniforms
 
 __all__ = ["CopyReports", "PhaseLog", "clean_rows", "exact_atoms", "exact_quantiles",
-           "lazy_argmin", "mean_of",
-           "noisy_progress", "observed_t_rem", "row_vals", "t_new_rows"]
+           "lazy_argmin", "mean_of", "noisy_progress", "observed_t_rem", "row_vals",
+           "t_new_rows"]
 
 
 @njit(cache=True, error_model="numpy")
@@ -232,8 +232,9 @@ _SHRINK = 1.0 - 1e-9
 def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi,
                  steps_r, thresholds, speed_inv, bw_inv, vals, q, use, head, cur, bound, has_bound,
                  mean, has_mean, atoms, visited, layout, pair_rows):  # pragma: no cover - compiled
-    """``_argmin_in(means[j], mask)`` of :func:`_decide`, computing as few rows as it can.
+    """The first cluster of least ``E[t_new]`` over ``mask``, computing as few rows as it can.
 
+    It is what :func:`~geosim.schedulers.mantri_rules.decide` picks from every row.
     Every row's mean has a lower bound: ``t_new`` atom ``a`` is ``1 / q[K-1-a]`` and the
     minimum's quantile ``q[c]`` is at most atom ``c`` of each of its variables (the
     merge passes that atom only after the variable alone has cut the survival below
