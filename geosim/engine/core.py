@@ -317,7 +317,7 @@ class Engine:
     # ------------------------------------------------------------------ queries
     def free_slots(self) -> np.ndarray:
         """Whole free slots per cluster (0 for unreachable clusters)."""
-        return free_count(self.live, self.copies.cols["slot"], self.slot_used,
+        return free_count(self.live, self.copies.cols["slot"], self.slot_used, self.slot_copies,
                           self.world.slot_cluster, self.world.slots, self.reachable, EPS)
 
     def inputs_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

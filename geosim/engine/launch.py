@@ -83,7 +83,7 @@ def new_copy_factors(tasks: np.ndarray, task_copies: np.ndarray, task_cv: np.nda
 
 # ---------------------------------------------------------------------- compiled kernels
 @njit(cache=True)
-def free_count(live, copy_slot, slot_used, slot_cluster, slots, reachable,
+def free_count(live, copy_slot, slot_used, slot_copies, slot_cluster, slots, reachable,
                eps):  # pragma: no cover - compiled
     """Whole free slots (used share at most ``eps``) per cluster, 0 where unreachable.
 
@@ -91,20 +91,28 @@ def free_count(live, copy_slot, slot_used, slot_cluster, slots, reachable,
     rounding, far below ``eps``; the invariants check the used shares against the live
     copies), so the count starts from every reachable cluster's slots and takes away
     the slots of the live copies whose share in use exceeds ``eps``: it costs the
-    clusters and the copies, not the slots.
+    clusters and the copies, not the slots. A slot with one live copy
+    (``slot_copies``) is taken away at its copy; slots shared by several are taken away
+    once each, after sorting only them.
     """
     n = slots.size
     free = np.zeros(n, dtype=np.int64)
     for c in range(n):
         if reachable[c]:
             free[c] = slots[c]
-    busy = np.empty(live.size, dtype=np.int64)
+    shared = np.empty(live.size, dtype=np.int64)
+    n_shared = 0
     for p in range(live.size):
-        busy[p] = copy_slot[live[p]]
-    for s in sorted_unique(busy):
+        s = copy_slot[live[p]]
         c = slot_cluster[s]
         if reachable[c] and slot_used[s] > eps:
-            free[c] -= 1
+            if slot_copies[s] == 1:
+                free[c] -= 1
+            else:
+                shared[n_shared] = s
+                n_shared += 1
+    for s in sorted_unique(shared[:n_shared]):
+        free[slot_cluster[s]] -= 1
     return free
 
 
