@@ -287,11 +287,9 @@ def test_exact_quantiles_match_the_call_over_all_rows(base):
     full[g_task, :, slot, :] = trans
     offsets = 2.0 * (base + np.arange(m * n))
     _, want = exact_min(full.reshape(m * n, r, k), offsets, True)
-    table, q, layout = _pairs(bandwidth, n, True), np.empty(k), np.empty((1, r * k))
-    for dense in (np.empty((0, 0)), bandwidth):
-        for row in range(m * n):
-            j, dst = divmod(row, n)
-            exact_quantiles(speed, table, dense, types[j], work[j], g_ptr[j], g_ptr[j + 1],
-                            g_src.astype(np.int64), g_size, dst, survival_steps(r, k),
-                            thresholds(k), offsets[row], layout, q)
-            assert np.array_equal(q, want[row])
+    table, q = _pairs(bandwidth, n, True), np.empty(k)
+    for row in range(m * n):
+        j, dst = divmod(row, n)
+        exact_quantiles(speed, table, types, work, j, dst, g_ptr, g_src.astype(np.int64),
+                        g_size, survival_steps(r, k), thresholds(k), offsets[row], q)
+        assert np.array_equal(q, want[row])

@@ -195,30 +195,21 @@ def row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, vals):  # pra
 
 
 @njit(cache=True, error_model="numpy")
-def exact_quantiles(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, m, steps_r, thresholds,
-                    offset, layout, q):  # pragma: no cover - compiled
-    """Quantiles of row ``(task, m)`` by the general path, as in a call over all rows.
+def exact_quantiles(speed, bw, types, work, j, m, g_ptr, g_src, g_size, steps_r, thresholds,
+                    offset, q):  # pragma: no cover - compiled
+    """Quantiles of row ``(j, m)`` by the general path, as in a call over all rows.
 
-    They are those :func:`exact_atoms` and :func:`~geosim.distributions.exact_min` give.
-    The row's variables are laid out as :func:`exact_atoms` lays them out (``layout``:
-    work space of one row of ``R·K``, ``R = steps_r.size / K``), merged, and searched at
-    the row's ``offset`` (twice its index ``task · n + m`` in that call); ``exp`` is
-    NumPy's. ``q`` gets the ``K`` quantiles.
+    The row's :func:`exact_atoms` (``R = steps_r.size / K`` variables), merged and searched
+    at the row's ``offset`` (twice its index ``j · n + m`` in that call), ``exp`` NumPy's:
+    what :func:`~geosim.distributions.exact_min` gives the row there. ``q`` gets the
+    ``K`` quantiles.
     """
     k = speed.shape[2]
     r = steps_r.size // k
-    layout[0, :] = np.inf
-    for a in range(k):
-        layout[0, a] = speed[m, t, a] / w
-    atoms = _atoms_of(bw, dense)
-    for g in range(g_lo, g_hi):
-        if g_src[g] != m:
-            size = g_size[g]
-            row = _row_of(bw, dense, g_src[g], m, speed.shape[0])
-            base = (1 + g - g_lo) * k
-            for a in range(k):
-                layout[0, base + a] = atoms[row, a] / size
-    v, log_surv, ptr = merged_atoms(layout, steps_r, r, k)
+    rows = np.full(1, j, dtype=np.int64)
+    atoms = exact_atoms(speed, bw, types, work, rows, np.full(1, m, dtype=np.int64), g_ptr,
+                        g_src, g_size, r)
+    v, log_surv, ptr = merged_atoms(atoms.reshape(1, r * k), steps_r, r, k)
     numpy_exp(log_surv)
     row_quantiles(v, log_surv, ptr[0], ptr[1], thresholds, offset, q)
 
@@ -231,7 +222,7 @@ _SHRINK = 1.0 - 1e-9
 @njit(cache=True, error_model="numpy")
 def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi,
                  steps_r, thresholds, speed_inv, bw_inv, vals, q, use, head, cur, bound, has_bound,
-                 mean, has_mean, atoms, visited, layout, pair_rows):  # pragma: no cover - compiled
+                 mean, has_mean, atoms, visited, pair_rows):  # pragma: no cover - compiled
     """The first cluster of least ``E[t_new]`` over ``mask``, computing as few rows as it can.
 
     It is what :func:`~geosim.schedulers.mantri_rules.decide` picks from every row.
@@ -296,8 +287,8 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
         if not has_mean[pick]:
             nv = row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
             if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
-                exact_quantiles(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, pick,
-                                steps_r, thresholds, 2.0 * float(j * n + pick), layout, q)
+                exact_quantiles(speed, bw, types, work, j, pick, g_ptr, g_src, g_size, steps_r,
+                                thresholds, 2.0 * float(j * n + pick), q)
             for a in range(k):
                 atoms[pick, a] = 1.0 / q[k - 1 - a]
             mean[pick] = mean_of(atoms[pick], k)

@@ -99,7 +99,6 @@ class _Memo(NamedTuple):
     has_mean: np.ndarray
     atoms: np.ndarray
     visited: np.ndarray     # rows taken by the current search
-    layout: np.ndarray      # a row laid out for the general path
     pair_rows: np.ndarray   # each input group's pair row to every cluster
 
 
@@ -119,7 +118,7 @@ def _memo(n, k, r):  # pragma: no cover - compiled
                  np.empty(r, dtype=np.int64), np.empty(r), np.empty(n),
                  np.zeros(n, dtype=np.bool_), np.empty(n), np.zeros(n, dtype=np.bool_),
                  np.empty((n, k)), np.empty(n, dtype=np.bool_),
-                 np.empty((1, r * k)), np.empty((max(r - 1, 0), n), dtype=np.int64))
+                 np.empty((max(r - 1, 0), n), dtype=np.int64))
 
 
 @njit(cache=True)
@@ -141,7 +140,7 @@ def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
                         rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, rows.steps_r,
                         rows.thresholds, rows.speed_inv, rows.bw_inv, memo.vals, memo.q,
                         memo.use, memo.head, memo.cur, memo.bound, memo.has_bound, memo.mean,
-                        memo.has_mean, memo.atoms, memo.visited, memo.layout, memo.pair_rows)
+                        memo.has_mean, memo.atoms, memo.visited, memo.pair_rows)
 
 
 @njit(cache=True, error_model="numpy")
