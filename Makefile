@@ -2,6 +2,11 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Python's bytecode cache stays on under make, even where the environment turns it off
+# (PYTHONDONTWRITEBYTECODE): the suite's workers and the many geosim processes it starts
+# then load compiled modules and pytest's rewritten tests instead of compiling them again
+# (collecting the suite takes 8 s without the cache, 4 s with it).
+export PYTHONDONTWRITEBYTECODE :=
 # The main job: 003's baselines against PingAn at light, medium and heavy load
 # (003 Figures 4 and 5) at a size that runs in minutes; `make run-full` is the paper's size.
 LOADS := scenarios/pingan-light.toml scenarios/pingan-medium.toml scenarios/pingan-heavy.toml

@@ -8,8 +8,9 @@ environment variable ``GEOSIM_CHECK_INVARIANTS`` is set to anything but ``""``, 
 through the general step only: the compiled pool loop (:mod:`geosim.poolsim`) is not
 checked, so a checked run never takes it.
 
-Every check is a handful of NumPy operations over the engine's tables (tasks, copies,
-slots, clusters, links), with no Python loop over tasks or copies. A copy never changes
+Every check is a few compiled passes over the engine's tables (tasks, copies, slots,
+clusters, links; :mod:`geosim.invariant_rules`) and NumPy operations for the rest; this
+module words what they find. A copy never changes
 once it has ended, so a step's check looks one by one only at the copies live at the last
 check or launched since, and keeps the others in per-task sums; :func:`check`, and the
 check after a run's last step, go over every copy. A violation raises
@@ -102,9 +103,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
 import numpy as np
-from numba import njit
 
-from geosim.engine import ALIVE, DONE, EPS, READY, RUNNING, WAITING, WON, concat_ranges
+from geosim.engine import ALIVE, DONE, READY, RUNNING, WAITING, WON, concat_ranges
+from geosim.invariant_rules import (
+    BANDWIDTH_RTOL,
+    completion_rules,
+    copy_rules,
+    history_rules,
+    max_min_held,
+    slot_rules,
+    task_rules,
+    work_rules,
+)
 
 if TYPE_CHECKING:
     from geosim.engine import Engine
@@ -113,12 +123,6 @@ if TYPE_CHECKING:
 
 #: The environment variable that turns conformance mode on.
 ENV_VAR = "GEOSIM_CHECK_INVARIANTS"
-#: Tolerance of shares and progress (absolute, fractions of a slot or of a task).
-SHARE_TOL = 1e-9
-#: Relative tolerance of bandwidth use against capacity (see ``bandwidth``).
-BANDWIDTH_RTOL = 1e-6
-#: Relative tolerance of work conservation.
-WORK_RTOL = 1e-9
 _OFF = ("", "0", "false", "no", "off")
 
 
@@ -206,6 +210,10 @@ class Checker:
         ended = np.flatnonzero(cols["outcome"][:n] != ALIVE)
         self.settled.add(cols["task"][ended], cols["executed"][ended], cols["wasted"][ended],
                          cols["outcome"][ended] == WON)
+        # What must not go back per task and job (:func:`history_rules` keeps it since).
+        self.saved = e.task_saved.copy()
+        self.task_done = e.task_done.copy()
+        self.job_done = e.job_done.copy()
         self._remember()
 
     def check(self) -> None:
@@ -231,9 +239,6 @@ class Checker:
         self.n_copies = e.copies.n
         self.live = e.live.copy()
         self.time = e.time
-        self.saved = e.task_saved.copy()
-        self.task_done = e.task_done.copy()
-        self.job_done = e.job_done.copy()
         self.jobs_done = model.jobs_done
         self.link_mb = e.link_mb.copy()
         self.samples = len(model.link_records)
@@ -243,14 +248,18 @@ class Checker:
         model, e = self.model, self.model.engine
         if e.time < self.time:
             state.fail("history", f"time went back from {self.time:g}")
-        state.require("history", e.task_saved >= self.saved, lambda t: (
-            f"task {t}: checkpointed progress fell from {self.saved[t]:.12g} to "
-            f"{e.task_saved[t]:.12g}"))
-        for what, before, now in (("task", self.task_done, e.task_done),
-                                  ("job", self.job_done, e.job_done)):
-            state.require("history", (now == before) | np.isnan(before),
-                          lambda i, what=what, before=before, now=now: (
-                              f"{what} {i} finished again: at {before[i]:g}, now {now[i]:g}"))
+        found = history_rules(tuple(e.tasks), tuple(e.jobs), self.saved, self.task_done,
+                               self.job_done)
+        if found[0] >= 0:
+            saved, task_done, job_done = self.saved, self.task_done, self.job_done
+            state.report(found, [
+                ("history", lambda t: (f"task {t}: checkpointed progress fell from "
+                                       f"{saved[t]:.12g} to {e.task_saved[t]:.12g}")),
+                ("history", lambda t: (f"task {t} finished again: at {task_done[t]:g}, now "
+                                       f"{e.task_done[t]:g}")),
+                ("history", lambda j: (f"job {j} finished again: at {job_done[j]:g}, now "
+                                       f"{e.job_done[j]:g}")),
+            ])
         if model.jobs_done < self.jobs_done:
             state.fail("history", f"finished jobs fell from {self.jobs_done} to "
                                   f"{model.jobs_done}")
@@ -263,7 +272,7 @@ class Checker:
 
 
 class _State:
-    """The arrays of one check, gathered once and shared by every invariant.
+    """One check of a model's state: the compiled rules, and the words of a violation.
 
     Args:
         model: The model.
@@ -276,22 +285,12 @@ class _State:
                  settled: _Settled | None = None):
         self.model, self.e, self.world = model, model.engine, model.world
         e = self.e
-        cols, n = e.copies.cols, e.copies.n
         self.full = copies is None
-        self.ids = np.arange(n, dtype=np.int64) if copies is None else copies
+        self.ids = np.arange(e.copies.n, dtype=np.int64) if copies is None else copies
         self.settled = settled if settled is not None else _Settled(e.task_state.size)
-        ids = slice(0, n) if copies is None else copies
-        self.c_task = cols["task"][ids]
-        self.c_outcome = cols["outcome"][ids]
-        self.c_progress = cols["progress"][ids]
-        self.c_base = cols["base"][ids]
-        self.c_executed = cols["executed"][ids]
-        self.c_wasted = cols["wasted"][ids]
         self.live = e.live
-        live = self.live
-        self.l_task, self.l_slot = cols["task"][live], cols["slot"][live]
-        self.l_cluster, self.l_share = cols["cluster"][live], cols["share"][live]
-        self.l_progress, self.l_base = cols["progress"][live], cols["base"][live]
+        self.cols = e.copies.cols
+        self.copies = e.copies.kernel_arg
 
     def fail(self, invariant: str, detail: str) -> NoReturn:
         """Raise :class:`InvariantError` at the engine's time."""
@@ -301,8 +300,21 @@ class _State:
         """Fail unless ``ok`` holds everywhere; ``describe(i)`` names the first ``i`` it fails."""
         if np.count_nonzero(ok) != ok.size:      # faster than ``ok.all()`` on small arrays
             bad = np.flatnonzero(~ok)
-            more = f" (and {bad.size - 1} more)" if bad.size > 1 else ""
-            self.fail(invariant, describe(int(bad[0])) + more)
+            self.report((0, int(bad[0]), bad.size), [(invariant, describe)])
+
+    def report(self, found: tuple[int, int, int],
+               rules: list[tuple[str, Callable[[int], str]]]) -> None:
+        """Fail with the rule a compiled check found broken.
+
+        Args:
+            found: ``(rule, first, count)`` from a compiled check: the index of the broken
+                rule in ``rules`` (-1: none), its first offender and how many there are.
+            rules: Each rule's invariant and the words naming an offender.
+        """
+        rule, first, count = found
+        invariant, describe = rules[rule]
+        more = f" (and {count - 1} more)" if count > 1 else ""
+        self.fail(invariant, describe(int(first)) + more)
 
     def run(self) -> None:
         """Check every invariant that the state alone determines."""
@@ -318,63 +330,59 @@ class _State:
 
     def settle(self) -> _Settled:
         """The settled sums, with the checked copies that have ended added (in place)."""
-        ended = self.c_outcome != ALIVE
-        if ended.any():
-            self.settled.add(self.c_task[ended], self.c_executed[ended], self.c_wasted[ended],
-                             self.c_outcome[ended] == WON)
+        cols = self.cols
+        ended = self.ids[cols["outcome"][self.ids] != ALIVE]
+        if ended.size:
+            self.settled.add(cols["task"][ended], cols["executed"][ended],
+                             cols["wasted"][ended], cols["outcome"][ended] == WON)
         return self.settled
 
     # ------------------------------------------------------------------ resources
     def check_copies(self) -> None:
         """The ``copies`` and ``reachability`` invariants."""
-        live, ids, world = self.live, self.ids, self.world
-        n = self.e.copies.n
-        if live.size and not (live[0] >= 0 and live[-1] < n and np.all(live[1:] > live[:-1])):
-            self.fail("copies", f"the live list is not ascending ids of copies 0..{n - 1}: "
-                                f"{live.tolist()[:20]}")
-        if not self.full:
-            at = np.minimum(np.searchsorted(ids, live), max(ids.size - 1, 0))
-            self.require("copies", ids[at] == live, lambda i: (
-                f"copy {int(live[i])} is live but was neither live nor new at the last check"))
-        cols = self.e.copies.cols
-        self.require("copies", cols["outcome"][live] == ALIVE, lambda i: (
-            f"live copy {int(live[i])} has outcome {int(cols['outcome'][live[i]])}"))
-        alive = int(np.count_nonzero(self.c_outcome == ALIVE))
-        if alive != live.size:
-            self.fail("copies", f"{alive} copies have outcome alive, {live.size} are live")
-        slot, cluster, share = self.l_slot, self.l_cluster, self.l_share
-        home = world.slot_cluster.take(slot, mode="clip")
-        self.require("copies", (share > 0.0) & (share <= 1.0 + SHARE_TOL) & (slot >= 0)
-                     & (slot < world.n_slots) & (home == cluster), lambda i: (
-                         f"copy {int(live[i])} of cluster {int(cluster[i])} has share "
-                         f"{share[i]:g} on slot {int(slot[i])}"))
-        self.require("reachability", self.e.reachable[cluster], lambda i: (
-            f"copy {int(live[i])} of task {int(self.l_task[i])} runs on unreachable "
-            f"cluster {int(cluster[i])}"))
+        e, live, cols = self.e, self.live, self.cols
+        n = e.copies.n
+        found = copy_rules(self.ids, live, self.full, self.copies, n, self.world.slot_cluster,
+                            e.reachable, e.task_state.size)
+        if found[0] < 0:
+            return
+        task, slot, cluster, share = cols["task"], cols["slot"], cols["cluster"], cols["share"]
+        self.report(found, [
+            ("copies", lambda _: (f"the live list is not ascending ids of copies 0..{n - 1}: "
+                                  f"{live.tolist()[:20]}")),
+            ("copies", lambda i: (f"copy {int(live[i])} is live but was neither live nor new "
+                                  "at the last check")),
+            ("copies", lambda i: (f"live copy {int(live[i])} has outcome "
+                                  f"{int(cols['outcome'][live[i]])}")),
+            ("copies", lambda alive: f"{alive} copies have outcome alive, {live.size} are live"),
+            ("copies", lambda i: (f"copy {int(live[i])} of task {int(task[live[i]])} on cluster "
+                                  f"{int(cluster[live[i]])} has share {share[live[i]]:g} on "
+                                  f"slot {int(slot[live[i]])}")),
+            ("reachability", lambda i: (f"copy {int(live[i])} of task {int(task[live[i]])} runs "
+                                        f"on unreachable cluster {int(cluster[live[i]])}")),
+        ])
 
     def check_slots(self) -> None:
         """The ``slots`` invariant."""
         e, world = self.e, self.world
-        slot = self.l_slot
-        used = np.bincount(slot, weights=self.l_share, minlength=world.n_slots)
-        count = np.bincount(slot, minlength=world.n_slots)
-        self.require("slots", (np.abs(e.slot_used - used) <= SHARE_TOL)
-                     & (e.slot_used <= 1.0 + SHARE_TOL) & (e.slot_used >= -SHARE_TOL)
-                     & (e.slot_copies == count), lambda s: (
-                         f"slot {s} of cluster {int(world.slot_cluster[s])} records share "
-                         f"{e.slot_used[s]:.12g} busy by {int(e.slot_copies[s])} copies; "
-                         f"{int(count[s])} live copies hold {used[s]:.12g}"))
-        busy = np.bincount(world.slot_cluster, weights=e.slot_used, minlength=world.n_clusters)
-        self.require("slots", busy <= world.slots * (1.0 + SHARE_TOL), lambda c: (
-            f"cluster {c} has {busy[c]:.12g} slots busy of {int(world.slots[c])}"))
-        # The free slots the engine counts from its live copies, against every slot.
-        free = np.where(e.reachable, np.bincount(world.slot_cluster, weights=e.slot_used <= EPS,
-                                                 minlength=world.n_clusters), 0)
         counted = e.free_slots()
-        self.require("slots", counted == free, lambda c: (
-            f"cluster {c} counts {int(counted[c])} free slots, its slots hold {int(free[c])}"))
+        found, used, count, busy, free = slot_rules(
+            self.live, self.copies, tuple(e.slots), world.slot_cluster, world.slots,
+            e.reachable, counted)
+        if found[0] >= 0:
+            self.report(found, [
+                ("slots", lambda s: (f"slot {s} of cluster {int(world.slot_cluster[s])} records "
+                                     f"share {e.slot_used[s]:.12g} busy by "
+                                     f"{int(e.slot_copies[s])} copies; {int(count[s])} live "
+                                     f"copies hold {used[s]:.12g}")),
+                ("slots", lambda c: (f"cluster {c} has {busy[c]:.12g} slots busy of "
+                                     f"{int(world.slots[c])}")),
+                ("slots", lambda c: (f"cluster {c} counts {int(counted[c])} free slots, "
+                                     f"its slots hold {int(free[c])}")),
+            ])
         # Every live copy runs at its slot's VM power of this period (keyed power draws it
         # only for the slots read).
+        slot = self.cols["slot"][self.live]
         held = world.power.periods(slot)
         self.require("slots", held == world.power.epoch, lambda i: (
             f"slot {int(slot[i])} holds the VM power of period {int(held[i])}, "
@@ -425,7 +433,7 @@ class _State:
             return
         n_flow = flows.idx.size
         active = e.flow_active
-        ok = _max_min_held(flows.res, flows.starts, flows.move_res, flows.move_starts, bw,
+        ok = max_min_held(flows.res, flows.starts, flows.move_res, flows.move_starts, bw,
                            self.world.resource_capacity(), active, e.flow_demand,
                            BANDWIDTH_RTOL)
         self.require("sharing", ok, lambda j: (
@@ -438,33 +446,26 @@ class _State:
     def check_tasks(self) -> None:
         """The ``tasks`` invariant."""
         e, wl = self.e, self.model.workload
-        state = e.task_state
-        per_task = np.bincount(self.l_task, minlength=state.size)
-        done = state == DONE
-        if state.size and not WAITING <= state.min() <= state.max() <= DONE:
-            self.fail("tasks", f"task states outside {WAITING}..{DONE}")
-        self.require("tasks", (e.task_live == per_task) & ((state == RUNNING) == (per_task > 0)),
-                     lambda t: (f"task {t} is in state {int(state[t])}, records "
-                                f"{int(e.task_live[t])} live copies, {int(per_task[t])} run"))
-        per_job = np.bincount(e.task_job[self.l_task], minlength=e.job_live.size)
-        self.require("tasks", e.job_live == per_job, lambda j: (
-            f"job {j} records {int(e.job_live[j])} live copies, {int(per_job[j])} run"))
-        ready = int(np.count_nonzero(state == READY))
-        if e.n_ready != ready:
-            self.fail("tasks", f"{e.n_ready} tasks counted ready, {ready} are")
-        started = state != WAITING
-        self.require("tasks", ~started | (e.pending == 0), lambda t: (
-            f"task {t} is in state {int(state[t])} with {int(e.pending[t])} dependencies "
-            "pending"))
-        if wl.n_edges:
-            src, dst = wl.edge_src, wl.edge_dst
-            self.require("tasks", ~started[dst] | done[src], lambda k: (
-                f"task {int(dst[k])} is in state {int(state[dst[k]])} but its parent task "
-                f"{int(src[k])} is not done"))
-        finish = e.task_done
-        self.require("tasks", (np.isnan(finish) != done)
-                     & ~(finish > e.time + SHARE_TOL * max(1.0, abs(e.time))), lambda t: (
-                         f"task {t} (state {int(state[t])}) has finish time {finish[t]:g}"))
+        found, per_task, per_job = task_rules(
+            self.live, self.copies, tuple(e.tasks), tuple(e.jobs), e.n_ready, wl.edge_src,
+            wl.edge_dst, e.time)
+        if found[0] < 0:
+            return
+        state, src, dst, finish = e.task_state, wl.edge_src, wl.edge_dst, e.task_done
+        self.report(found, [
+            ("tasks", lambda _: f"task states outside {WAITING}..{DONE}"),
+            ("tasks", lambda t: (f"task {t} is in state {int(state[t])}, records "
+                                 f"{int(e.task_live[t])} live copies, {int(per_task[t])} run")),
+            ("tasks", lambda j: (f"job {j} records {int(e.job_live[j])} live copies, "
+                                 f"{int(per_job[j])} run")),
+            ("tasks", lambda ready: f"{e.n_ready} tasks counted ready, {ready} are"),
+            ("tasks", lambda t: (f"task {t} is in state {int(state[t])} with "
+                                 f"{int(e.pending[t])} dependencies pending")),
+            ("tasks", lambda k: (f"task {int(dst[k])} is in state {int(state[dst[k]])} but its "
+                                 f"parent task {int(src[k])} is not done")),
+            ("tasks", lambda t: (f"task {t} (state {int(state[t])}) has finish time "
+                                 f"{finish[t]:g}")),
+        ])
 
     def check_stage_caps(self) -> None:
         """The ``stage caps`` invariant."""
@@ -488,68 +489,53 @@ class _State:
 
     def check_work(self) -> None:
         """The ``work`` invariant."""
-        e, live, ids, task = self.e, self.live, self.ids, self.c_task
-        base, progress = self.c_base, self.c_progress
-        executed, wasted = self.c_executed, self.c_wasted
+        e, ids, live, cols = self.e, self.ids, self.live, self.cols
+        found, kept, held, ahead, left = work_rules(
+            ids, live, self.copies, tuple(e.tasks), tuple(e.jobs), self.settled.kept,
+            self.settled.scale)
+        if found[0] < 0:
+            return
+        task, base, progress = cols["task"], cols["base"], cols["progress"]
         work, saved = e.task_work, e.task_saved
-        ok = (base >= -SHARE_TOL) & (base <= progress + SHARE_TOL) & (progress <= 1.0 + SHARE_TOL)
-        ok &= (executed >= 0.0) & (wasted >= 0.0)
-        ok &= wasted <= executed * (1.0 + WORK_RTOL) + WORK_RTOL * work[task]
-        ok &= (self.c_outcome != WON) | (np.abs(progress - 1.0) <= SHARE_TOL)
-        self.require("work", ok, lambda i: (
-            f"copy {int(ids[i])} of task {int(task[i])} (outcome {int(self.c_outcome[i])}): "
-            f"base {base[i]:.12g}, progress {progress[i]:.12g}, executed "
-            f"{executed[i]:.12g}, wasted {wasted[i]:.12g}"))
-        self.require("work", (saved >= 0.0) & (saved <= 1.0)
-                     & ((e.task_state != DONE) | (saved == 1.0)), lambda t: (
-                         f"task {t} (state {int(e.task_state[t])}) has checkpointed progress "
-                         f"{saved[t]:.12g}"))
-        l_task, l_base = self.l_task, self.l_base
-        self.require("work", np.abs(l_base - saved[l_task]) <= SHARE_TOL, lambda i: (
-            f"live copy {int(live[i])} of task {int(l_task[i])} started from "
-            f"{l_base[i]:.12g}, the task's checkpoint is {saved[l_task[i]]:.12g}"))
-        n_tasks = work.size
-        kept = self.settled.kept + np.bincount(task, weights=executed - wasted,
-                                               minlength=n_tasks)
-        ahead = np.bincount(l_task, weights=self.l_progress - l_base, minlength=n_tasks)
-        held = (saved + ahead) * work
-        scale = self.settled.scale + np.bincount(task, weights=executed + wasted,
-                                                 minlength=n_tasks) + work
-        self.require("work", np.abs(kept - held) <= WORK_RTOL * scale, lambda t: (
-            f"task {t}: its copies kept {kept[t]:.12g} of the work they executed, but it "
-            f"holds {held[t]:.12g} (checkpoint {saved[t]:.12g}, live progress "
-            f"{ahead[t]:.12g}, work {work[t]:.12g})"))
-        n_jobs = e.job_work_left.size
-        left = np.bincount(e.task_job, weights=(e.task_state != DONE) * (1.0 - saved) * work,
-                           minlength=n_jobs)
-        total = np.bincount(e.task_job, weights=work, minlength=n_jobs)
-        self.require("work", np.abs(e.job_work_left - left) <= WORK_RTOL * total, lambda j: (
-            f"job {j} records {e.job_work_left[j]:.12g} work left, its unfinished tasks "
-            f"need {left[j]:.12g}"))
+        self.report(found, [
+            ("work", lambda i: (f"copy {int(ids[i])} of task {int(task[ids[i]])} (outcome "
+                                f"{int(cols['outcome'][ids[i]])}): base {base[ids[i]]:.12g}, "
+                                f"progress {progress[ids[i]]:.12g}, executed "
+                                f"{cols['executed'][ids[i]]:.12g}, wasted "
+                                f"{cols['wasted'][ids[i]]:.12g}")),
+            ("work", lambda t: (f"task {t} (state {int(e.task_state[t])}) has checkpointed "
+                                f"progress {saved[t]:.12g}")),
+            ("work", lambda i: (f"live copy {int(live[i])} of task {int(task[live[i]])} started "
+                                f"from {base[live[i]]:.12g}, the task's checkpoint is "
+                                f"{saved[task[live[i]]]:.12g}")),
+            ("work", lambda t: (f"task {t}: its copies kept {kept[t]:.12g} of the work they "
+                                f"executed, but it holds {held[t]:.12g} (checkpoint "
+                                f"{saved[t]:.12g}, live progress {ahead[t]:.12g}, work "
+                                f"{work[t]:.12g})")),
+            ("work", lambda j: (f"job {j} records {e.job_work_left[j]:.12g} work left, its "
+                                f"unfinished tasks need {left[j]:.12g}")),
+        ])
 
     def check_completion(self) -> None:
         """The ``completion`` invariant."""
         model, e = self.model, self.e
-        n_tasks, n_jobs = e.task_state.size, e.job_left.size
-        done = e.task_state == DONE
-        wins = self.settled.wins + np.bincount(self.c_task[self.c_outcome == WON],
-                                               minlength=n_tasks)
-        self.require("completion", wins == done, lambda t: (
-            f"task {t} ({'done' if done[t] else 'not done'}) has {int(wins[t])} winning "
-            "copies"))
-        left = np.bincount(e.task_job[~done], minlength=n_jobs)
-        finished = ~np.isnan(e.job_done)
-        last = np.maximum.reduceat(np.where(done, e.task_done, -np.inf),
-                                   model.workload.task_ptr[:-1]) if n_jobs else np.empty(0)
-        ok = (e.job_left == left) & (finished == (left == 0))
-        ok &= ~finished | ((e.job_done == last) & (np.arange(n_jobs) < e.next_job))
-        self.require("completion", ok, lambda j: (
-            f"job {j} (arrived: {j < e.next_job}) records {int(e.job_left[j])} unfinished "
-            f"tasks, {int(left[j])} are; finished at {e.job_done[j]:g}, its last task at "
-            f"{last[j]:g}"))
-        n_finished = int(np.count_nonzero(finished)) - len(e.finished_jobs)
+        found, wins, left, last, n_finished = completion_rules(
+            self.ids, self.copies, tuple(e.tasks), tuple(e.jobs), model.workload.task_ptr,
+            self.settled.wins, e.next_job)
+        if found[0] >= 0:
+            done = e.task_state == DONE
+            self.report(found, [
+                ("completion", lambda t: (f"task {t} ({'done' if done[t] else 'not done'}) has "
+                                          f"{int(wins[t])} winning copies")),
+                ("completion", lambda j: (f"job {j} (arrived: {j < e.next_job}) records "
+                                          f"{int(e.job_left[j])} unfinished tasks, "
+                                          f"{int(left[j])} are; finished at {e.job_done[j]:g}, "
+                                          f"its last task at {last[j]:g}")),
+            ])
+        n_finished -= len(e.finished_jobs)
         if model.jobs_done != n_finished:
             self.fail("completion", f"{model.jobs_done} jobs counted done, {n_finished} are")
+        finished = ~np.isnan(e.job_done)
         alive = np.flatnonzero(~finished[:e.next_job])
         if e.finished_jobs:
             alive = np.union1d(alive, e.finished_jobs)
@@ -558,50 +544,3 @@ class _State:
             j = int(np.setxor1d(agents, alive)[0])
             self.fail("completion", f"job {j} {'has' if j in model.jobs else 'lacks'} an agent "
                                     f"but is {'' if j in alive else 'not '}alive")
-
-
-@njit(cache=True)
-def _max_min_held(res: np.ndarray, starts: np.ndarray, move_res: np.ndarray,
-                  move_starts: np.ndarray, bw: np.ndarray, cap: np.ndarray,
-                  active: np.ndarray, demand: np.ndarray,
-                  rtol: float) -> np.ndarray:  # pragma: no cover - compiled
-    """Per transfer (flows, then moves), whether its bandwidth passes the max-min test.
-
-    An active transfer passes when it gets all it asks (``demand``, when given) or crosses
-    a resource that is full and on which no transfer gets more than it; an inactive one
-    when it gets 0. Each resource's load and largest bandwidth are gathered in one pass
-    (``np.maximum.at`` alone took up to a third of a checked max-min run).
-    """
-    n_flow = starts.size
-    load = np.zeros(cap.size)
-    top = np.zeros(cap.size)
-    for j in range(bw.size):
-        lo, hi = _span(j, n_flow, starts, move_starts, res.size, move_res.size)
-        for k in range(lo, hi):
-            r = res[k] if j < n_flow else move_res[k]
-            load[r] += bw[j]
-            top[r] = max(top[r], bw[j])
-    ok = np.empty(bw.size, dtype=np.bool_)
-    for j in range(bw.size):
-        if not active[j]:
-            ok[j] = bw[j] == 0.0
-            continue
-        held = demand.size > 0 and bw[j] >= demand[j] * (1.0 - rtol)
-        lo, hi = _span(j, n_flow, starts, move_starts, res.size, move_res.size)
-        for k in range(lo, hi):
-            r = res[k] if j < n_flow else move_res[k]
-            if load[r] >= cap[r] * (1.0 - rtol) and bw[j] >= top[r] * (1.0 - rtol):
-                held = True
-                break
-        ok[j] = held
-    return ok
-
-
-@njit(cache=True)
-def _span(j: int, n_flow: int, starts: np.ndarray, move_starts: np.ndarray, n_res: int,
-          n_move_res: int) -> tuple[int, int]:  # pragma: no cover - compiled
-    """Where transfer ``j``'s resources lie: in ``res`` for a flow, ``move_res`` for a move."""
-    if j < n_flow:
-        return starts[j], starts[j + 1] if j + 1 < n_flow else n_res
-    m = j - n_flow
-    return move_starts[m], move_starts[m + 1] if m + 1 < move_starts.size else n_move_res

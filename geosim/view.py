@@ -22,6 +22,7 @@ from geosim.engine import (
     Engine,
     concat_ranges,
     first_of_runs,
+    in_sorted,
     rank_in_runs,
 )
 from geosim.monitor import Monitor, MonitorView
@@ -29,7 +30,7 @@ from geosim.routes import HopCounts, RouteView
 from geosim.state import reachable_slots
 
 __all__ = ["DONE", "READY", "RUNNING", "WAITING", "Actions", "Boundary", "SchedulerView",
-           "concat_ranges", "first_of_runs", "rank_in_runs"]
+           "concat_ranges", "first_of_runs", "in_sorted", "rank_in_runs"]
 
 
 def _ro(arr: np.ndarray) -> np.ndarray:

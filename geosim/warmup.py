@@ -6,7 +6,8 @@ takes 105 s on a cold cache and 6 s on a warm one), and every later process load
 milliseconds. :func:`compile_kernels` pays that cost once, in parallel, by running every
 registered scheduler briefly on the small worlds of :mod:`geosim.testing`: the geo world
 (every process on), one cluster of queueing slots under slotted and event timing, and
-004's flows of MapReduce stages. ``geosim compile`` and ``make`` call it after
+004's flows of MapReduce stages; and one run on the geo world in conformance mode
+(:mod:`geosim.invariants`). ``geosim compile`` and ``make`` call it after
 installing.
 
 A kernel that these runs do not reach still compiles on first use, as before; nothing here
@@ -31,7 +32,8 @@ def _runs() -> list[tuple[str, str]]:
         _FIRST.index(n) if n in _FIRST else len(_FIRST), n))
     runs = [("geo", name) for name in names]
     runs += [("closed-slot", "srpt+r"), ("closed-event", "srpt+r"),
-             ("closed-event", "fair+r"), ("closed-event", "laps+r"), ("flows", "flowflex")]
+             ("closed-event", "fair+r"), ("closed-event", "laps+r"), ("flows", "flowflex"),
+             ("geo-checked", "fifo")]
     return runs
 
 
@@ -41,14 +43,14 @@ def _run(world: str, scheduler: str) -> float:
     from geosim.scenario import load_scenario
     from geosim.testing import closed_world, flows_world, geo_world
     start = time.perf_counter()
-    if world == "geo":
+    if world in ("geo", "geo-checked"):
         config = geo_world(n_jobs=4, scheduler=scheduler)
     elif world == "flows":
         config = flows_world(scheduler=scheduler)
     else:
         config = closed_world(slots=3, rate=0.2, n_jobs=20, scheduler=scheduler)
         config["run"]["timing"] = world.removeprefix("closed-")
-    GeoModel(load_scenario(config)).run()
+    GeoModel(load_scenario(config), check_invariants=world == "geo-checked").run()
     return time.perf_counter() - start
 
 

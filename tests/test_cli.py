@@ -224,7 +224,8 @@ def test_compile_runs_every_registered_scheduler_and_checks_its_argument(capsys)
     from geosim.warmup import _run, _runs
     runs = _runs()
     assert {name for world, name in runs if world == "geo"} == set(registered())
-    assert {world for world, _ in runs} == {"geo", "closed-slot", "closed-event", "flows"}
+    assert {world for world, _ in runs} == {"geo", "closed-slot", "closed-event", "flows",
+                                            "geo-checked"}
     assert runs[0] == ("geo", "pingan")        # the longest compile starts first
     assert _run("closed-event", "srpt+r") > 0
     assert main(["compile", "--jobs-parallel", "0"]) == 2

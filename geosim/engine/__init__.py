@@ -71,6 +71,7 @@ from geosim.engine.base import (
     SchedulingError,
     concat_ranges,
     first_of_runs,
+    in_sorted,
     rank_in_runs,
 )
 from geosim.engine.core import Engine
@@ -80,5 +81,5 @@ __all__ = [
     "ALIVE", "COPY_SPEC", "DONE", "EPS", "FAILED", "ID_MAX", "INPUT_SPEC", "KILLED", "LOST",
     "OUTCOMES", "READY", "RUNNING", "TRANSFER_MODES", "WAITING", "WON", "CopyCols", "Engine",
     "InputCols", "SchedulingError", "Table", "concat_ranges", "first_of_runs",
-    "rank_in_runs",
+    "in_sorted", "rank_in_runs",
 ]

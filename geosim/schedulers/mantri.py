@@ -27,7 +27,7 @@ from geosim.schedulers.mantri_rows import (
 )
 from geosim.schedulers.mantri_rules import decide, decide_lazy, inverse_means
 from geosim.variability import copy_factors
-from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs
+from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs, in_sorted
 
 _EPS = 1e-9
 #: Candidate tasks whose ``t_new`` distributions are computed in one batch.
@@ -327,7 +327,7 @@ class Mantri(Monitored, Redundancy):
         (won, lost or killed) or a cluster became reachable again.
         """
         seen = self._live_seen
-        ended = seen[~np.isin(seen, view.live_copies)] if seen.size else seen
+        ended = seen[~in_sorted(seen, view.live_copies)]
         reach = np.array(view.reachable, dtype=bool)
         back = self._reach_seen is not None and bool(np.any(reach & ~self._reach_seen))
         self._reach_seen = reach
@@ -529,7 +529,7 @@ class Mantri(Monitored, Redundancy):
         """Record new copies and their expected ends; forget copies no longer live."""
         mine, ends = np.concatenate((self._mine, copies)), np.concatenate((self._due, due))
         if mine.size > 2 * max(view.live_copies.size, 64):
-            keep = np.isin(mine, view.live_copies)
+            keep = in_sorted(mine, view.live_copies)
             mine, ends = mine[keep], ends[keep]
         order = np.argsort(mine, kind="stable")
         self._mine, self._due = mine[order], ends[order]
