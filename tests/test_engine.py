@@ -7,7 +7,7 @@ import pytest
 from conftest import closed_world
 
 from geosim import GeoModel, load_scenario
-from geosim.engine import ID_MAX, SchedulingError, Table
+from geosim.engine import ID_MAX, SchedulingError, Table, in_sorted
 from geosim.errors import GeosimError
 from geosim.schedulers import Scheduler
 from geosim.workload import Workload
@@ -502,3 +502,12 @@ def test_a_share_that_does_not_fit_changes_nothing():
         assert e.slot_used.tobytes() == before.tobytes()
     e.set_share(copy, 0.5)
     assert e.slot_used[e.copies.cols["slot"][copy]] == 0.5
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_in_sorted_is_isin_on_an_ascending_array(seed):
+    rng = np.random.default_rng(seed)
+    b = np.unique(rng.integers(0, 50, size=rng.integers(0, 30)))
+    a = rng.integers(-5, 55, size=rng.integers(0, 40))
+    np.testing.assert_array_equal(in_sorted(a, b), np.isin(a, b))
+    assert in_sorted(a, b).dtype == bool

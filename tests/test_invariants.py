@@ -136,6 +136,21 @@ def _ended_copy_still_live(model):
     cols["outcome"][live[0]] = KILLED
 
 
+def _live_list_out_of_order(model):
+    e = model.engine
+    e.live[[0, 1]] = e.live[[1, 0]]
+
+
+def _copy_on_another_cluster_s_slot(model):
+    cols, live = _live(model)
+    cols["cluster"][live[0]] = (cols["cluster"][live[0]] + 1) % model.world.n_clusters
+
+
+def _finish_time_in_the_future(model):
+    e = model.engine
+    e.task_done[np.flatnonzero(e.task_state == DONE)[0]] = e.time + 10.0
+
+
 def _copy_on_unreachable_cluster(model):
     cols, live = _live(model)
     model.engine.reachable[cols["cluster"][live[0]]] = False
@@ -252,6 +267,9 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[GeoModel], None]]] = {
     "a share above 1": ("copies", _share_above_one),
     "an ended copy still live": ("copies", _ended_copy_still_live),
     "a copy on an unreachable cluster": ("reachability", _copy_on_unreachable_cluster),
+    "a live list out of order": ("copies", _live_list_out_of_order),
+    "a copy on another cluster's slot": ("copies", _copy_on_another_cluster_s_slot),
+    "a finish time in the future": ("tasks", _finish_time_in_the_future),
     "egress gate over capacity": ("bandwidth", _egress_gate_over_capacity),
     "ingress gate over capacity": ("bandwidth", _ingress_gate_over_capacity),
     "an input received beyond its size": ("transfers", _received_above_one),
