@@ -151,6 +151,29 @@ def _finish_time_in_the_future(model):
     e.task_done[np.flatnonzero(e.task_state == DONE)[0]] = e.time + 10.0
 
 
+def _job_live_count(model):
+    cols, live = _live(model)
+    model.engine.job_live[model.engine.task_job[cols["task"][live[0]]]] += 1
+
+
+def _pending_on_a_ready_task(model):
+    e = model.engine
+    e.pending[np.flatnonzero(e.task_state == READY)[0]] = 1
+
+
+def _task_state_out_of_range(model):
+    e = model.engine
+    e.task_state[np.flatnonzero(e.task_state == WAITING)[0]] = DONE + 1
+
+
+def _ended_copy_marked_alive(model):
+    # A copy that ended in the last step (checked one by one there), not in the live list.
+    e = model.engine
+    cols, n = e.copies.cols, e.copies.n
+    ended = np.flatnonzero(cols["outcome"][:n] != ALIVE)
+    cols["outcome"][ended[-1]] = ALIVE
+
+
 def _copy_on_unreachable_cluster(model):
     cols, live = _live(model)
     model.engine.reachable[cols["cluster"][live[0]]] = False
@@ -270,6 +293,9 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[GeoModel], None]]] = {
     "a live list out of order": ("copies", _live_list_out_of_order),
     "a copy on another cluster's slot": ("copies", _copy_on_another_cluster_s_slot),
     "a finish time in the future": ("tasks", _finish_time_in_the_future),
+    "a job's live-copy count": ("tasks", _job_live_count),
+    "a pending dependency on a ready task": ("tasks", _pending_on_a_ready_task),
+    "a task state out of range": ("tasks", _task_state_out_of_range),
     "egress gate over capacity": ("bandwidth", _egress_gate_over_capacity),
     "ingress gate over capacity": ("bandwidth", _ingress_gate_over_capacity),
     "an input received beyond its size": ("transfers", _received_above_one),
@@ -292,6 +318,7 @@ SETTLED_CORRUPTIONS: dict[str, tuple[str, Callable[[GeoModel], None]]] = {
     "wasted work of a failed copy forgotten": ("work", _wasted_work_vanishes),
     "a task won twice": ("completion", _task_won_twice),
     "a done task without a winner": ("completion", _done_task_without_winner),
+    "an ended copy marked alive": ("copies", _ended_copy_marked_alive),
 }
 
 
