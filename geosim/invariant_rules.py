@@ -18,7 +18,7 @@ from geosim.engine.records import JobState, SlotState, TaskState
 
 #: Tolerance of shares and progress (absolute, fractions of a slot or of a task).
 SHARE_TOL = 1e-9
-#: Relative tolerance of bandwidth use against capacity (see ``bandwidth``).
+#: Relative tolerance of bandwidth use against capacity (the ``bandwidth`` invariant).
 BANDWIDTH_RTOL = 1e-6
 #: Relative tolerance of work conservation.
 WORK_RTOL = 1e-9
@@ -40,7 +40,7 @@ def max_min_held(res: np.ndarray, starts: np.ndarray, move_res: np.ndarray,
     load = np.zeros(cap.size)
     top = np.zeros(cap.size)
     for j in range(bw.size):
-        lo, hi = span(j, n_flow, starts, move_starts, res.size, move_res.size)
+        lo, hi = _span(j, n_flow, starts, move_starts, res.size, move_res.size)
         for k in range(lo, hi):
             r = res[k] if j < n_flow else move_res[k]
             load[r] += bw[j]
@@ -51,7 +51,7 @@ def max_min_held(res: np.ndarray, starts: np.ndarray, move_res: np.ndarray,
             ok[j] = bw[j] == 0.0
             continue
         held = demand.size > 0 and bw[j] >= demand[j] * (1.0 - rtol)
-        lo, hi = span(j, n_flow, starts, move_starts, res.size, move_res.size)
+        lo, hi = _span(j, n_flow, starts, move_starts, res.size, move_res.size)
         for k in range(lo, hi):
             r = res[k] if j < n_flow else move_res[k]
             if load[r] >= cap[r] * (1.0 - rtol) and bw[j] >= top[r] * (1.0 - rtol):
@@ -62,7 +62,7 @@ def max_min_held(res: np.ndarray, starts: np.ndarray, move_res: np.ndarray,
 
 
 @njit(cache=True)
-def span(j: int, n_flow: int, starts: np.ndarray, move_starts: np.ndarray, n_res: int,
+def _span(j: int, n_flow: int, starts: np.ndarray, move_starts: np.ndarray, n_res: int,
           n_move_res: int) -> tuple[int, int]:  # pragma: no cover - compiled
     """Where transfer ``j``'s resources lie: in ``res`` for a flow, ``move_res`` for a move."""
     if j < n_flow:
@@ -72,7 +72,7 @@ def span(j: int, n_flow: int, starts: np.ndarray, move_starts: np.ndarray, n_res
 
 
 @njit(cache=True)
-def first_bad(ok: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
+def _first_bad(ok: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
     """The first index where ``ok`` is false (-1: none), and how many there are."""
     first, count = -1, 0
     for i in range(ok.size):
@@ -105,12 +105,12 @@ def copy_rules(ids: np.ndarray, live: np.ndarray, full: bool, copies: tuple, n: 
     if not full:
         if ids.size:            # ``in_sorted``: ids are ascending
             ok = ids[np.minimum(np.searchsorted(ids, live), ids.size - 1)] == live
-        first, count = first_bad(ok)
+        first, count = _first_bad(ok)
         if count:
             return 1, first, count
     for p in range(m):
         ok[p] = c.outcome[live[p]] == ALIVE
-    first, count = first_bad(ok)
+    first, count = _first_bad(ok)
     if count:
         return 2, first, count
     alive = 0
@@ -124,12 +124,12 @@ def copy_rules(ids: np.ndarray, live: np.ndarray, full: bool, copies: tuple, n: 
         s, share = c.slot[k], c.share[k]
         ok[p] = (share > 0.0 and share <= 1.0 + SHARE_TOL and 0 <= s < n_slots
                  and slot_cluster[s] == c.cluster[k] and 0 <= c.task[k] < n_tasks)
-    first, count = first_bad(ok)
+    first, count = _first_bad(ok)
     if count:
         return 4, first, count
     for p in range(m):
         ok[p] = reachable[c.cluster[live[p]]]
-    first, count = first_bad(ok)
+    first, count = _first_bad(ok)
     if count:
         return 5, first, count
     return -1, -1, 0
@@ -163,20 +163,20 @@ def slot_rules(live: np.ndarray, copies: tuple, slots: tuple, slot_cluster: np.n
     free = np.zeros(n_clusters, dtype=np.int64)
     ok = (np.abs(s.used - used) <= SHARE_TOL) & (s.used <= 1.0 + SHARE_TOL) \
         & (s.used >= -SHARE_TOL) & (s.copies == count)
-    first, bad = first_bad(ok)
+    first, bad = _first_bad(ok)
     if bad:
         return (0, first, bad), used, count, busy, free
     for k in range(n_slots):
         busy[slot_cluster[k]] += s.used[k]
         if s.used[k] <= EPS:
             free[slot_cluster[k]] += 1
-    first, bad = first_bad(busy <= capacity * (1.0 + SHARE_TOL))
+    first, bad = _first_bad(busy <= capacity * (1.0 + SHARE_TOL))
     if bad:
         return (1, first, bad), used, count, busy, free
     for x in range(n_clusters):
         if not reachable[x]:
             free[x] = 0
-    first, bad = first_bad(counted == free)
+    first, bad = _first_bad(counted == free)
     if bad:
         return (2, first, bad), used, count, busy, free
     return (-1, -1, 0), used, count, busy, free
@@ -212,10 +212,10 @@ def task_rules(live: np.ndarray, copies: tuple, tasks: tuple, jobs: tuple, n_rea
     if n_tasks and not (WAITING <= state.min() and state.max() <= DONE):
         return (0, -1, 1), per_task, per_job
     ok = (t.live == per_task) & ((state == RUNNING) == (per_task > 0))
-    first, bad = first_bad(ok)
+    first, bad = _first_bad(ok)
     if bad:
         return (1, first, bad), per_task, per_job
-    first, bad = first_bad(j.live == per_job)
+    first, bad = _first_bad(j.live == per_job)
     if bad:
         return (2, first, bad), per_task, per_job
     ready = 0
@@ -225,19 +225,19 @@ def task_rules(live: np.ndarray, copies: tuple, tasks: tuple, jobs: tuple, n_rea
         return (3, ready, 1), per_task, per_job
     for k in range(n_tasks):
         ok[k] = state[k] == WAITING or t.pending[k] == 0
-    first, bad = first_bad(ok)
+    first, bad = _first_bad(ok)
     if bad:
         return (4, first, bad), per_task, per_job
     edges = np.empty(edge_dst.size, dtype=np.bool_)
     for k in range(edge_dst.size):
         edges[k] = state[edge_dst[k]] == WAITING or state[edge_src[k]] == DONE
-    first, bad = first_bad(edges)
+    first, bad = _first_bad(edges)
     if bad:
         return (5, first, bad), per_task, per_job
     future = time + SHARE_TOL * max(1.0, abs(time))
     for k in range(n_tasks):
         ok[k] = np.isnan(t.done[k]) != (state[k] == DONE) and not t.done[k] > future
-    first, bad = first_bad(ok)
+    first, bad = _first_bad(ok)
     if bad:
         return (6, first, bad), per_task, per_job
     return (-1, -1, 0), per_task, per_job
@@ -274,10 +274,10 @@ def work_rules(ids: np.ndarray, live: np.ndarray, copies: tuple, tasks: tuple, j
                  and progress <= 1.0 + SHARE_TOL and executed >= 0.0 and wasted >= 0.0
                  and wasted <= executed * (1.0 + WORK_RTOL) + WORK_RTOL * work[c.task[k]]
                  and (c.outcome[k] != WON or abs(progress - 1.0) <= SHARE_TOL))
-    first, bad = first_bad(ok)
+    first, bad = _first_bad(ok)
     if bad:
         return (0, first, bad), kept, held, ahead, left
-    first, bad = first_bad((saved >= 0.0) & (saved <= 1.0)
+    first, bad = _first_bad((saved >= 0.0) & (saved <= 1.0)
                             & ((t.state != DONE) | (saved == 1.0)))
     if bad:
         return (1, first, bad), kept, held, ahead, left
@@ -285,7 +285,7 @@ def work_rules(ids: np.ndarray, live: np.ndarray, copies: tuple, tasks: tuple, j
     for p in range(live.size):
         k = live[p]
         at_base[p] = abs(c.base[k] - saved[c.task[k]]) <= SHARE_TOL
-    first, bad = first_bad(at_base)
+    first, bad = _first_bad(at_base)
     if bad:
         return (2, first, bad), kept, held, ahead, left
     scale = np.zeros(n_tasks)
@@ -297,14 +297,14 @@ def work_rules(ids: np.ndarray, live: np.ndarray, copies: tuple, tasks: tuple, j
     kept += settled_kept
     held[:] = (saved + ahead) * work
     scale = settled_scale + scale + work
-    first, bad = first_bad(np.abs(kept - held) <= WORK_RTOL * scale)
+    first, bad = _first_bad(np.abs(kept - held) <= WORK_RTOL * scale)
     if bad:
         return (3, first, bad), kept, held, ahead, left
     total = np.zeros(n_jobs)
     for k in range(n_tasks):
         left[t.job[k]] += (1.0 if t.state[k] != DONE else 0.0) * (1.0 - saved[k]) * work[k]
         total[t.job[k]] += work[k]
-    first, bad = first_bad(np.abs(j.work_left - left) <= WORK_RTOL * total)
+    first, bad = _first_bad(np.abs(j.work_left - left) <= WORK_RTOL * total)
     if bad:
         return (4, first, bad), kept, held, ahead, left
     return (-1, -1, 0), kept, held, ahead, left
@@ -322,13 +322,13 @@ def history_rules(tasks: tuple, jobs: tuple, saved: np.ndarray, task_done: np.nd
     When all hold, the remembered arrays take the values of now.
     """
     t, j = TaskState(*tasks), JobState(*jobs)
-    first, bad = first_bad(t.saved >= saved)
+    first, bad = _first_bad(t.saved >= saved)
     if bad:
         return 0, first, bad
-    first, bad = first_bad((t.done == task_done) | np.isnan(task_done))
+    first, bad = _first_bad((t.done == task_done) | np.isnan(task_done))
     if bad:
         return 1, first, bad
-    first, bad = first_bad((j.done == job_done) | np.isnan(job_done))
+    first, bad = _first_bad((j.done == job_done) | np.isnan(job_done))
     if bad:
         return 2, first, bad
     saved[:] = t.saved
@@ -366,7 +366,7 @@ def completion_rules(ids: np.ndarray, copies: tuple, tasks: tuple, jobs: tuple,
         ok[k] = wins[k] == (1 if done else 0)
         if not done:
             left[t.job[k]] += 1
-    first, bad = first_bad(ok)
+    first, bad = _first_bad(ok)
     if bad:
         return (0, first, bad), wins, left, last, 0
     n_finished = 0
@@ -382,7 +382,7 @@ def completion_rules(ids: np.ndarray, copies: tuple, tasks: tuple, jobs: tuple,
         n_finished += finished
         jobs_ok[g] = (j.left[g] == left[g] and finished == (left[g] == 0)
                       and (not finished or (j.done[g] == top and g < next_job)))
-    first, bad = first_bad(jobs_ok)
+    first, bad = _first_bad(jobs_ok)
     if bad:
         return (1, first, bad), wins, left, last, n_finished
     return (-1, -1, 0), wins, left, last, n_finished
