@@ -60,8 +60,8 @@ def decide(means, atoms, n_atoms, t_rem, c, restartable, pool_lo, pool_hi, pool_
         entry whose slot it takes, or -1 for an idle slot.
     """
     what, where, took, _ = _apply_rules(False, means, atoms, n_atoms, _no_rows(), _no_memo(),
-                                           t_rem, c, restartable, pool_lo, pool_hi,
-                                           pool_cluster, taken, free, margin, delta, factor)
+                                        t_rem, c, restartable, pool_lo, pool_hi, pool_cluster,
+                                        taken, free, margin, delta, factor)
     return what, where, took
 
 
