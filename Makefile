@@ -10,13 +10,15 @@ export PYTHONDONTWRITEBYTECODE :=
 # The main job: 003's baselines against PingAn at light, medium and heavy load
 # (003 Figures 4 and 5) at a size that runs in minutes; `make run-full` is the paper's size.
 LOADS := scenarios/pingan-light.toml scenarios/pingan-medium.toml scenarios/pingan-heavy.toml
+# `make run-calibrated`: the same at the paper's size on the world calibrated to 003's baselines.
+CALIBRATED := $(subst pingan-,pingan-calibrated-,$(LOADS))
 SCHEDULERS ?= pingan,flutter,iridium,flutter+mantri,flutter+dolly
 # --restart: results left by an older geosim are replaced (an interrupted run still resumes).
-COMPARE := compare $(LOADS) --schedulers $(SCHEDULERS) --baseline flutter --within 100,200,800 \
-	--restart
+COMPARE_ARGS := --schedulers $(SCHEDULERS) --baseline flutter --within 100,200,800 --restart
+COMPARE := compare $(LOADS) $(COMPARE_ARGS)
 RUN_ARGS ?= --set workload.n_jobs=300 --reps 3
 
-.PHONY: run run-full test lint bench clean
+.PHONY: run run-full run-calibrated test lint bench clean
 
 $(BIN)/geosim: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,6 +34,9 @@ run: $(BIN)/geosim
 
 run-full: $(BIN)/geosim
 	$(BIN)/geosim $(COMPARE) --reps 10 --out results/compare-003-full
+
+run-calibrated: $(BIN)/geosim
+	$(BIN)/geosim compare $(CALIBRATED) $(COMPARE_ARGS) --reps 10 --out results/compare-003-calibrated
 
 test: $(BIN)/geosim
 	$(BIN)/ruff check geosim tests benchmarks topologies viz

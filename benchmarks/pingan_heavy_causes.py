@@ -2,16 +2,19 @@
 
 In 003, ε sets both the fraction of jobs PingAn admits and the rate floor 1/(1+ε) under
 which a copy is not made; ``backfill`` (an extension) gives idle slots to the jobs not
-admitted. This script runs the 2 × 2 × 2 factorial on ``scenarios/pingan-heavy.toml``:
+admitted. This script runs the 2 × 2 × 2 factorial on ``scenarios/pingan-heavy.toml`` (or
+``--scenario``, e.g. ``scenarios/pingan-calibrated-heavy.toml``):
 ε ∈ {0.2 (003's heavy-load value), 0.6}, the floor of ε = 0.2 or of ε = 0.6 (``floor``
 unset when it is ε's own), backfill off or on, with Flutter+Mantri as the reference, all
 on the same worlds and jobs (common random numbers). Printed: each variant's mean,
 p99 and share within 800 s with its paired change against 003's setting and against
 Flutter+Mantri, then each factor's paired effect at every setting of the other two.
 
-Runs are saved under ``results/pingan-heavy-causes/`` and an interrupted run resumes.
+Runs are saved under ``--out`` (default ``results/pingan-heavy-causes/``) and an
+interrupted run resumes.
 
-    python benchmarks/pingan_heavy_causes.py [--jobs 2000] [--seeds 5] [--jobs-parallel K]
+    python benchmarks/pingan_heavy_causes.py [--scenario FILE] [--jobs 2000] [--seeds 5]
+        [--jobs-parallel K] [--out DIR]
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ def change(out: Path, seeds: list[int], label: str, reference: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", type=Path, default=SCENARIO, help="heavy-load scenario")
     parser.add_argument("--jobs", type=int, default=2000, help="jobs per run (003: 2000)")
     parser.add_argument("--seeds", type=int, default=5, help="replications (seeds 1..N)")
     parser.add_argument("--jobs-parallel", type=int, default=None)
@@ -64,14 +68,15 @@ def main() -> None:
     grid = list(itertools.product(EPSILONS, EPSILONS, (False, True)))
     specs = {cell: spec(*cell) for cell in grid}
     start = time.perf_counter()
-    cmp = geosim.compare(SCENARIO, [*specs.values(), REFERENCE], seeds=seeds,
+    cmp = geosim.compare(args.scenario, [*specs.values(), REFERENCE], seeds=seeds,
                          jobs_parallel=args.jobs_parallel, within=(800,), out=args.out,
                          overrides={"workload.n_jobs": args.jobs}, progress=True)
     wall = time.perf_counter() - start
     summary = cmp.summary.set_index("label")
     paper = specs[(0.2, 0.2, False)]
 
-    print(f"\nPingAn at heavy load: {args.jobs} jobs x {len(seeds)} seeds, {wall:.0f} s wall\n")
+    print(f"\nPingAn at heavy load on {args.scenario.name}: {args.jobs} jobs x {len(seeds)} "
+          f"seeds, {wall:.0f} s wall\n")
     print("| variant | mean (s) | p99 (s) | ≤800 s | vs 003's setting (paired) "
           "| vs Flutter+Mantri (paired) |")
     print("|---|---|---|---|---|---|")

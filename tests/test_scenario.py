@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import networkx as nx
@@ -33,6 +34,18 @@ def test_pingan_scenarios_follow_003():
                                    {"workload.n_jobs": 5}))
     assert model.world.n_clusters == 100
     assert list(__import__("numpy").bincount(model.world.tier)) == [5, 20, 75]
+
+
+def test_calibrated_scenarios_change_compute_and_wan_only():
+    # The calibrated world (docs/results.md) is 003's at each load with shorter tasks and
+    # a slower WAN: every other key, defaults included, is the shipped scenario's.
+    for load in ("light", "medium", "heavy"):
+        expected = copy.deepcopy(load_scenario(ROOT / "scenarios" / f"pingan-{load}.toml").data)
+        expected["run"]["name"] = f"pingan-calibrated-{load}"
+        expected["workload"]["reference_mips"] = 6.25
+        expected["links"]["bandwidth_scale"] = 0.6
+        calibrated = load_scenario(ROOT / "scenarios" / f"pingan-calibrated-{load}.toml")
+        assert calibrated.data == expected
 
 
 def test_defaults_and_overrides():
