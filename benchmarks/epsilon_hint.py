@@ -10,7 +10,8 @@ its paired change against every other ε, and the ε it ties with (a 95% interva
 covers 0). Runs are saved under ``--out`` and an interrupted run resumes.
 
     python benchmarks/epsilon_hint.py [--scenario FILE] [--jobs 600] [--seeds 3]
-        [--rates 0.02,0.05,...] [--epsilons 0.2,0.4,...] [--jobs-parallel K] [--out DIR]
+        [--rates 0.02,0.05,...] [--epsilons 0.2,0.4,...] [--jobs-parallel K]
+        [--dask ADDRESS] [--out DIR]
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def main() -> None:
     parser.add_argument("--rates", default="0.02,0.05,0.07,0.11,0.15")
     parser.add_argument("--epsilons", default="0.2,0.4,0.6,0.8")
     parser.add_argument("--jobs-parallel", type=int, default=None)
+    parser.add_argument("--dask", default=None, help="address of a Dask scheduler")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "epsilon-hint")
     args = parser.parse_args()
     rates = numbers(args.rates, "--rates")
@@ -65,7 +67,7 @@ def main() -> None:
     rows = []
     for lam in rates:
         cmp = geosim.compare(args.scenario, specs, seeds=seeds, jobs_parallel=args.jobs_parallel,
-                             out=args.out / f"lambda-{lam:g}", progress=True,
+                             dask=args.dask, out=args.out / f"lambda-{lam:g}", progress=True,
                              overrides={"workload.arrival_rate": lam, "workload.n_jobs": args.jobs})
         means = cmp.summary.set_index("label")["mean_flowtime"]
         jobs = {e: saved_jobs(cmp.out, spec(e), seeds) for e in epsilons}

@@ -14,7 +14,7 @@ Runs are saved under ``--out`` (default ``results/pingan-heavy-causes/``) and an
 interrupted run resumes.
 
     python benchmarks/pingan_heavy_causes.py [--scenario FILE] [--jobs 2000] [--seeds 5]
-        [--jobs-parallel K] [--out DIR]
+        [--jobs-parallel K] [--dask ADDRESS] [--out DIR]
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2000, help="jobs per run (003: 2000)")
     parser.add_argument("--seeds", type=int, default=5, help="replications (seeds 1..N)")
     parser.add_argument("--jobs-parallel", type=int, default=None)
+    parser.add_argument("--dask", default=None, help="address of a Dask scheduler")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "pingan-heavy-causes")
     args = parser.parse_args()
     seeds = list(range(1, args.seeds + 1))
@@ -69,8 +70,8 @@ def main() -> None:
     specs = {cell: spec(*cell) for cell in grid}
     start = time.perf_counter()
     cmp = geosim.compare(args.scenario, [*specs.values(), REFERENCE], seeds=seeds,
-                         jobs_parallel=args.jobs_parallel, within=(800,), out=args.out,
-                         overrides={"workload.n_jobs": args.jobs}, progress=True)
+                         jobs_parallel=args.jobs_parallel, dask=args.dask, within=(800,),
+                         out=args.out, overrides={"workload.n_jobs": args.jobs}, progress=True)
     wall = time.perf_counter() - start
     summary = cmp.summary.set_index("label")
     paper = specs[(0.2, 0.2, False)]
