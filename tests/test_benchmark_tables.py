@@ -54,7 +54,7 @@ def test_against_best_refuses_a_directory_without_comparisons(tmp_path):
     assert done.stderr.strip() == f"against_best: error: {tmp_path}: no saved comparison found"
 
 
-def test_epsilon_hint_names_the_lowest_mean_and_its_ties(tmp_path):
+def test_epsilon_hint_names_the_lowest_mean_beside_003s_best(tmp_path):
     done = script("epsilon_hint.py", "--scenario", str(QUICK), "--jobs", "12", "--seeds", "2",
                   "--rates", "0.05", "--epsilons", "0.2,0.8", "--jobs-parallel", "1",
                   "--out", str(tmp_path))
