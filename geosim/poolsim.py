@@ -222,7 +222,7 @@ def run(setup: PoolSetup, guards: RunGuards, stall_seconds: float) -> PoolOutcom
             continue
         if code == _COPIES:
             table.set_rows(int(iv[5]))  # the rows to keep
-            copies = _copy_arrays(table, _grown(table))
+            copies = _copy_arrays(table, table.grown(int(iv[0]), n))
             continue
         if code == _RECORDS:
             records = _grow(records, _record_arrays(2 * records[0].size, n_clusters))
@@ -255,16 +255,6 @@ def _copy_arrays(table, cap: int) -> tuple[np.ndarray, ...]:
     if table.capacity < cap:
         table.resize_in_place(cap)
     return tuple(table.cols[name] for name in _COLUMNS)
-
-
-def _grown(table) -> int:
-    """Next capacity of the copies table: an eighth larger, at most its ``max_rows``.
-
-    New rows are zero-filled, so a small step keeps unused memory small; a full table
-    asks for one row more, which it refuses.
-    """
-    cap = table.capacity
-    return min(cap + cap // 8, max(table.max_rows, cap + 1))
 
 
 def _record_arrays(cap: int, n_clusters: int) -> tuple[np.ndarray, ...]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unittest.mock
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -180,3 +182,41 @@ def test_both_loops_record_the_columns_of_the_one_schema():
         assert cols == list(CLUSTER_SERIES)
         assert [str(t) for t in result.clusters[cols].dtypes] == \
             [np.dtype(t).name for t in CLUSTER_SERIES.values()]
+
+
+def test_the_copies_table_grows_to_the_projected_size_within_the_budget():
+    # Full after 100 of 1 000 jobs with 800 copies: 8 000 copies are projected, with a
+    # sixteenth to spare; a budget that cannot hold them gets an eighth more instead.
+    from geosim.engine.tables import COPY_SPEC, Table
+    from geosim.guards import Budget
+
+    table = Table(COPY_SPEC, capacity=800, name="copies")
+    table.set_rows(800)
+    assert table.grown(100, 1000) == 8000 + 500
+    assert table.grown(1000, 1000) == 900         # every job in: no projection
+    assert table.grown(950, 1000) == 900          # the projection is below an eighth more
+    row = sum(np.dtype(dt).itemsize for dt, _ in COPY_SPEC.values())
+    table.budget = Budget(row * 8499)
+    assert table.grown(100, 1000) == 900
+    table.budget = Budget(row * 8500)
+    assert table.grown(100, 1000) == 8500
+
+
+def test_a_long_pool_run_grows_its_copies_table_once():
+    # 20 000 jobs whose copies outgrow the first table (4 per job) grow it once, to the
+    # size the first fill projects, and end with exactly the rows used.
+    from geosim.engine.tables import Table
+
+    sizes = []
+    grown = Table.grown
+
+    def spy(table, done, total):
+        sizes.append(grown(table, done, total))
+        return sizes[-1]
+
+    world = pool_world(20_000, 2.0, availability=True)
+    model = geosim.GeoModel(geosim.load_scenario(world), "srpt+r")
+    with unittest.mock.patch.object(Table, "grown", spy):
+        result = model.run()
+    assert len(sizes) == 1 and sizes[0] >= len(result.copies) > 80_000
+    assert model.engine.copies.capacity == len(result.copies)
