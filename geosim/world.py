@@ -33,6 +33,10 @@ STREAMS = ("topology", "clusters", "availability", "outages", "links", "power",
            "workload", "placement", "scheduler", "copies")
 
 
+#: The link bandwidths of a world without links.
+_NO_LINKS = np.empty(0)
+
+
 def spawn_streams(seed: int) -> dict[str, np.random.Generator]:
     """Return one independent generator per stream name, all derived from ``seed``."""
     children = np.random.SeedSequence(seed).spawn(len(STREAMS))
@@ -98,9 +102,17 @@ class World:
         return len(self.link_u)
 
     def resource_capacity(self) -> np.ndarray:
-        """Current capacity (MB/s) of every transfer resource, indexed by resource id."""
-        links = self.link_bw.level if self.link_bw is not None else np.empty(0)
-        return np.concatenate([np.repeat(links, 2), self.gate, self.gate])
+        """Current capacity (MB/s) of every transfer resource, indexed by resource id.
+
+        Made anew when the links' bandwidths are redrawn (a new ``link_bw.level``), else
+        the same array: callers read it and must not write into it.
+        """
+        links = self.link_bw.level if self.link_bw is not None else _NO_LINKS
+        held = self.__dict__.get("_capacity")
+        if held is None or held[0] is not links:
+            held = self.__dict__["_capacity"] = (
+                links, np.concatenate([np.repeat(links, 2), self.gate, self.gate]))
+        return held[1]
 
 
 def build_graph(scenario: Scenario, rng: np.random.Generator) -> nx.Graph:
