@@ -49,6 +49,7 @@ import mesa
 import numpy as np
 
 import geosim.guards as guards
+import geosim.heap as heap
 import geosim.invariants as invariants
 import geosim.mesa_scenario as mesa_scenario
 import geosim.poolsim as poolsim
@@ -230,15 +231,16 @@ class GeoModel(mesa.Model):
                        leave=False, dynamic_ncols=True)
         start = _time.perf_counter()
         self.guards.restart_clock()
-        if self.compiled and self._invariants is None and not self.steps_run \
-                and not self.why_not_compiled():
-            self._run_pool()
-        self.running = not self.done
-        while self.running:
-            self.step()
-            self.check_budget(self.steps_run)
-            if bar is not None and self.jobs_done != bar.n:
-                bar.update(self.jobs_done - bar.n)
+        with heap.long_lived():
+            if self.compiled and self._invariants is None and not self.steps_run \
+                    and not self.why_not_compiled():
+                self._run_pool()
+            self.running = not self.done
+            while self.running:
+                self.step()
+                self.check_budget(self.steps_run)
+                if bar is not None and self.jobs_done != bar.n:
+                    bar.update(self.jobs_done - bar.n)
         self.running = False
         self.wall_seconds = _time.perf_counter() - start
         if bar is not None:
