@@ -14,16 +14,22 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+#: Objects the interpreter itself has frozen when geosim is imported: none on Python
+#: 3.11, a few hundred of its start-up objects on 3.12.
+_INTERPRETER_FROZEN = gc.get_freeze_count()
+
 
 @contextmanager
 def long_lived() -> Iterator[None]:
     """Keep the objects alive now out of the collector's passes while the block runs.
 
     Objects made inside the block are collected as usual; the frozen ones return to the
-    collector at the end. If objects are frozen already (by a caller's
-    :func:`gc.freeze`, or an enclosing block), that choice is left as it is.
+    collector at the end (on Python 3.12 with the interpreter's own start-up objects,
+    which it froze). Freezing concerns the cyclic collector only: an object whose last
+    reference goes is freed at once, frozen or not. If a caller has frozen objects (more
+    are frozen than the interpreter's own), that choice is left as it is.
     """
-    if gc.get_freeze_count():
+    if gc.get_freeze_count() > _INTERPRETER_FROZEN:
         yield
         return
     gc.freeze()
