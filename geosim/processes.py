@@ -83,6 +83,60 @@ class _BlockSequence:
             self.ring[block % self.width, entities, counters - block * self.k].T)
 
 
+#: Entities per block of the scan for phase changes due (:func:`_due`).
+SCAN_BLOCK = 64
+
+
+def block_minima(next_change: np.ndarray) -> np.ndarray:
+    """``soon`` of :func:`_due`: the earliest next change, then each block's earliest."""
+    if next_change.size == 0:
+        return np.array([np.inf])
+    blocks = np.minimum.reduceat(next_change, np.arange(0, next_change.size, SCAN_BLOCK))
+    return np.concatenate([[blocks.min()], blocks])
+
+
+@njit(cache=True)
+def _due(t_end, next_change, idx, soon):  # pragma: no cover - compiled
+    """Put the entities whose next change is by ``t_end`` in ``idx`` (ascending); count them.
+
+    ``soon[0]`` becomes the earliest next change of the others. ``soon[1 + b]`` is the
+    earliest next change in block ``b`` (entities ``SCAN_BLOCK * b`` onward), or ``-inf``
+    once the block had entities due (they change phase, so its earliest is not known
+    until the block is scanned again): a block whose earliest is after ``t_end`` is
+    skipped whole. The entities found and ``soon[0]`` are those of a scan of every
+    entity, which a ``soon`` of one element (no blocks) still makes.
+    """
+    n = 0
+    first = np.inf
+    n_blocks = soon.size - 1
+    if n_blocks == 0:
+        for e in range(next_change.size):
+            if next_change[e] <= t_end:
+                idx[n] = e
+                n += 1
+            elif next_change[e] < first:
+                first = next_change[e]
+        soon[0] = first
+        return n
+    for b in range(n_blocks):
+        if soon[1 + b] > t_end:
+            first = min(first, soon[1 + b])
+            continue
+        low = np.inf
+        due = False
+        for e in range(b * SCAN_BLOCK, min((b + 1) * SCAN_BLOCK, next_change.size)):
+            if next_change[e] <= t_end:
+                idx[n] = e
+                n += 1
+                due = True
+            else:
+                first = min(first, next_change[e])
+                low = min(low, next_change[e])
+        soon[1 + b] = -np.inf if due else low
+    soon[0] = first
+    return n
+
+
 @njit(cache=True)
 def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_block, k,
                     idx, state, acc, seg, stamp, epoch, with_acc, t_start, want, out, soon,
@@ -115,15 +169,7 @@ def _renewal_kernel(t_end, on, level, next_change, count, ring0, ring1, next_blo
         shift += 1
     n, stage = state[0], state[1]
     if n < 0:
-        n = 0
-        first = np.inf
-        for e in range(next_change.size):
-            if next_change[e] <= t_end:
-                idx[n] = e
-                n += 1
-            elif next_change[e] < first:
-                first = next_change[e]
-        soon[0] = first
+        n = _due(t_end, next_change, idx, soon)
         stage = 0
     logging = log_e.size > 0
     while n:
@@ -282,8 +328,9 @@ class AlternatingRenewal:
         self._idx = np.empty(n, dtype=np.int64)
         self._state = np.zeros(2, dtype=np.int64)
         self._next_block = np.zeros(2, dtype=np.int64)
-        # The earliest next change: until then, advancing changes nothing.
-        self._soon = np.array([self.next_change.min() if n else np.inf])
+        # The earliest next change (until then, advancing changes nothing), then each
+        # block's, so that a scan for the changes due skips the blocks with none.
+        self._soon = block_minima(self.next_change)
 
     @property
     def next_change_time(self) -> float:
