@@ -7,7 +7,7 @@ dynamics are :mod:`geosim.processes`. Units: MB, MB/s, MIPS, seconds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
@@ -85,6 +85,9 @@ class World:
     availability: AlternatingRenewal | KeyedRenewal | None
     outages: AlternatingRenewal | None
     link_bw: PeriodicNormal | None
+    #: The links' bandwidths and the capacities made from them (resource_capacity).
+    _capacity: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False,
+                                                          repr=False)
 
     @property
     def n_clusters(self) -> int:
@@ -108,11 +111,10 @@ class World:
         the same array: callers read it and must not write into it.
         """
         links = self.link_bw.level if self.link_bw is not None else _NO_LINKS
-        held = self.__dict__.get("_capacity")
-        if held is None or held[0] is not links:
-            held = self.__dict__["_capacity"] = (
-                links, np.concatenate([np.repeat(links, 2), self.gate, self.gate]))
-        return held[1]
+        if self._capacity is None or self._capacity[0] is not links:
+            self._capacity = (links, np.concatenate([np.repeat(links, 2), self.gate,
+                                                     self.gate]))
+        return self._capacity[1]
 
 
 def build_graph(scenario: Scenario, rng: np.random.Generator) -> nx.Graph:
