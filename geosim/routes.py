@@ -177,8 +177,10 @@ class Routes:
         if new <= rows:
             return
         n = self.n_clusters
-        self._via = np.concatenate([self._via, np.empty((new - rows, n), dtype=np.int32)])
-        self._depth = np.concatenate([self._depth, np.empty((new - rows, n), dtype=np.int32)])
+        # In place: the allocator extends a large pool where it lies instead of copying
+        # every tree at each doubling (no view of the pool outlives a call).
+        self._via.resize((new, n), refcheck=False)
+        self._depth.resize((new, n), refcheck=False)
         self._owner = np.concatenate([self._owner, np.full(new - rows, -1, dtype=np.int64)])
         self._used = np.concatenate([self._used, np.zeros(new - rows, dtype=np.int64)])
 
