@@ -16,8 +16,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from geosim.errors import GeosimError, os_error
+
+if TYPE_CHECKING:
+    from geosim.scenario import Scenario
 
 #: geosim's own commands: naming one, the plugins' entry points are not loaded.
 COMMANDS = ("run", "compare", "sweep", "validate", "schedulers", "compile")
@@ -258,6 +262,40 @@ def _format_summary(summary: dict) -> str:
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
 
 
+def _validate(scenario: Scenario) -> int:
+    """``geosim validate``: build the run's inputs and print their size and estimate."""
+    from geosim import heap
+    with heap.importing():
+        from geosim.footprint import describe_run
+        from geosim.inputs import build_inputs
+        from geosim.schedulers.build import build_scheduler
+    with heap.long_lived():
+        policy = build_scheduler(scenario, None)
+        inputs = build_inputs(scenario)
+        world, workload = inputs.world, inputs.workload
+        print(f"{scenario.source}: ok ({world.n_clusters} clusters, {world.n_slots} slots, "
+              f"{workload.n_jobs} jobs, {workload.n_tasks} tasks, scheduler {policy.name})")
+        print(describe_run(scenario, world, workload, inputs.footprint))
+    return 0
+
+
+def _run(args: argparse.Namespace, scenario: Scenario) -> int:
+    """``geosim run``: run the scenario, save its tables and print its summary."""
+    from geosim import heap
+    with heap.importing():
+        from geosim.model import GeoModel
+        from geosim.results import check_output_dir
+    with heap.long_lived():
+        model = GeoModel(scenario, args.scheduler, args.seed)
+        out = args.out or f"results/run-{scenario['run']['name']}-{_slug(model.policy.name)}"
+        check_output_dir(out)
+        result = model.run(progress=not args.no_progress and sys.stderr.isatty())
+        out = result.save(out, fmt=args.format)
+    print(_format_summary(result.summary))
+    print(f"results written to {out}/")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``geosim`` command; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -285,34 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"kernels compiled in {compile_kernels(args.jobs_parallel):.1f} s")
             return 0
         scenario = _load(args)
-        from geosim import heap
-        with heap.importing():
-            if args.command == "validate":
-                from geosim.footprint import describe_run
-                from geosim.inputs import build_inputs
-                from geosim.schedulers.build import build_scheduler
-            else:
-                from geosim.model import GeoModel
-                from geosim.results import check_output_dir
-        with heap.long_lived():
-            if args.command == "validate":
-                policy = build_scheduler(scenario, None)
-                inputs = build_inputs(scenario)
-                world, workload = inputs.world, inputs.workload
-                print(f"{scenario.source}: ok ({world.n_clusters} clusters, "
-                      f"{world.n_slots} slots, {workload.n_jobs} jobs, "
-                      f"{workload.n_tasks} tasks, scheduler {policy.name})")
-                print(describe_run(scenario, world, workload, inputs.footprint))
-                return 0
-            model = GeoModel(scenario, args.scheduler, args.seed)
-            out = args.out or f"results/run-{scenario['run']['name']}-" \
-                f"{_slug(model.policy.name)}"
-            check_output_dir(out)
-            result = model.run(progress=not args.no_progress and sys.stderr.isatty())
-            out = result.save(out, fmt=args.format)
-        print(_format_summary(result.summary))
-        print(f"results written to {out}/")
-        return 0
+        return _validate(scenario) if args.command == "validate" else _run(args, scenario)
     except GeosimError as exc:
         print(f"geosim: error: {exc}", file=sys.stderr)
         return 2
