@@ -87,7 +87,7 @@ class _BlockSequence:
 SCAN_BLOCK = 64
 
 
-def block_minima(next_change: np.ndarray) -> np.ndarray:
+def _block_minima(next_change: np.ndarray) -> np.ndarray:
     """``soon`` of :func:`_due`: the earliest next change, then each block's earliest."""
     if next_change.size == 0:
         return np.array([np.inf])
@@ -104,21 +104,11 @@ def _due(t_end, next_change, idx, soon):  # pragma: no cover - compiled
     once the block had entities due (they change phase, so its earliest is not known
     until the block is scanned again): a block whose earliest is after ``t_end`` is
     skipped whole. The entities found and ``soon[0]`` are those of a scan of every
-    entity, which a ``soon`` of one element (no blocks) still makes.
+    entity (every block at ``-inf``).
     """
     n = 0
     first = np.inf
-    n_blocks = soon.size - 1
-    if n_blocks == 0:
-        for e in range(next_change.size):
-            if next_change[e] <= t_end:
-                idx[n] = e
-                n += 1
-            elif next_change[e] < first:
-                first = next_change[e]
-        soon[0] = first
-        return n
-    for b in range(n_blocks):
+    for b in range(soon.size - 1):
         if soon[1 + b] > t_end:
             first = min(first, soon[1 + b])
             continue
@@ -330,7 +320,7 @@ class AlternatingRenewal:
         self._next_block = np.zeros(2, dtype=np.int64)
         # The earliest next change (until then, advancing changes nothing), then each
         # block's, so that a scan for the changes due skips the blocks with none.
-        self._soon = block_minima(self.next_change)
+        self._soon = _block_minima(self.next_change)
 
     @property
     def next_change_time(self) -> float:

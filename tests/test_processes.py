@@ -121,17 +121,17 @@ def test_averages_of_some_entities_are_those_of_all_bit_for_bit():
 
 def test_the_blocked_scan_for_changes_due_is_the_full_scan_bit_for_bit():
     # The scan skips blocks of entities whose earliest change is after the span; a
-    # process whose scan is flat (one-element ``soon``) makes the same changes, in the
-    # same order, the same draws and averages, over spans of every length (sub-second
-    # sub-spans with a few changes due, slots with many, jumps with every entity due),
-    # with a last block shorter than the others.
+    # process whose every block is scanned (each block's earliest unknown, -inf) makes
+    # the same changes, in the same order, the same draws and averages, over spans of
+    # every length (sub-second sub-spans with a few changes due, slots with many, jumps
+    # with every entity due), with a last block shorter than the others.
     n = 1000
     blocked, flat = availability(seed=3, n=n), availability(seed=3, n=n)
     assert blocked._soon.size == 1 + -(-n // 64)
-    flat._soon = flat._soon[:1].copy()
     rng = np.random.default_rng(8)
     t = 0.0
     for _ in range(600):
+        flat._soon[1:] = -np.inf
         span = float(rng.choice([1e-3, 0.02, 0.02, 0.3, 1.0, 40.0]))
         asked = np.sort(rng.choice(n, 50, replace=False)).astype(np.int64)
         a = blocked.advance_mean(t + span, t, asked)
@@ -142,6 +142,7 @@ def test_the_blocked_scan_for_changes_due_is_the_full_scan_bit_for_bit():
         np.testing.assert_array_equal(blocked.next_change, flat.next_change)
     np.testing.assert_array_equal(blocked.count, flat.count)
     ents, times, levels = blocked.changes(t + 100.0)
+    flat._soon[1:] = -np.inf
     np.testing.assert_array_equal(np.concatenate(flat.changes(t + 100.0)),
                                   np.concatenate([ents, times, levels]))
     clean = blocked._soon[1:] > -np.inf       # a clean block holds its earliest change
