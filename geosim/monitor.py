@@ -79,57 +79,61 @@ class _SparseRing:
     Each key written has the row of its ring in a buffer that grows by doubling; a key
     never written has no ring and no samples. Keys below ``n_keys``, when that is at most
     :data:`DENSE_KEYS`, find their rows in a dense index (one lookup); other keys in
-    sorted arrays (a binary search).
+    sorted arrays (a binary search), which a compiled pass extends in place
+    (:func:`_sorted_rows`).
     """
 
     def __init__(self, window: int, n_keys: int = 0):
         self.window = window
         self._dense = np.full(n_keys if n_keys <= DENSE_KEYS else 0, -1, dtype=np.int64)
-        self._keys = np.zeros(0, dtype=np.int64)     # sorted (without a dense index)
+        # Without a dense index: the first ``_n_keys`` of ``_keys`` (sorted) and their rows.
+        self._keys = np.zeros(0, dtype=np.int64)
         self._rows = np.zeros(0, dtype=np.int64)     # ring of _keys[i]
+        self._n_keys = 0
         self.used = 0
         self._listed: tuple | None = None      # (used, keys, rows) of the dense index
         self.buf = np.full((0, window), np.nan)
         self.count = np.zeros(0, dtype=np.int64)
 
     def keys_rows(self) -> tuple[np.ndarray, np.ndarray]:
-        """Keys in use (ascending) and the row of each."""
-        if self._dense.size:
-            if self._listed is None or self._listed[0] != self.used:   # new keys since
+        """Keys in use (ascending) and the row of each.
+
+        Later writes leave the arrays as they are (they are made anew when keys were
+        added), so a caller may keep them.
+        """
+        if self._listed is None or self._listed[0] != self.used:   # new keys since
+            if self._dense.size:
                 keys = np.flatnonzero(self._dense >= 0)
                 self._listed = (self.used, keys, self._dense[keys])
-            return self._listed[1], self._listed[2]
-        return self._keys, self._rows
+            else:
+                n = self._n_keys
+                self._listed = (self.used, self._keys[:n].copy(), self._rows[:n].copy())
+        return self._listed[1], self._listed[2]
 
     def _find(self, keys: np.ndarray) -> np.ndarray:
         """Rows of ``keys``, -1 for a key without a ring."""
         if self._dense.size:
             return self._dense[keys]
-        if not self._keys.size:
+        sorted_keys, rows = self._keys[:self._n_keys], self._rows[:self._n_keys]
+        if not sorted_keys.size:
             return np.full(keys.size, -1, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
-        return np.where(self._keys[at] == keys, self._rows[at], -1)
+        at = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
+        return np.where(sorted_keys[at] == keys, rows[at], -1)
 
     def _rows_of(self, keys: np.ndarray) -> np.ndarray:
         """Rows of ``keys``, adding rings for the keys not seen yet.
 
         With a dense index, one compiled pass finds the rows and gives new keys theirs in
-        the order first seen; otherwise new keys get theirs in key order.
+        the order first seen; otherwise one finds them and gives new keys theirs in key
+        order.
         """
         if self._dense.size:
             rows, used = _dense_rows(self._dense, keys, self.used)
-            self._grow(used)
-            return rows
-        rows = self._find(keys)
-        if rows.min() >= 0:
-            return rows
-        new = np.unique(keys[rows < 0])
-        used = self.used
-        self._grow(used + new.size)
-        where = np.searchsorted(self._keys, new)
-        self._keys = np.insert(self._keys, where, new)
-        self._rows = np.insert(self._rows, where, np.arange(used, used + new.size))
-        return self._find(keys)
+        else:
+            rows, self._keys, self._rows, self._n_keys, used = _sorted_rows(
+                self._keys, self._rows, self._n_keys, keys, self.used)
+        self._grow(used)
+        return rows
 
     def _grow(self, used: int) -> None:
         """Count ``used`` rings, growing the buffer (by doubling) to hold them."""
@@ -341,6 +345,57 @@ def _dense_rows(index, keys, used):  # pragma: no cover - compiled
             used += 1
         rows[i] = index[k]
     return rows, used
+
+
+@njit(cache=True)
+def _sorted_rows(keys, rows, n_keys, query, used):  # pragma: no cover - compiled
+    """Rows of ``query`` in the sorted index ``keys[:n_keys]`` (rows ``rows``), new keys added.
+
+    The keys without a row get rows ``used`` onward in key order and are merged into the
+    index, which is grown (doubling) when full.
+
+    Returns:
+        The rows, the index's keys and rows (the same arrays unless grown), its keys and
+        the new count of rows.
+    """
+    out = np.empty(query.size, dtype=np.int64)
+    n_miss = 0
+    for i in range(query.size):
+        at = np.searchsorted(keys[:n_keys], query[i])
+        if at < n_keys and keys[at] == query[i]:
+            out[i] = rows[at]
+        else:
+            out[i] = -1
+            n_miss += 1
+    if n_miss == 0:
+        return out, keys, rows, n_keys, used
+    miss = np.empty(n_miss, dtype=np.int64)
+    m = 0
+    for i in range(query.size):
+        if out[i] < 0:
+            miss[m] = query[i]
+            m += 1
+    new = np.unique(miss)
+    if n_keys + new.size > keys.size:
+        size = max(2 * keys.size, n_keys + new.size, 64)
+        grown_keys = np.empty(size, dtype=np.int64)
+        grown_rows = np.empty(size, dtype=np.int64)
+        grown_keys[:n_keys] = keys[:n_keys]
+        grown_rows[:n_keys] = rows[:n_keys]
+        keys, rows = grown_keys, grown_rows
+    a, w = n_keys - 1, n_keys + new.size - 1       # merge from the end, in place
+    for b in range(new.size - 1, -1, -1):
+        while a >= 0 and keys[a] > new[b]:
+            keys[w], rows[w] = keys[a], rows[a]
+            a -= 1
+            w -= 1
+        keys[w], rows[w] = new[b], used + b
+        w -= 1
+    n_keys += new.size
+    for i in range(query.size):
+        if out[i] < 0:
+            out[i] = rows[np.searchsorted(keys[:n_keys], query[i])]
+    return out, keys, rows, n_keys, used + new.size
 
 
 @njit(cache=True)

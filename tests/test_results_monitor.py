@@ -75,9 +75,16 @@ def test_pair_rings_are_the_same_with_a_dense_or_a_sorted_index(monkeypatch):
     monkeypatch.setattr("geosim.monitor.DENSE_KEYS", 0)
     sparse = Monitor(n_clusters=30, n_types=1, window=3)
     assert dense._bandwidth._dense.size == 900 and sparse._bandwidth._dense.size == 0
+    kept = []       # keys and rows as each batch left them: later writes leave them be
     for src, dst, bw in batches:
         dense.record_transfers(src, dst, bw)
         sparse.record_transfers(src, dst, bw)
+        for mon in (dense, sparse):
+            keys, rows = mon._bandwidth.keys_rows()
+            kept.append((keys, keys.copy(), rows, rows.copy()))
+    for keys, keys_then, rows, rows_then in kept:
+        np.testing.assert_array_equal(keys, keys_then)
+        np.testing.assert_array_equal(rows, rows_then)
     for a, b in zip(dense.bandwidth_table(), sparse.bandwidth_table(), strict=True):
         np.testing.assert_array_equal(a, b)
     keys = dense.bandwidth_table()[0]
