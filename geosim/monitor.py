@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from geosim.sortedkeys import insert_sorted
+
 
 @dataclass(frozen=True)
 class Priors:
@@ -352,7 +354,7 @@ def _sorted_rows(keys, rows, n_keys, query, used):  # pragma: no cover - compile
     """Rows of ``query`` in the sorted index ``keys[:n_keys]`` (rows ``rows``), new keys added.
 
     The keys without a row get rows ``used`` onward in key order and are merged into the
-    index, which is grown (doubling) when full.
+    index (:func:`~geosim.sortedkeys.insert_sorted`).
 
     Returns:
         The rows, the index's keys and rows (the same arrays unless grown), its keys and
@@ -376,22 +378,7 @@ def _sorted_rows(keys, rows, n_keys, query, used):  # pragma: no cover - compile
             miss[m] = query[i]
             m += 1
     new = np.unique(miss)
-    if n_keys + new.size > keys.size:
-        size = max(2 * keys.size, n_keys + new.size, 64)
-        grown_keys = np.empty(size, dtype=np.int64)
-        grown_rows = np.empty(size, dtype=np.int64)
-        grown_keys[:n_keys] = keys[:n_keys]
-        grown_rows[:n_keys] = rows[:n_keys]
-        keys, rows = grown_keys, grown_rows
-    a, w = n_keys - 1, n_keys + new.size - 1       # merge from the end, in place
-    for b in range(new.size - 1, -1, -1):
-        while a >= 0 and keys[a] > new[b]:
-            keys[w], rows[w] = keys[a], rows[a]
-            a -= 1
-            w -= 1
-        keys[w], rows[w] = new[b], used + b
-        w -= 1
-    n_keys += new.size
+    keys, rows, n_keys = insert_sorted(keys, rows, n_keys, new, used)
     for i in range(query.size):
         if out[i] < 0:
             out[i] = rows[np.searchsorted(keys[:n_keys], query[i])]

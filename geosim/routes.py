@@ -29,6 +29,8 @@ import networkx as nx
 import numpy as np
 from numba import njit
 
+from geosim.sortedkeys import insert_sorted
+
 __all__ = ["FULL_ROWS", "PAIR_BYTES", "ROUTE_CACHE_BYTES", "ROUTE_ENTRY_BYTES", "TREE_CACHE_BYTES",
            "HopCounts", "RouteView", "Routes", "adjacency_bytes", "tree_bytes"]
 
@@ -277,8 +279,8 @@ class Routes:
 
     # ------------------------------------------------------------------ route table
     def _clear_pairs(self) -> None:
-        self._keys = np.empty(0, dtype=np.int64)   # pair keys s*n+d, sorted
-        self._ids = np.empty(0, dtype=np.int64)    # their rows in the table
+        self._keys = np.empty(0, dtype=np.int64)   # pair keys s*n+d, the first _n_pairs
+        self._ids = np.empty(0, dtype=np.int64)    # sorted; their rows in the table
         self._rptr = np.zeros(16, dtype=np.int64)  # row p: _rres[_rptr[p]:_rptr[p+1]]
         self._rres = np.empty(64, dtype=np.int64)
         self._n_pairs = 0
@@ -297,7 +299,8 @@ class Routes:
         """
         if self._table is None:
             n_pairs = self._n_pairs
-            self._table = (self._keys, self._ids, self._dense, self._rptr[: n_pairs + 1],
+            self._table = (self._keys[:n_pairs], self._ids[:n_pairs], self._dense,
+                           self._rptr[: n_pairs + 1],
                            self._rres[: self._rptr[n_pairs]])
         return self._table
 
@@ -317,11 +320,12 @@ class Routes:
                 self.add_pairs(keys)
                 rows = self._dense[keys]
             return rows, *self.pair_table()[3:]
-        pos = np.searchsorted(self._keys, keys)
-        if keys.size and (not self._keys.size or not np.array_equal(
-                self._keys.take(pos, mode="clip"), keys)):
+        table_keys = self.pair_table()[0]
+        pos = np.searchsorted(table_keys, keys)
+        if keys.size and (not table_keys.size or not np.array_equal(
+                table_keys.take(pos, mode="clip"), keys)):
             self.add_pairs(keys)
-            pos = np.searchsorted(self._keys, keys)
+            pos = np.searchsorted(self.pair_table()[0], keys)
         _, ids, _, ptr, res = self.pair_table()
         return ids[pos] if keys.size else np.empty(0, dtype=np.int64), ptr, res
 
@@ -345,9 +349,10 @@ class Routes:
             sources = np.unique(keys // n)
             keys = (sources[:, None] * n + np.arange(n)).ravel()
         new = keys
-        if self._keys.size:
-            pos = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
-            new = keys[self._keys[pos] != keys]
+        table_keys = self._keys[:self._n_pairs]
+        if table_keys.size:
+            pos = np.minimum(np.searchsorted(table_keys, keys), table_keys.size - 1)
+            new = keys[table_keys[pos] != keys]
         if new.size == 0:
             return
         counts, res = self._compute(new)
@@ -390,12 +395,9 @@ class Routes:
                 max(e + res.size, 2 * self._rres.size) - e, np.int64)])
         self._rptr[p + 1:p + 1 + keys.size] = e + np.cumsum(counts)
         self._rres[e:e + res.size] = res
-        at = np.searchsorted(self._keys, keys)
-        self._keys = np.insert(self._keys, at, keys)
-        self._ids = np.insert(self._ids, at, np.arange(p, p + keys.size, dtype=np.int64))
+        self._keys, self._ids, self._n_pairs = insert_sorted(self._keys, self._ids, p, keys, p)
         if self._dense.size:
             self._dense[keys] = np.arange(p, p + keys.size)
-        self._n_pairs = p + keys.size
         self._table = None
 
 

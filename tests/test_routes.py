@@ -103,6 +103,28 @@ def test_routes_are_networkx_routes_for_every_pair(name, weight):
     assert np.array_equal(big.hop_rows([5, 3, 5]), hops[[5, 3, 5]])
 
 
+@pytest.mark.parametrize("budget", [2**20, 2048])
+def test_the_route_table_of_a_large_world_keeps_its_keys_sorted(monkeypatch, budget):
+    # Beyond FULL_ROWS clusters the table holds only the pairs asked, in sorted keys that
+    # grow in place; batches in a random order (repeats included) find their own routes,
+    # also when a small budget empties the table between batches.
+    monkeypatch.setattr("geosim.routes.FULL_ROWS", 16)
+    graph = GRAPHS["ba70-2"]
+    n = graph.number_of_nodes()
+    _, _, res = reference(graph, "length")
+    routes = Routes(graph, "length", route_budget=budget)
+    rng = np.random.default_rng(3)
+    for size in (1, 5, 40, 300, 2, 600):
+        keys = rng.integers(0, n * n, size)
+        rows, ptr, table = routes.route_table(keys)
+        for key, row in zip(keys, rows, strict=True):
+            assert table[ptr[row]:ptr[row + 1]].tolist() == res[divmod(int(key), n)]
+        table_keys, ids = routes.pair_table()[:2]
+        assert np.all(np.diff(table_keys) > 0) and np.isin(keys, table_keys).all()
+        assert sorted(ids.tolist()) == list(range(ids.size))
+    assert routes.pair_table()[2].size == 0                 # no dense index
+
+
 def test_dijkstra_hop_counts_follow_the_direction_of_the_route():
     # Two routes of length 2.0 between 0 and 3: 0-2-4-3 (3 hops) and 0-1-3 (2 hops). From
     # 0 the three-hop one reaches 3 first, from 3 the two-hop one reaches 0 first; an
