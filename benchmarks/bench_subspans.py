@@ -55,10 +55,10 @@ NO_MOVE = np.empty(0, dtype=np.int64)
 
 @njit
 def _flows(k, live, copies, inputs, routes, n_clusters, n_res, eps):
-    keys, ids, dense, ptr, route_res = routes
+    keys, ids, dense, ptr, route_res, epoch = routes
     for _ in range(k):
         out = flow_kernel(live, copies, inputs, NO_MOVE, NO_MOVE, keys, ids, dense, ptr,
-                          route_res, n_clusters, n_res, 1.0 - eps)
+                          route_res, epoch, n_clusters, n_res, 1.0 - eps)
     return out[:-1]
 
 

@@ -25,6 +25,8 @@ gate, then the destination's ingress gate.
 
 from __future__ import annotations
 
+import itertools
+
 import networkx as nx
 import numpy as np
 from numba import njit
@@ -53,6 +55,10 @@ FULL_ROWS = 512
 #: the cluster's slot in the tree cache).
 ARC_BYTES = 20
 NODE_BYTES = 16
+
+
+#: Epochs of the route tables: each table, and each emptying of one, takes the next.
+_EPOCHS = itertools.count()
 
 
 def tree_bytes(n_clusters: int) -> int:
@@ -285,23 +291,27 @@ class Routes:
         self._rres = np.empty(64, dtype=np.int64)
         self._n_pairs = 0
         self._table = None
+        self._epoch = next(_EPOCHS)     # rows given out before a clearing mean nothing now
         # up to FULL_ROWS clusters, also the row of every pair key (-1: none): O(1) lookups
         n = self.n_clusters
         self._dense = np.full(n * n if n <= FULL_ROWS else 0, -1, dtype=np.int64)
 
-    def pair_table(self) -> tuple[np.ndarray, ...]:
-        """The table of routes: sorted pair keys, their rows, a dense index, offsets, resources.
+    def pair_table(self) -> tuple:
+        """The table of routes: keys, rows, dense index, offsets, resources and epoch.
 
         The pair ``src * n + dst`` of ``keys[k]`` has row ``ids[k]``, whose resources are
         ``res[ptr[row]:ptr[row + 1]]``. In a world of at most :data:`FULL_ROWS` clusters,
         ``dense[key]`` is that row (-1 for a pair without one); in a larger world
-        ``dense`` is empty. Valid until :meth:`add_pairs` is next called.
+        ``dense`` is empty. The arrays are valid until :meth:`add_pairs` is next called;
+        a row stays the same pair's until the table is emptied to stay in its budget,
+        which gives it a new epoch (unique among all tables), so a caller may keep rows
+        with the epoch they belong to.
         """
         if self._table is None:
             n_pairs = self._n_pairs
             self._table = (self._keys[:n_pairs], self._ids[:n_pairs], self._dense,
                            self._rptr[: n_pairs + 1],
-                           self._rres[: self._rptr[n_pairs]])
+                           self._rres[: self._rptr[n_pairs]], self._epoch)
         return self._table
 
     def route_table(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -319,14 +329,14 @@ class Routes:
             if keys.size and rows.min() < 0:
                 self.add_pairs(keys)
                 rows = self._dense[keys]
-            return rows, *self.pair_table()[3:]
+            return rows, *self.pair_table()[3:5]
         table_keys = self.pair_table()[0]
         pos = np.searchsorted(table_keys, keys)
         if keys.size and (not table_keys.size or not np.array_equal(
                 table_keys.take(pos, mode="clip"), keys)):
             self.add_pairs(keys)
             pos = np.searchsorted(self.pair_table()[0], keys)
-        _, ids, _, ptr, res = self.pair_table()
+        _, ids, _, ptr, res, _ = self.pair_table()
         return ids[pos] if keys.size else np.empty(0, dtype=np.int64), ptr, res
 
     def route(self, src: int, dst: int) -> np.ndarray:

@@ -180,8 +180,13 @@ def test_the_schedulers_view_reads_hops_and_rows_but_cannot_change_them():
         view.routes._routes = None
 
 
+@pytest.mark.parametrize("full_rows", [512, 2])
 @pytest.mark.parametrize("budget", [None, 256])
-def test_the_flows_cross_the_resources_of_their_routes(budget):
+def test_the_flows_cross_the_resources_of_their_routes(budget, full_rows, monkeypatch):
+    # Each input keeps the row of its route with the table's epoch: a table emptied to
+    # stay in its budget (every step at 256 bytes) takes a new epoch, and the rows kept
+    # before are looked up again. With full_rows 2 the table holds sorted keys only.
+    monkeypatch.setattr("geosim.routes.FULL_ROWS", full_rows)
     config = geo_world(n_jobs=12)
     model = GeoModel(load_scenario(config))
     engine = model.engine
@@ -203,4 +208,6 @@ def test_the_flows_cross_the_resources_of_their_routes(budget):
             seen += 1
         users = np.bincount(np.r_[flows.res, flows.move_res], minlength=flows.users.size)
         assert np.array_equal(users, flows.users)
+        epoch = model.world.routes.pair_table()[-1]
+        assert np.all(engine.inputs.cols["route_epoch"][flows.idx] == epoch)
     assert seen > 0

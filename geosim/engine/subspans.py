@@ -88,7 +88,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         positions, tasks and instants), then the block needed (kind, last block).
     """
     with_avail = avail[0].size > 0
-    keys, ids, dense, ptr, route_res = routes
+    keys, ids, dense, ptr, route_res, route_epoch = routes
     slots = np.empty(live.size, dtype=np.int64)
     slot_of = CopyCols(*copies).slot
     for p in range(live.size):
@@ -116,7 +116,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
                 soon -= t
             if not flows_ok:
                 out = flow_kernel(live, copies, inputs, no_move, no_move, keys, ids, dense, ptr,
-                                  route_res, n_clusters, n_res, 1.0 - eps)
+                                  route_res, route_epoch, n_clusters, n_res, 1.0 - eps)
                 if out[-1].size:
                     return (NEED_ROUTES, t, epoch, n_spans, wan, span_len, flows, False, bw,
                             active, demand, no_int, no_float, no_int, no_int, no_float, -1, -1)

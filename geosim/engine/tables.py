@@ -34,6 +34,7 @@ COPY_SPEC = {
 INPUT_SPEC = {
     "copy": (np.int64, -1), "src": (np.int64, -1), "size": (np.float64, 0.0),
     "received": (np.float64, 0.0), "bw_time": (np.float64, 0.0), "fetch_time": (np.float64, 0.0),
+    "route": (np.int64, -1), "route_epoch": (np.int64, -1),
 }
 
 
@@ -63,7 +64,12 @@ class CopyCols(NamedTuple):
 
 
 class InputCols(NamedTuple):
-    """The inputs table's columns (:data:`INPUT_SPEC`), as compiled kernels take them."""
+    """The inputs table's columns (:data:`INPUT_SPEC`), as compiled kernels take them.
+
+    ``route`` is the row of the input's route (its source to its copy's cluster) in the
+    table of routes as it was in ``route_epoch`` (:meth:`~geosim.routes.Routes.pair_table`),
+    kept so that a transfer looks its route up once, not at every span (-1: not yet).
+    """
 
     copy: np.ndarray
     src: np.ndarray
@@ -71,6 +77,8 @@ class InputCols(NamedTuple):
     received: np.ndarray
     bw_time: np.ndarray
     fetch_time: np.ndarray
+    route: np.ndarray
+    route_epoch: np.ndarray
 
 
 class Table:

@@ -138,22 +138,28 @@ def list_flows(live, copies, inputs, done):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, dense, ptr, route_res,
-                n_clusters, n_res, done):  # pragma: no cover - compiled
+                epoch, n_clusters, n_res, done):  # pragma: no cover - compiled
     """The arrays of :class:`~geosim.engine.records.Flows`, and the pairs without a route.
 
     Lists the flows (:func:`list_flows`), finds the row of each flow's and each move's
     pair ``src * n + dst`` in the route table (``keys`` sorted, row ``ids[k]``, or
     ``dense[key]`` when ``dense`` is not empty; route ``p``'s resources are
     ``route_res[ptr[p]:ptr[p+1]]``) and lays out the resources
-    (:func:`flow_resources`). When some pairs are not in the table, the flows come back
-    empty with those pairs' keys (repeats included), to be added before a second pass.
+    (:func:`flow_resources`). A flow's row is kept with its input (``route``, valid in
+    the table's ``epoch``), so that it is looked up once. When some pairs are not in
+    the table, the flows come back empty with those pairs' keys (repeats included), to
+    be added before a second pass.
     """
     idx, pos, src, dst = list_flows(live, copies, inputs, done)
+    route, route_epoch = InputCols(*inputs).route, InputCols(*inputs).route_epoch
     n_flow = src.size
     rows = np.empty(n_flow + move_src.size, dtype=np.int64)
     n_missing = 0
     for j in range(rows.size):
         if j < n_flow:
+            if route_epoch[idx[j]] == epoch:
+                rows[j] = route[idx[j]]
+                continue
             key = src[j] * n_clusters + dst[j]
         else:
             key = move_src[j - n_flow] * n_clusters + move_dst[j - n_flow]
@@ -164,6 +170,8 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, dense, ptr,
             row = ids[k] if k < keys.size and keys[k] == key else -1
         if row >= 0:
             rows[j] = row
+            if j < n_flow:
+                route[idx[j]], route_epoch[idx[j]] = row, epoch
         else:
             rows[j] = -1 - key
             n_missing += 1
