@@ -64,9 +64,10 @@ def _flows(k, live, copies, inputs, routes, n_clusters, n_res, eps):
 
 @njit
 def _allocate(k, flows, cap, reachable, maxmin):
+    local = np.full(cap.size, -1, dtype=np.int64)
     for _ in range(k):
         bw, _active = allocate(flows, NO_MOVE, NO_MOVE, cap, reachable, maxmin,
-                               np.empty(0))
+                               np.empty(0), local)
     return bw
 
 

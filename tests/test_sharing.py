@@ -34,7 +34,10 @@ def solve(paths, cap, active=None, demand=None, rule="maxmin", moves=0):
     cap = np.asarray(cap, float)
     bw = np.empty(n)
     if rule == "maxmin":
-        maxmin_shares(len(flows), res, starts, move_res, move_starts, cap, active, demand, bw)
+        local = np.full(cap.size, -1, dtype=np.int64)
+        maxmin_shares(len(flows), res, starts, move_res, move_starts, cap, active, demand, bw,
+                      local)
+        assert (local == -1).all()          # the scratch is left as found
     else:
         users = np.bincount(np.concatenate(lists), minlength=cap.size)
         equal_shares(len(flows), res, starts, move_res, move_starts, users, cap, active, bw)
@@ -219,8 +222,9 @@ def test_the_invariants_catch_an_allocation_that_is_not_max_min(tmp_path, monkey
     # Planted: the engine allocates by equal shares while the world asks for max-min.
     import geosim.engine.core as core
     real = core.allocate
-    monkeypatch.setattr(core, "allocate", lambda flows, src, dst, cap, reach, maxmin, demand:
-                        real(flows, src, dst, cap, reach, False, demand))
+    monkeypatch.setattr(core, "allocate",
+                        lambda flows, src, dst, cap, reach, maxmin, demand, local:
+                        real(flows, src, dst, cap, reach, False, demand, local))
     wl = make_workload([0.0, 0.0], [10.0, 10.0], raw=[[(1, 20.0)], [(2, 20.0)]])
     model = GeoModel(path_world(tmp_path), PinTo(0), workload=wl, check_invariants=True)
     model.engine.set_reachable([True, True, False])

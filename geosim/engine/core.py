@@ -198,6 +198,8 @@ class Engine:
         # zeroed scratch of the traffic accounting (kept zeroed between calls)
         self._account_scratch = (np.zeros(world.n_clusters), np.zeros(world.n_clusters),
                                  np.zeros(2 * world.n_links + 2 * world.n_clusters))
+        # -1 per resource: max-min's numbering of the resources in use (kept -1 between calls)
+        self._res_local = np.full(2 * world.n_links + 2 * world.n_clusters, -1, dtype=np.int64)
         self._gates_used = False          # the gates hold a span's traffic (to be zeroed)
         self._wan_mb = 0.0
         self._slot_end = 0.0       # end of the span being advanced (children ready then)
@@ -645,7 +647,7 @@ class Engine:
         if demand.size or held is None or held[0] is not flows or held[1:] != key:
             self._alloc = allocate(tuple(flows), self.moves.src, self.moves.dst,
                                    self.world.resource_capacity(), self.reachable, maxmin,
-                                   demand)
+                                   demand, self._res_local)
             self._alloc_key = None if demand.size else (flows, *key)
         self.flows, self.flow_demand = flows, demand
         self.flow_bw, self.flow_active = self._alloc
@@ -736,7 +738,7 @@ class Engine:
             self._flows is not None, world.routes.pair_table(), world.n_clusters,
             2 * world.n_links + 2 * world.n_clusters, world.resource_capacity(),
             self.reachable, self.sharing == "maxmin", self.fetch, tuple(self.traffic),
-            self._account_scratch, *self._scratch())
+            self._account_scratch, self._res_local, *self._scratch())
         if avail is not None:
             avail.epoch = epoch
             if code == NEED_BLOCK:

@@ -100,59 +100,70 @@ def _path_min(share, hops, lo, hi):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, demand,
-                  bw):  # pragma: no cover - compiled
+def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, demand, bw,
+                  local):  # pragma: no cover - compiled
     """``"maxmin"`` sharing into ``bw``, by progressive filling.
 
     All unfrozen transfers rise together. The next level is the smallest of every
     resource's fair level (capacity left over its unfrozen transfers) and the smallest
     unmet demand (``demand``: per transfer, empty for none); the transfers held there
     freeze at it: those whose demand it is, or else every unfrozen transfer on a resource
-    whose fair level is within :data:`LEVEL_RTOL` of it. Each level is computed from
-    the capacity left, not accumulated, so rates are exact to rounding.
+    whose fair level is within :data:`LEVEL_RTOL` of it (resources in ascending order).
+    Each level is computed from the capacity left, not accumulated, so rates are exact
+    to rounding.
+
+    Only the resources some active transfer crosses are worked on, numbered in the order
+    first met through ``local`` (per resource of the world: -1, as it is left), so that
+    the cost follows the transfers, not the size of the world: scratch of the size of
+    the world, made per call, cost more than the filling on 10 000 clusters.
     """
-    n, n_res = active.size, cap.size
+    n = active.size
     hops, bound = transfer_hops(n_flow, res, starts, move_res, move_starts)
-    count = np.zeros(n_res, dtype=np.int64)
+    used = np.empty(hops.size, dtype=np.int64)      # the world's id of each resource used
+    at = np.empty(hops.size, dtype=np.int64)        # each hop's resource, numbered anew
+    n_used = 0
     remaining = 0
     for j in range(n):
         bw[j] = 0.0
         if active[j]:
             remaining += 1
             for h in range(bound[j], bound[j + 1]):
-                count[hops[h]] += 1
+                r = hops[h]
+                if local[r] < 0:
+                    local[r] = n_used
+                    used[n_used] = r
+                    n_used += 1
+                at[h] = local[r]
     if remaining == 0:
-        return
-    # The active transfers on each resource (CSR), and the resources used.
-    ptr = np.zeros(n_res + 1, dtype=np.int64)
-    n_used = 0
-    for r in range(n_res):
-        ptr[r + 1] = ptr[r] + count[r]
-        if count[r]:
-            n_used += 1
-    used = np.empty(n_used, dtype=np.int64)
-    u = 0
-    for r in range(n_res):
-        if count[r]:
-            used[u] = r
-            u += 1
-    members = np.empty(ptr[n_res], dtype=np.int64)
-    fill = ptr[:n_res].copy()
+        return                          # (no resource was numbered)
+    count = np.zeros(n_used, dtype=np.int64)
     for j in range(n):
         if active[j]:
             for h in range(bound[j], bound[j + 1]):
-                members[fill[hops[h]]] = j
-                fill[hops[h]] += 1
-    left = cap.copy()                   # capacity not yet given to frozen transfers
+                count[at[h]] += 1
+    # The active transfers on each resource (CSR).
+    ptr = np.zeros(n_used + 1, dtype=np.int64)
+    for u in range(n_used):
+        ptr[u + 1] = ptr[u] + count[u]
+    members = np.empty(ptr[n_used], dtype=np.int64)
+    fill = ptr[:n_used].copy()
+    for j in range(n):
+        if active[j]:
+            for h in range(bound[j], bound[j + 1]):
+                members[fill[at[h]]] = j
+                fill[at[h]] += 1
+    left = np.empty(n_used)             # capacity not yet given to frozen transfers
+    for u in range(n_used):
+        left[u] = cap[used[u]]
     frozen = ~active
     order = np.argsort(demand) if demand.size else np.empty(0, dtype=np.int64)
     d = 0
     bottleneck = np.empty(n_used, dtype=np.int64)
     while remaining:
         level = np.inf
-        for r in used:
-            if count[r] > 0:
-                level = min(level, max(left[r], 0.0) / count[r])
+        for u in range(n_used):
+            if count[u] > 0:
+                level = min(level, max(left[u], 0.0) / count[u])
         while d < order.size and frozen[order[d]]:
             d += 1
         if d < order.size and demand[order[d]] <= level:
@@ -165,33 +176,36 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
                     bw[j] = demand[j]
                     frozen[j] = True
                     for h in range(bound[j], bound[j + 1]):
-                        left[hops[h]] -= bw[j]
-                        count[hops[h]] -= 1
+                        left[at[h]] -= bw[j]
+                        count[at[h]] -= 1
                     remaining -= 1
                 d += 1
             continue
         n_b = 0
         limit = level * (1.0 + LEVEL_RTOL)
-        for r in used:
-            if count[r] > 0 and max(left[r], 0.0) / count[r] <= limit:
-                bottleneck[n_b] = r
+        for u in range(n_used):
+            if count[u] > 0 and max(left[u], 0.0) / count[u] <= limit:
+                bottleneck[n_b] = used[u]       # by the world's id: ascending below
                 n_b += 1
+        bottleneck[:n_b].sort()
         for b in range(n_b):
-            r = bottleneck[b]
-            for q in range(ptr[r], ptr[r + 1]):
+            u = local[bottleneck[b]]
+            for q in range(ptr[u], ptr[u + 1]):
                 j = members[q]
                 if not frozen[j]:
                     bw[j] = level           # freeze j at the level, as above
                     frozen[j] = True
                     for h in range(bound[j], bound[j + 1]):
-                        left[hops[h]] -= level
-                        count[hops[h]] -= 1
+                        left[at[h]] -= level
+                        count[at[h]] -= 1
                     remaining -= 1
+    for u in range(n_used):
+        local[used[u]] = -1
 
 
 @njit(cache=True)
-def allocate(flows, move_src, move_dst, cap, reachable, maxmin,
-             demand):  # pragma: no cover - compiled
+def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
+             local):  # pragma: no cover - compiled
     """Bandwidth (MB/s) of every transfer of a span: the flows', then the moves'.
 
     Args:
@@ -202,6 +216,7 @@ def allocate(flows, move_src, move_dst, cap, reachable, maxmin,
         reachable: Whether each cluster is reachable.
         maxmin: ``"maxmin"`` sharing (else ``"equal"``).
         demand: The most each transfer can use (``"maxmin"`` only; empty: no limit).
+        local: -1 per resource (``"maxmin"``'s scratch, left as found).
 
     Returns:
         The bandwidths, and whether each transfer is active.
@@ -212,7 +227,7 @@ def allocate(flows, move_src, move_dst, cap, reachable, maxmin,
     n_flow = f.src.size
     if maxmin:
         maxmin_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, cap, active, demand,
-                      bw)
+                      bw, local)
     else:
         equal_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, f.users, cap, active,
                      bw)

@@ -47,7 +47,7 @@ COMPLETED, REACHED, NEED_ROUTES, NEED_BLOCK = 0, 1, 2, 3
 @njit(cache=True)
 def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, power, avail,
                  epoch, pending, flows, flows_ok, routes, n_clusters, n_res, cap, reachable,
-                 maxmin, fetch, traffic, scratch, best_time,
+                 maxmin, fetch, traffic, scratch, local, best_time,
                  best_pos):  # pragma: no cover - compiled
     """Run exact sub-spans from ``t`` until a completion, ``stop`` or a need of Python.
 
@@ -77,6 +77,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         fetch: ``links.transfer`` is ``"fetch"``.
         traffic: The traffic counters' records.
         scratch: The accounting scratch (three zeroed arrays).
+        local: Max-min's scratch (-1 per resource).
         best_time: Per-task scratch of the completion kernel (NaN).
         best_pos: Per-task scratch of the completion kernel (-1).
 
@@ -130,7 +131,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
                     level[p] = avail[1][slots[p]]
             bw, active, demand, have_alloc, _ = _allocation(
                 live, copies, inputs, task_work, power, level, flows, cap, reachable, maxmin,
-                fetch, bw, active, demand, have_alloc)
+                fetch, bw, active, demand, have_alloc, local)
             # next_event_kernel, keeping the rates for the span when they are the same.
             r = rates(live, CopyCols(*copies), InputCols(*inputs), task_work, power, level,
                       fetch, True, Flows(*flows), bw)
@@ -156,7 +157,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         pending[1] = -1.0
         bw, active, demand, have_alloc, new_bw = _allocation(
             live, copies, inputs, task_work, power, factor, flows, cap, reachable, maxmin,
-            fetch, bw, active, demand, have_alloc)
+            fetch, bw, active, demand, have_alloc, local)
         f = Flows(*flows)
         has_flows = f.idx.size > 0
         if fresh and not new_bw and _same(factor, level):
@@ -189,7 +190,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
 
 @njit(cache=True)
 def _allocation(live, copies, inputs, task_work, power, factor, flows, cap, reachable, maxmin,
-                fetch, bw, active, demand, have_alloc):  # pragma: no cover - compiled
+                fetch, bw, active, demand, have_alloc, local):  # pragma: no cover - compiled
     """The bandwidths of a sub-span, as ``Engine._bandwidths`` computes them.
 
     Also returns whether they were computed anew. Without demands the allocation of the
@@ -205,7 +206,7 @@ def _allocation(live, copies, inputs, task_work, power, factor, flows, cap, reac
         return bw, active, np.empty(0), True, False
     else:
         demand = np.empty(0)
-    bw, active = allocate(flows, no_move, no_move, cap, reachable, maxmin, demand)
+    bw, active = allocate(flows, no_move, no_move, cap, reachable, maxmin, demand, local)
     return bw, active, demand, demand.size == 0, True
 
 
