@@ -491,7 +491,11 @@ def _runnable_counts(jobs, ptr, state):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _group_inputs(owner, src, size, n_tasks, n):  # pragma: no cover - compiled
-    """The groups of :meth:`SchedulerView.input_group_ptr` (``owner`` ascends) in one pass."""
+    """The groups of :meth:`SchedulerView.input_group_ptr` (``owner`` ascends) in one pass.
+
+    A task's sources are listed as first met, then put in ascending order: the work
+    follows the task's inputs, not the clusters of the world.
+    """
     g_ptr = np.zeros(n_tasks + 1, dtype=np.int64)
     g_src = np.empty(src.size, dtype=np.int64)
     g_size = np.empty(src.size)
@@ -501,18 +505,22 @@ def _group_inputs(owner, src, size, n_tasks, n):  # pragma: no cover - compiled
     x = 0
     for i in range(n_tasks):
         g_ptr[i] = count
-        lo = x
+        lo = count
         while x < owner.size and owner[x] == i:
             if size[x] > 0:
                 c = src[x]
-                best[c] = max(best[c], size[x]) if seen[c] else size[x]
-                seen[c] = True
-            x += 1
-        if x > lo:
-            for c in range(n):                 # sources in ascending order
                 if seen[c]:
-                    g_src[count], g_size[count] = c, best[c]
+                    best[c] = max(best[c], size[x])
+                else:
+                    best[c] = size[x]
+                    seen[c] = True
+                    g_src[count] = c
                     count += 1
-                    seen[c] = False
+            x += 1
+        g_src[lo:count].sort()              # sources in ascending order
+        for k in range(lo, count):
+            c = g_src[k]
+            g_size[k] = best[c]
+            seen[c] = False
     g_ptr[n_tasks] = count
     return g_ptr, g_src[:count], g_size[:count]
