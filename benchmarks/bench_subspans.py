@@ -54,11 +54,11 @@ NO_MOVE = np.empty(0, dtype=np.int64)
 
 
 @njit
-def _flows(k, live, copies, inputs, routes, n_clusters, n_res, eps):
+def _flows(k, live, copies, inputs, routes, n_clusters, eps):
     keys, ids, dense, ptr, route_res, epoch = routes
     for _ in range(k):
         out = flow_kernel(live, copies, inputs, NO_MOVE, NO_MOVE, keys, ids, dense, ptr,
-                          route_res, epoch, n_clusters, n_res, 1.0 - eps)
+                          route_res, epoch, n_clusters, 1.0 - eps)
     return out[:-1]
 
 
@@ -145,8 +145,8 @@ def run_and_capture(jobs: int, scheduler: str, at: int, overrides: dict) -> tupl
 def kernel_times(args: tuple, repeat: int) -> dict[str, float]:
     """Microseconds per call of each kernel a sub-span calls, on the captured state."""
     (t, _stop, _res, eps, live, copies, inputs, task_work, power, avail, epoch, _pending,
-     _flows_in, _ok, routes, n_clusters, n_res, cap, reachable, maxmin, fetch, traffic,
-     scratch, best_time, best_pos) = args
+     _flows_in, _ok, routes, n_clusters, cap, reachable, maxmin, fetch, traffic,
+     scratch, _local, best_time, best_pos) = args
     slots = copies[1][live].astype(np.int64)
     level = avail[1][slots].copy() if avail[0].size else np.empty(0)
 
@@ -158,7 +158,7 @@ def kernel_times(args: tuple, repeat: int) -> dict[str, float]:
 
     out = {}
     out["flow structure"], flows = timed(_flows, live, copies, inputs, routes, n_clusters,
-                                         n_res, eps)
+                                         eps)
     out["allocation"], bw = timed(_allocate, flows, cap, reachable, maxmin)
     out["rates and next event"], r = timed(_rates, live, copies, inputs, task_work, power,
                                            level, fetch, flows, bw)

@@ -199,15 +199,12 @@ def test_the_flows_cross_the_resources_of_their_routes(budget, full_rows, monkey
         if engine.live.size == 0:
             continue
         flows = flow_structure(engine.live, engine.copies.kernel_arg, engine.inputs.kernel_arg,
-                               engine.moves.src, engine.moves.dst, model.world.routes,
-                               2 * model.world.n_links + 2 * model.world.n_clusters, 0.999)
+                               engine.moves.src, engine.moves.dst, model.world.routes, 0.999)
         ends = np.r_[flows.starts[1:], flows.res.size]
         for j in range(flows.src.size):
             got = flows.res[flows.starts[j]:ends[j]].tolist()
             assert got == res[int(flows.src[j]), int(flows.dst[j])]
             seen += 1
-        users = np.bincount(np.r_[flows.res, flows.move_res], minlength=flows.users.size)
-        assert np.array_equal(users, flows.users)
         epoch = model.world.routes.pair_table()[-1]
         assert np.all(engine.inputs.cols["route_epoch"][flows.idx] == epoch)
     assert seen > 0

@@ -617,7 +617,7 @@ class Engine:
         world, moves = self.world, self.moves
         self._flows = flow_structure(
             self.live, self.copies.kernel_arg, self.inputs.kernel_arg, moves.src, moves.dst,
-            world.routes, 2 * world.n_links + 2 * world.n_clusters, 1.0 - EPS)
+            world.routes, 1.0 - EPS)
         return self._flows
 
     def _account(self, src: np.ndarray, dst: np.ndarray, moved: np.ndarray, res: np.ndarray,
@@ -736,7 +736,7 @@ class Engine:
             NO_RENEWAL if avail is None else avail.kernel_arg,
             0 if avail is None else avail.epoch, pending, tuple(flows),
             self._flows is not None, world.routes.pair_table(), world.n_clusters,
-            2 * world.n_links + 2 * world.n_clusters, world.resource_capacity(),
+            world.resource_capacity(),
             self.reachable, self.sharing == "maxmin", self.fetch, tuple(self.traffic),
             self._account_scratch, self._res_local, *self._scratch())
         if avail is not None:

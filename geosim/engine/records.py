@@ -107,7 +107,7 @@ class Flows(NamedTuple):
     Copy inputs being fetched: their input row ``idx``, the position ``pos`` of their
     copy in the live copies, source and destination cluster, the resources each crosses
     (``res`` from ``starts[j]``) and the first flow of each copy (``group``); then the
-    flows on each resource (``users``) and the resources of each raw-input move.
+    resources of each raw-input move.
     """
 
     idx: np.ndarray
@@ -117,7 +117,6 @@ class Flows(NamedTuple):
     res: np.ndarray
     starts: np.ndarray
     group: np.ndarray
-    users: np.ndarray
     move_res: np.ndarray
     move_starts: np.ndarray
 

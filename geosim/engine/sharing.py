@@ -229,7 +229,12 @@ def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
         maxmin_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, cap, active, demand,
                       bw, local)
     else:
-        equal_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, f.users, cap, active,
+        users = np.zeros(cap.size, dtype=np.int64)
+        for h in range(f.res.size):
+            users[f.res[h]] += 1
+        for h in range(f.move_res.size):
+            users[f.move_res[h]] += 1
+        equal_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, users, cap, active,
                      bw)
     return bw, active
 

@@ -46,7 +46,7 @@ COMPLETED, REACHED, NEED_ROUTES, NEED_BLOCK = 0, 1, 2, 3
 
 @njit(cache=True)
 def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, power, avail,
-                 epoch, pending, flows, flows_ok, routes, n_clusters, n_res, cap, reachable,
+                 epoch, pending, flows, flows_ok, routes, n_clusters, cap, reachable,
                  maxmin, fetch, traffic, scratch, local, best_time,
                  best_pos):  # pragma: no cover - compiled
     """Run exact sub-spans from ``t`` until a completion, ``stop`` or a need of Python.
@@ -70,7 +70,6 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         flows_ok: Whether ``flows`` is up to date.
         routes: The route table (``Routes.pair_table``).
         n_clusters: Clusters of the world.
-        n_res: Transfer resources (``2L + 2n``).
         cap: Capacity of every resource (MB/s).
         reachable: Whether each cluster is reachable.
         maxmin: ``"maxmin"`` sharing.
@@ -117,7 +116,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
                 soon -= t
             if not flows_ok:
                 out = flow_kernel(live, copies, inputs, no_move, no_move, keys, ids, dense, ptr,
-                                  route_res, route_epoch, n_clusters, n_res, 1.0 - eps)
+                                  route_res, route_epoch, n_clusters, 1.0 - eps)
                 if out[-1].size:
                     return (NEED_ROUTES, t, epoch, n_spans, wan, span_len, flows, False, bw,
                             active, demand, no_int, no_float, no_int, no_int, no_float, -1, -1)

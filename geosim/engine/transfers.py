@@ -71,7 +71,7 @@ class RawMoves:
 
 
 def flow_structure(live: np.ndarray, copies: tuple, inputs: tuple, move_src: np.ndarray,
-                   move_dst: np.ndarray, routes: Routes, n_res: int, done: float) -> Flows:
+                   move_dst: np.ndarray, routes: Routes, done: float) -> Flows:
     """The :class:`~geosim.engine.records.Flows` of the live copies and the raw-input moves.
 
     One compiled pass (:func:`flow_kernel`) lists the flows, finds the routes of their
@@ -87,13 +87,12 @@ def flow_structure(live: np.ndarray, copies: tuple, inputs: tuple, move_src: np.
         move_src: Source cluster of each raw-input move.
         move_dst: Destination cluster of each raw-input move.
         routes: The world's routes.
-        n_res: Transfer resources (``2L + 2n``).
         done: Received fraction from which an input counts as arrived.
     """
     clear = True
     while True:
         out = flow_kernel(live, copies, inputs, move_src, move_dst, *routes.pair_table(),
-                          routes.n_clusters, n_res, done)
+                          routes.n_clusters, done)
         if out[-1].size == 0:
             return Flows._make(out[:-1])
         routes.add_pairs(out[-1], clear)
@@ -138,7 +137,7 @@ def list_flows(live, copies, inputs, done):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, dense, ptr, route_res,
-                epoch, n_clusters, n_res, done):  # pragma: no cover - compiled
+                epoch, n_clusters, done):  # pragma: no cover - compiled
     """The arrays of :class:`~geosim.engine.records.Flows`, and the pairs without a route.
 
     Lists the flows (:func:`list_flows`), finds the row of each flow's and each move's
@@ -185,20 +184,20 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, dense, ptr,
         rows = rows[:0]
         idx, pos, src, dst = idx[:0], pos[:0], src[:0], dst[:0]
         n_flow = 0
-    res, starts, group, users, move_res, move_starts = flow_resources(
-        pos, rows, n_flow, ptr, route_res, n_res)
-    return idx, pos, src, dst, res, starts, group, users, move_res, move_starts, missing
+    res, starts, group, move_res, move_starts = flow_resources(pos, rows, n_flow, ptr,
+                                                                route_res)
+    return idx, pos, src, dst, res, starts, group, move_res, move_starts, missing
 
 
 @njit(cache=True)
-def flow_resources(pos, rows, n_flow, ptr, route_res, n_res):  # pragma: no cover - compiled
+def flow_resources(pos, rows, n_flow, ptr, route_res):  # pragma: no cover - compiled
     """Resources crossed by the flows and the moves, from their rows of the route table.
 
     ``rows`` holds the row of each flow's route, then of each move's; route ``p``'s
     resources are ``route_res[ptr[p]:ptr[p+1]]``.
 
     Returns:
-        ``res``, ``starts``, ``group``, ``users``, ``move_res`` and ``move_starts`` of
+        ``res``, ``starts``, ``group``, ``move_res`` and ``move_starts`` of
         :class:`~geosim.engine.records.Flows`.
     """
     n_hop = 0
@@ -206,14 +205,12 @@ def flow_resources(pos, rows, n_flow, ptr, route_res, n_res):  # pragma: no cove
         n_hop += ptr[rows[j] + 1] - ptr[rows[j]]
     res = np.empty(n_hop, dtype=np.int64)
     starts = np.empty(n_flow, dtype=np.int64)
-    users = np.zeros(n_res, dtype=np.int64)
     h = 0
     n_group = 0
     for j in range(n_flow):
         starts[j] = h
         for q in range(ptr[rows[j]], ptr[rows[j] + 1]):
             res[h] = route_res[q]
-            users[res[h]] += 1
             h += 1
         if j == 0 or pos[j] != pos[j - 1]:
             n_group += 1
@@ -235,9 +232,8 @@ def flow_resources(pos, rows, n_flow, ptr, route_res, n_res):  # pragma: no cove
         row = rows[n_flow + j]
         for q in range(ptr[row], ptr[row + 1]):
             move_res[h] = route_res[q]
-            users[move_res[h]] += 1
             h += 1
-    return res, starts, group, users, move_res, move_starts
+    return res, starts, group, move_res, move_starts
 
 
 @njit(cache=True)
