@@ -88,12 +88,11 @@ class _SparseRing:
     def __init__(self, window: int, n_keys: int = 0):
         self.window = window
         self._dense = np.full(n_keys if n_keys <= DENSE_KEYS else 0, -1, dtype=np.int64)
-        # Without a dense index: the first ``_n_keys`` of ``_keys`` (sorted) and their rows.
+        # Without a dense index: the first ``used`` of ``_keys`` (sorted) and their rows.
         self._keys = np.zeros(0, dtype=np.int64)
         self._rows = np.zeros(0, dtype=np.int64)     # ring of _keys[i]
-        self._n_keys = 0
         self.used = 0
-        self._listed: tuple | None = None      # (used, keys, rows) of the dense index
+        self._listed: tuple | None = None      # (used, keys, rows) as keys_rows lists them
         self.buf = np.full((0, window), np.nan)
         self.count = np.zeros(0, dtype=np.int64)
 
@@ -108,15 +107,15 @@ class _SparseRing:
                 keys = np.flatnonzero(self._dense >= 0)
                 self._listed = (self.used, keys, self._dense[keys])
             else:
-                n = self._n_keys
-                self._listed = (self.used, self._keys[:n].copy(), self._rows[:n].copy())
+                n = self.used
+                self._listed = (n, self._keys[:n].copy(), self._rows[:n].copy())
         return self._listed[1], self._listed[2]
 
     def _find(self, keys: np.ndarray) -> np.ndarray:
         """Rows of ``keys``, -1 for a key without a ring."""
         if self._dense.size:
             return self._dense[keys]
-        sorted_keys, rows = self._keys[:self._n_keys], self._rows[:self._n_keys]
+        sorted_keys, rows = self._keys[:self.used], self._rows[:self.used]
         if not sorted_keys.size:
             return np.full(keys.size, -1, dtype=np.int64)
         at = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
@@ -132,8 +131,8 @@ class _SparseRing:
         if self._dense.size:
             rows, used = _dense_rows(self._dense, keys, self.used)
         else:
-            rows, self._keys, self._rows, self._n_keys, used = _sorted_rows(
-                self._keys, self._rows, self._n_keys, keys, self.used)
+            rows, self._keys, self._rows, used = _sorted_rows(self._keys, self._rows,
+                                                              self.used, keys)
         self._grow(used)
         return rows
 
@@ -350,39 +349,38 @@ def _dense_rows(index, keys, used):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _sorted_rows(keys, rows, n_keys, query, used):  # pragma: no cover - compiled
-    """Rows of ``query`` in the sorted index ``keys[:n_keys]`` (rows ``rows``), new keys added.
+def _sorted_rows(keys, rows, n, query):  # pragma: no cover - compiled
+    """Rows of ``query`` in the sorted index ``keys[:n]`` (rows ``rows``), new keys added.
 
-    The keys without a row get rows ``used`` onward in key order and are merged into the
-    index (:func:`~geosim.sortedkeys.insert_sorted`).
+    Every key of the index has a row below ``n``; the keys without one get rows ``n``
+    onward in key order and are merged into the index
+    (:func:`~geosim.sortedkeys.insert_sorted`).
 
     Returns:
-        The rows, the index's keys and rows (the same arrays unless grown), its keys and
-        the new count of rows.
+        The rows, the index's keys and rows (the same arrays unless grown) and its size.
     """
     out = np.empty(query.size, dtype=np.int64)
     n_miss = 0
     for i in range(query.size):
-        at = np.searchsorted(keys[:n_keys], query[i])
-        if at < n_keys and keys[at] == query[i]:
+        at = np.searchsorted(keys[:n], query[i])
+        if at < n and keys[at] == query[i]:
             out[i] = rows[at]
         else:
             out[i] = -1
             n_miss += 1
     if n_miss == 0:
-        return out, keys, rows, n_keys, used
+        return out, keys, rows, n
     miss = np.empty(n_miss, dtype=np.int64)
     m = 0
     for i in range(query.size):
         if out[i] < 0:
             miss[m] = query[i]
             m += 1
-    new = np.unique(miss)
-    keys, rows, n_keys = insert_sorted(keys, rows, n_keys, new, used)
+    keys, rows, n = insert_sorted(keys, rows, n, np.unique(miss), n)
     for i in range(query.size):
         if out[i] < 0:
-            out[i] = rows[np.searchsorted(keys[:n_keys], query[i])]
-    return out, keys, rows, n_keys, used + new.size
+            out[i] = rows[np.searchsorted(keys[:n], query[i])]
+    return out, keys, rows, n
 
 
 @njit(cache=True)
