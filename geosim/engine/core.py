@@ -195,11 +195,10 @@ class Engine:
         self.live = np.empty(0, dtype=np.int64)
         self._flows: Flows | None = None
         self.traffic = new_traffic(world.n_clusters, world.n_links)
-        # zeroed scratch of the traffic accounting (kept zeroed between calls)
-        self._account_scratch = (np.zeros(world.n_clusters), np.zeros(world.n_clusters),
-                                 np.zeros(2 * world.n_links + 2 * world.n_clusters))
-        # -1 per resource: max-min's numbering of the resources in use (kept -1 between calls)
-        self._res_local = np.full(2 * world.n_links + 2 * world.n_clusters, -1, dtype=np.int64)
+        # Scratch kept between calls: traffic accounting's (zeroed), max-min's (-1 each)
+        n, n_res = world.n_clusters, 2 * world.n_links + 2 * world.n_clusters
+        self._account_scratch = (np.zeros(n), np.zeros(n), np.zeros(n_res))
+        self._res_local = np.full(n_res, -1, dtype=np.int64)
         self._gates_used = False          # the gates hold a span's traffic (to be zeroed)
         self._wan_mb = 0.0
         self._slot_end = 0.0       # end of the span being advanced (children ready then)
@@ -736,9 +735,8 @@ class Engine:
             NO_RENEWAL if avail is None else avail.kernel_arg,
             0 if avail is None else avail.epoch, pending, tuple(flows),
             self._flows is not None, world.routes.pair_table(), world.n_clusters,
-            world.resource_capacity(),
-            self.reachable, self.sharing == "maxmin", self.fetch, tuple(self.traffic),
-            self._account_scratch, self._res_local, *self._scratch())
+            world.resource_capacity(), self.reachable, self.sharing == "maxmin", self.fetch,
+            tuple(self.traffic), self._account_scratch, self._res_local, *self._scratch())
         if avail is not None:
             avail.epoch = epoch
             if code == NEED_BLOCK:
