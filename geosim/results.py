@@ -385,7 +385,6 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
     job_cols, task_cols, c = (job_columns(engine), task_columns(engine),
                               copy_columns(engine))
     task_job, job_done = task_cols["job"], job_cols["completion"]
-    type_names = np.asarray(wl.type_names, dtype=object)
     job_data = np.bincount(task_job, weights=wl.task_data, minlength=wl.n_jobs)
     jobs = pd.DataFrame({
         "job": np.arange(wl.n_jobs),
@@ -404,7 +403,7 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
     tasks = pd.DataFrame({
         "task": np.arange(wl.n_tasks),
         "job": task_job,
-        "type": pd.Categorical(type_names[wl.task_type], categories=list(wl.type_names)),
+        "type": pd.Categorical.from_codes(wl.task_type, categories=list(wl.type_names)),
         "work": wl.task_work,
         "data": wl.task_data,
         **{k: task_cols[k] for k in ("ready", "start", "completion", "cluster", "copies",
@@ -440,9 +439,8 @@ def build_result(engine: Engine, workload: Workload, world: World, recorder: Rec
                                     clusters["slots"].to_numpy())
         clusters.insert(2, "state", pd.Categorical.from_codes(
             codes, categories=list(CLUSTER_STATES)))
-        clusters.insert(2, "tier", pd.Categorical(
-            np.asarray(TIERS, dtype=object)[world.tier[clusters["cluster"].to_numpy()]],
-            categories=list(TIERS)))
+        clusters.insert(2, "tier", pd.Categorical.from_codes(
+            world.tier[clusters["cluster"].to_numpy()], categories=list(TIERS)))
     links = recorder.get_index_vars_dataframe(LINK_INDEX, LINK_SERIES)
     meta = {**meta, "geosim": __version__, "code": code_fingerprint()}
     result = Result(jobs, tasks, copies, clusters, {}, meta, run.scenario_toml, links)
