@@ -13,7 +13,7 @@ from geosim.distributions import (
     thresholds,
 )
 from geosim.modeler import PairTable
-from geosim.schedulers.mantri_rows import exact_quantiles, t_new_rows
+from geosim.schedulers.mantri_rows import _TAKE, _next_rows, exact_quantiles, t_new_rows
 from geosim.schedulers.mantri_rules import decide, decide_lazy, inverse_means
 
 
@@ -222,16 +222,18 @@ def test_decide_matches_the_python_loop(seed, factor):
     assert got == want
 
 
+@pytest.mark.parametrize("n", [9, 3 * _TAKE])
 @pytest.mark.parametrize("general", [False, True])
 @pytest.mark.parametrize("seed", range(6))
-def test_lazy_decisions_match_full_rows(seed, general):
+def test_lazy_decisions_match_full_rows(seed, general, n):
     """The lazy rules pick what the rules on every row pick, with the same E[t_new].
 
     ``general`` makes every quantile test ambiguous, so every row the lazy search computes
-    goes through the general path at its offset in the call over all rows.
+    goes through the general path at its offset in the call over all rows. With more
+    clusters than one scan of the bounds holds, searches go on to later scans.
     """
     rng = np.random.default_rng(seed)
-    speed, bandwidth, types, work, g_task, g_src, g_size = _problem(rng, n=9, tasks=12)
+    speed, bandwidth, types, work, g_task, g_src, g_size = _problem(rng, n=n, tasks=12)
     n, _, k = speed.shape
     atoms = _reference(speed, bandwidth, types, work, g_task, g_src, g_size)
     means = atoms.mean(axis=2)
@@ -263,6 +265,26 @@ def test_lazy_decisions_match_full_rows(seed, general):
         np.testing.assert_array_equal(took, want[2])
         chosen = what > 0
         assert np.array_equal(best[chosen], means[chosen.nonzero()[0], where[chosen]])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lazy_search_takes_rows_by_bound_then_cluster(seed):
+    """Scan after scan, the rows come by increasing bound, ties by cluster, each once.
+
+    Many ties and more rows than one scan holds, so the order across scans is tested.
+    """
+    rng = np.random.default_rng(seed)
+    n = 5 * _TAKE + 3
+    bound = rng.integers(0, 6, n).astype(float)
+    bound[rng.random(n) < 0.1] = np.inf
+    mask = rng.random(n) < 0.8
+    want = sorted(np.flatnonzero(mask), key=lambda x: (bound[x], x))
+    got, last = [], -1
+    buf = np.empty(_TAKE, dtype=np.int64)
+    while have := _next_rows(mask, bound, last, buf):
+        got.extend(buf[:have].tolist())
+        last = got[-1]
+    assert got == want
 
 
 @pytest.mark.parametrize("base", [0, 10**15])

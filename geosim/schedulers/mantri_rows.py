@@ -222,7 +222,7 @@ _SHRINK = 1.0 - 1e-9
 @njit(cache=True, error_model="numpy")
 def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi,
                  steps_r, thresholds, speed_inv, bw_inv, vals, q, use, head, cur, bound, has_bound,
-                 mean, has_mean, atoms, visited, pair_rows):  # pragma: no cover - compiled
+                 mean, has_mean, atoms, pair_rows):  # pragma: no cover - compiled
     """The first cluster of least ``E[t_new]`` over ``mask``, computing as few rows as it can.
 
     It is what :func:`~geosim.schedulers.mantri_rules.decide` picks from every row.
@@ -234,9 +234,10 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     ``size · bw_inv[row]`` for an input group (``mean(1 / atom)`` per speed and per pair
     row, :func:`~geosim.schedulers.mantri_rules.inverse_means`). The bound is that
     times :data:`_SHRINK`, below any rounding of the two sides. Rows are taken by
-    increasing bound; once the smallest bound left exceeds the best mean found, no row
-    left can be smaller or tie it. Every mean and bound is in ``[0, inf]`` (no NaN), so
-    the first minimum is the same as over all rows, whatever the bound.
+    increasing bound (ties by cluster), :data:`_TAKE` at a time from one scan of the
+    bounds (:func:`_next_rows`); once the smallest bound left exceeds the best mean
+    found, no row left can be smaller or tie it. Every mean and bound is in ``[0, inf]``
+    (no NaN), so the first minimum is the same as over all rows, whatever the bound.
 
     A row is settled by the fast merge of :func:`row_min_quantiles` (with ``step``,
     ``lo``, ``hi``) or, where its quantile tests fall between the bounds, by the general
@@ -263,7 +264,6 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
         else:
             source_rows(bw, g_src[g], pair_rows[g - g_lo])
     for x in range(n):
-        visited[x] = False
         if mask[x] and not has_bound[x]:
             b = w * speed_inv[x, t]
             for g in range(g_lo, g_hi):
@@ -273,17 +273,21 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
                         b = v
             bound[x] = b * _SHRINK
             has_bound[x] = True
+    buf = np.empty(_TAKE, dtype=np.int64)
+    have, at = 0, 0
+    last = -1                   # the row taken last (none yet)
     best = -1
     best_val = 0.0
     while True:
-        pick = -1
-        least = 0.0
-        for x in range(n):
-            if mask[x] and not visited[x] and (pick < 0 or bound[x] < least):
-                pick, least = x, bound[x]
-        if pick < 0 or (best >= 0 and least > best_val):
+        if at == have:
+            have, at = _next_rows(mask, bound, last, buf), 0
+        if have == 0:
             return best
-        visited[pick] = True
+        pick = buf[at]
+        at += 1
+        if best >= 0 and bound[pick] > best_val:
+            return best
+        last = pick
         if not has_mean[pick]:
             nv = row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
             if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
@@ -296,6 +300,41 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
         v = mean[pick]
         if best < 0 or v < best_val or (v == best_val and pick < best):
             best, best_val = pick, v
+
+
+#: Rows :func:`_next_rows` finds per scan of the bounds: most searches take fewer (a
+#: scan per row taken was a third of Mantri's decisions on 1 000 clusters).
+_TAKE = 16
+
+
+@njit(cache=True, inline="always")
+def _before(bound, x, y):  # pragma: no cover - compiled
+    """Whether row ``x`` comes before row ``y``: by bound, then by cluster."""
+    return bound[x] < bound[y] or (bound[x] == bound[y] and x < y)
+
+
+@njit(cache=True)
+def _next_rows(mask, bound, last, buf):  # pragma: no cover - compiled
+    """The next rows of ``mask`` after ``last`` (-1: from the first) by (bound, cluster).
+
+    Fills ``buf`` with up to its size, in order, by one scan; returns how many.
+    """
+    size = buf.size
+    have = 0
+    for x in range(mask.size):
+        if not mask[x] or (last >= 0 and not _before(bound, last, x)):
+            continue
+        if have == size and not _before(bound, x, buf[have - 1]):
+            continue
+        i = have if have < size else size - 1
+        while i > 0 and _before(bound, x, buf[i - 1]):
+            if i < size:
+                buf[i] = buf[i - 1]
+            i -= 1
+        buf[i] = x
+        if have < size:
+            have += 1
+    return have
 
 
 # ---------------------------------------------------------------------- observed estimator

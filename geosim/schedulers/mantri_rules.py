@@ -98,7 +98,6 @@ class _Memo(NamedTuple):
     mean: np.ndarray        # each row's mean and t_new atoms, if has_mean
     has_mean: np.ndarray
     atoms: np.ndarray
-    visited: np.ndarray     # rows taken by the current search
     pair_rows: np.ndarray   # each input group's pair row to every cluster
 
 
@@ -117,8 +116,7 @@ def _memo(n, k, r):  # pragma: no cover - compiled
     return _Memo(np.empty((r, k)), np.empty(k), np.empty(r, dtype=np.int64),
                  np.empty(r, dtype=np.int64), np.empty(r), np.empty(n),
                  np.zeros(n, dtype=np.bool_), np.empty(n), np.zeros(n, dtype=np.bool_),
-                 np.empty((n, k)), np.empty(n, dtype=np.bool_),
-                 np.empty((max(r - 1, 0), n), dtype=np.int64))
+                 np.empty((n, k)), np.empty((max(r - 1, 0), n), dtype=np.int64))
 
 
 @njit(cache=True)
@@ -140,7 +138,7 @@ def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
                         rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, rows.steps_r,
                         rows.thresholds, rows.speed_inv, rows.bw_inv, memo.vals, memo.q,
                         memo.use, memo.head, memo.cur, memo.bound, memo.has_bound, memo.mean,
-                        memo.has_mean, memo.atoms, memo.visited, memo.pair_rows)
+                        memo.has_mean, memo.atoms, memo.pair_rows)
 
 
 @njit(cache=True, error_model="numpy")
