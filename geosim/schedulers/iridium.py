@@ -199,12 +199,10 @@ def _fractions(data, up, down, h, total):  # pragma: no cover - compiled
             c[i] = down[i] / rest
         if has[i] and gets[i]:                               # lo_i <= T c_i
             t = max(t, data[i] * rest / (up[i] * rest + down[i] * data[i]))
-    # sum of lo(T) <= 1
-    sa = np.sort(a)
+    # sum of lo(T) <= 1, over the sites holding data (a_i finite), by increasing a_i
+    sa = np.sort(a[np.isfinite(a)])
     acc = 0.0
-    for k in range(s):
-        if not np.isfinite(sa[k]):
-            break
+    for k in range(sa.size):
         acc += sa[k]
         t = max(t, k / acc)
     # sum of hi(T) >= 1: sites without a download bound give h_i from T = 0 on
@@ -228,8 +226,11 @@ def _fractions(data, up, down, h, total):  # pragma: no cover - compiled
         hi[i] = min(h[i], t * c[i]) if gets[i] else h[i]
         r[i] = min(max(0.0, 1.0 - t * a[i]), hi[i]) if has[i] else 0.0
         left -= r[i]
-    # the rest of the unit to the sites holding the most data, each up to hi
-    for i in np.argsort(-data, kind="mergesort"):
+    # the rest of the unit to the sites holding the most data, each up to hi (the others
+    # after them by index: a stable sort of all sites by decreasing data)
+    held = np.flatnonzero(has)
+    for i in np.concatenate((held[np.argsort(-data[held], kind="mergesort")],
+                             np.flatnonzero(~has))):
         if left <= 0:
             break
         add = min(hi[i] - r[i], left)
