@@ -13,7 +13,7 @@ from geosim.distributions import (
     thresholds,
 )
 from geosim.modeler import PairTable
-from geosim.schedulers.mantri_rows import _TAKE, _next_rows, exact_quantiles, t_new_rows
+from geosim.schedulers.mantri_rows import _TAKE, exact_quantiles, t_new_rows
 from geosim.schedulers.mantri_rules import decide, decide_lazy, inverse_means
 
 
@@ -265,26 +265,6 @@ def test_lazy_decisions_match_full_rows(seed, general, n):
         np.testing.assert_array_equal(took, want[2])
         chosen = what > 0
         assert np.array_equal(best[chosen], means[chosen.nonzero()[0], where[chosen]])
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_lazy_search_takes_rows_by_bound_then_cluster(seed):
-    """Scan after scan, the rows come by increasing bound, ties by cluster, each once.
-
-    Many ties and more rows than one scan holds, so the order across scans is tested.
-    """
-    rng = np.random.default_rng(seed)
-    n = 5 * _TAKE + 3
-    bound = rng.integers(0, 6, n).astype(float)
-    bound[rng.random(n) < 0.1] = np.inf
-    mask = rng.random(n) < 0.8
-    want = sorted(np.flatnonzero(mask), key=lambda x: (bound[x], x))
-    got, last = [], -1
-    buf = np.empty(_TAKE, dtype=np.int64)
-    while have := _next_rows(mask, bound, last, buf):
-        got.extend(buf[:have].tolist())
-        last = got[-1]
-    assert got == want
 
 
 @pytest.mark.parametrize("base", [0, 10**15])

@@ -22,6 +22,7 @@ from scipy.special import ndtri
 
 from geosim.distributions import merged_atoms, numpy_exp, row_min_quantiles, row_quantiles
 from geosim.modeler import pair_row, source_rows
+from geosim.sortedkeys import next_in_order
 from geosim.variability import keyed_uniforms
 
 __all__ = ["CopyReports", "PhaseLog", "clean_rows", "exact_atoms", "exact_quantiles",
@@ -235,8 +236,8 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     row, :func:`~geosim.schedulers.mantri_rules.inverse_means`). The bound is that
     times :data:`_SHRINK`, below any rounding of the two sides. Rows are taken by
     increasing bound (ties by cluster), :data:`_TAKE` at a time from one scan of the
-    bounds (:func:`_next_rows`); once the smallest bound left exceeds the best mean
-    found, no row left can be smaller or tie it. Every mean and bound is in ``[0, inf]``
+    bounds (:func:`~geosim.sortedkeys.next_in_order`); once the smallest bound left
+    exceeds the best mean found, no row left can be smaller or tie it. Every mean and bound is in ``[0, inf]``
     (no NaN), so the first minimum is the same as over all rows, whatever the bound.
 
     A row is settled by the fast merge of :func:`row_min_quantiles` (with ``step``,
@@ -280,7 +281,7 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     best_val = 0.0
     while True:
         if at == have:
-            have, at = _next_rows(mask, bound, last, buf), 0
+            have, at = next_in_order(bound, mask, last, buf), 0
         if have == 0:
             return best
         pick = buf[at]
@@ -302,39 +303,10 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
             best, best_val = pick, v
 
 
-#: Rows :func:`_next_rows` finds per scan of the bounds: most searches take fewer (a
-#: scan per row taken was a third of Mantri's decisions on 1 000 clusters).
+#: Rows taken per scan of the bounds (:func:`~geosim.sortedkeys.next_in_order`): most
+#: searches take fewer (a scan per row taken was a third of Mantri's decisions on 1 000
+#: clusters).
 _TAKE = 16
-
-
-@njit(cache=True, inline="always")
-def _before(bound, x, y):  # pragma: no cover - compiled
-    """Whether row ``x`` comes before row ``y``: by bound, then by cluster."""
-    return bound[x] < bound[y] or (bound[x] == bound[y] and x < y)
-
-
-@njit(cache=True)
-def _next_rows(mask, bound, last, buf):  # pragma: no cover - compiled
-    """The next rows of ``mask`` after ``last`` (-1: from the first) by (bound, cluster).
-
-    Fills ``buf`` with up to its size, in order, by one scan; returns how many.
-    """
-    size = buf.size
-    have = 0
-    for x in range(mask.size):
-        if not mask[x] or (last >= 0 and not _before(bound, last, x)):
-            continue
-        if have == size and not _before(bound, x, buf[have - 1]):
-            continue
-        i = have if have < size else size - 1
-        while i > 0 and _before(bound, x, buf[i - 1]):
-            if i < size:
-                buf[i] = buf[i - 1]
-            i -= 1
-        buf[i] = x
-        if have < size:
-            have += 1
-    return have
 
 
 # ---------------------------------------------------------------------- observed estimator
