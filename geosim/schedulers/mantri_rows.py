@@ -237,8 +237,9 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     times :data:`_SHRINK`, below any rounding of the two sides. Rows are taken by
     increasing bound (ties by cluster), :data:`_TAKE` at a time from one scan of the
     bounds (:func:`~geosim.sortedkeys.next_in_order`); once the smallest bound left
-    exceeds the best mean found, no row left can be smaller or tie it. Every mean and bound is in ``[0, inf]``
-    (no NaN), so the first minimum is the same as over all rows, whatever the bound.
+    exceeds the best mean found, no row left can be smaller or tie it. Every mean and
+    bound is in ``[0, inf]`` (no NaN), so the first minimum is the same as over all rows,
+    whatever the bound.
 
     A row is settled by the fast merge of :func:`row_min_quantiles` (with ``step``,
     ``lo``, ``hi``) or, where its quantile tests fall between the bounds, by the general
