@@ -295,3 +295,13 @@ def test_default_parameters_reproduce_todays_runs(scenario, params, mean, copies
 @pytest.mark.parametrize("check", ["params", "mapreduce", "geo", "geo-event", "same seed"])
 def test_observed_mantri_keeps_the_contract(params, check):
     scheduler_checks("mantri", params)[check]()
+
+
+def test_fastest_atoms_follow_the_model_version():
+    """The fastest speed atom per cluster and type is kept until the model's version moves."""
+    _, mantri = _model([[100.0, 100.0]])
+    pm = mantri.model
+    np.testing.assert_array_equal(mantri._fastest_atoms(), pm.speed.max(axis=2))
+    pm.speed[0, 0, -1] = 500.0          # a refresh changes atoms in place, then counts
+    pm.version += 1
+    assert mantri._fastest_atoms()[0, 0] == 500.0

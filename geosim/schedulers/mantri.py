@@ -282,6 +282,8 @@ class Mantri(Monitored, Redundancy):
         self._clean = False
         self._inverse_key: tuple[int, int, bool] | None = None  # ... and _inverse
         self._inverse = (np.empty((0, 0)), np.empty(0))
+        self._fastest_key: tuple[int, int] | None = None   # ... and _fastest
+        self._fastest = np.empty((0, 0))
         self._bounds_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         #: Checks that evaluated the rules; those with more candidates than
         #: ``max_candidates``, and the candidates the cap left out over the run.
@@ -372,7 +374,7 @@ class Mantri(Monitored, Redundancy):
             lb_room, mean_room = atoms.min(axis=(1, 2)), means.min(axis=1)
         else:
             with np.errstate(divide="ignore"):
-                lb_room = work / _masked_max(model.speed.max(axis=2), room_any)[types]
+                lb_room = work / _masked_max(self._fastest_atoms(), room_any)[types]
                 mean_room = work / _masked_max(model.speed_mean, room_any)[types]
             if view.copy_variability != "none":     # (otherwise every factor is exactly 1)
                 lb_room = lb_room * self._factor_atoms(view, tasks)[:, 0]
@@ -654,6 +656,15 @@ class Mantri(Monitored, Redundancy):
             self._inverse = inverse_means(
                 model.speed, dense if dense.size else model.bandwidth_pairs.values)
         return self._inverse
+
+    def _fastest_atoms(self) -> np.ndarray:
+        """The fastest speed atom of each cluster and type, kept per model version."""
+        model = self.model
+        key = (id(model), model.version)
+        if self._fastest_key != key:
+            self._fastest_key = key
+            self._fastest = model.speed.max(axis=2)
+        return self._fastest
 
     def _clean_model(self) -> bool:
         """Whether every speed and bandwidth atom is finite and >= 0 and each row ascends."""
