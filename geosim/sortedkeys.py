@@ -5,8 +5,8 @@ merged in with one compiled pass (:func:`insert_sorted`) instead of a NumPy inse
 batch. The monitor's pair rings and the table of routes of large worlds use it.
 
 :func:`next_in_order` reads an array in the order of a stable sort a few entries at a
-time, for searches that stop long before the end (Mantri's lazy argmin, the lexmin
-assignment's candidate columns): a scan per few entries instead of a sort of them all.
+time, for searches that stop long before the end (Mantri's lazy argmin): a scan per few
+entries instead of a sort of them all, or a scan per entry.
 """
 
 from __future__ import annotations
