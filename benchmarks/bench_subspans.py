@@ -24,7 +24,7 @@ dispatch from Python in the figures):
 
 One line of JSON per figure, then a table. Usage:
 
-    python benchmarks/bench_subspans.py [--jobs 100] [--scheduler pingan] [--at 6000]
+    python benchmarks/bench_subspans.py [--jobs 100] [--scheduler pingan] [--at 1500]
         [--repeat 200] [--set KEY=VALUE ...]
 """
 
@@ -145,8 +145,8 @@ def run_and_capture(jobs: int, scheduler: str, at: int, overrides: dict) -> tupl
 def kernel_times(args: tuple, repeat: int) -> dict[str, float]:
     """Microseconds per call of each kernel a sub-span calls, on the captured state."""
     (t, _stop, _res, eps, live, copies, inputs, task_work, power, avail, epoch, _pending,
-     _flows_in, _ok, routes, n_clusters, cap, reachable, maxmin, fetch, traffic,
-     scratch, _local, best_time, best_pos) = args
+     _wan_mb, _flows_in, _ok, routes, n_clusters, cap, reachable, maxmin, fetch, traffic,
+     scratch, _local, best_time, best_pos, _records, _through) = args
     slots = copies[1][live].astype(np.int64)
     level = avail[1][slots].copy() if avail[0].size else np.empty(0)
 
@@ -177,7 +177,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--scheduler", default="pingan")
-    parser.add_argument("--at", type=int, default=6000, help="the loop call to capture")
+    parser.add_argument("--at", type=int, default=1500, help="the loop call to capture")
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="KEY=VALUE")

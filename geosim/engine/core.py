@@ -50,7 +50,7 @@ from geosim.engine.step import (
     stream_demand,
     time_left_kernel,
 )
-from geosim.engine.subspans import COMPLETED, NEED_BLOCK, NEED_ROUTES, REACHED, run_subspans
+from geosim.engine.subspans import NEED_BLOCK, NEED_ROUTES, REACHED, Completions, run_subspans
 from geosim.engine.tables import COPY_SPEC, ID_MAX, INPUT_SPEC, CopyCols, InputCols, Table
 from geosim.engine.transfers import (
     RawMoves,
@@ -178,6 +178,9 @@ class Engine:
             live=np.zeros(n_jobs, dtype=np.int64))
         self.slots = SlotState(used=np.zeros(world.n_slots),
                                copies=np.zeros(world.n_slots, dtype=np.int64))
+        # The records complete_kernel takes (their arrays are the engine's for the run).
+        self._records = (tuple(self.tasks), tuple(self.jobs), tuple(self.slots),
+                         tuple(self.graph), tuple(self.stages.groups))
         # Without raw inputs or DAG edges no copy ever fetches anything.
         self.has_inputs = wl.n_raw > 0 or wl.n_edges > 0
         self._task_scratch: tuple[np.ndarray, np.ndarray] | None = None   # see _scratch
@@ -260,7 +263,6 @@ class Engine:
     ingress_mb = _field("traffic", "ingress", "MB into each cluster since the last sample.")
     link_mb = _field("traffic", "link", "MB over each link direction since the last "
                                         "sample (``2e`` u→v, ``2e+1`` v→u).")
-
 
     @property
     def wan_mb(self) -> float:
@@ -401,28 +403,10 @@ class Engine:
             SchedulingError: A raw input of a job not announced or already arrived,
                 already moving, or moved to the cluster holding it or to no cluster.
         """
-        raws = np.atleast_1d(np.asarray(raws, dtype=np.int64))
-        clusters = np.atleast_1d(np.asarray(clusters, dtype=np.int64))
-        if raws.shape != clusters.shape:
-            raise SchedulingError(f"{raws.size} raw inputs but {clusters.size} clusters")
-        if raws.size == 0:
-            return
-        if raws.min() < 0 or raws.max() >= self.wl.n_raw:
-            raise SchedulingError(f"raw inputs {raws.tolist()} outside 0..{self.wl.n_raw - 1}")
-        job = self.task_job[self.wl.raw_task[raws]]
-        bad = (job < self.next_job) | (job >= self.next_announced)
-        if bad.any():
-            raise SchedulingError(f"raw input {int(raws[bad][0])} belongs to job "
-                                  f"{int(job[bad][0])}, which has arrived or is not announced")
-        if np.unique(raws).size < raws.size or np.isin(raws, self.moves.raw).any():
-            raise SchedulingError("a raw input is moved twice at once")
-        src = self.raw_cluster[raws]
-        if (clusters < 0).any() or (clusters >= self.world.n_clusters).any() \
-                or (clusters == src).any():
-            raise SchedulingError(f"cannot move raw inputs {raws.tolist()} from clusters "
-                                  f"{src.tolist()} to {clusters.tolist()}")
-        self.moves.add(raws, src, clusters)
-        self._flows = None
+        if self.moves.start(raws, clusters, (self.wl.raw_task, self.task_job),
+                            (self.next_job, self.next_announced), self.raw_cluster,
+                            self.world.n_clusters):
+            self._flows = None
 
     def _drop_moves(self, mask: np.ndarray) -> None:
         self.moves.drop(mask)
@@ -697,7 +681,8 @@ class Engine:
         while True:
             if self.compiled_subspans and self.live.size and self.has_inputs \
                     and not self.moves.raw.size:
-                code = self._compiled_subspans(stop, pending)
+                code = self._compiled_subspans(stop, pending, not to_completion)
+                completed.extend(self.completed)    # those the loop ended itself
                 if code == NEED_ROUTES:     # the flows are rebuilt here, routes added
                     self._flow_structure()
                     continue
@@ -710,7 +695,7 @@ class Engine:
                          TIME_RESOLUTION * max(1.0, self.time))
                 last = dt >= left
                 self._run_span(left if last else dt, 1.0)
-            completed.extend(self.completed)
+                completed.extend(self.completed)
             if last or (to_completion and self.completed):
                 break
         self.completed = completed
@@ -719,8 +704,11 @@ class Engine:
             np.divide(self.gate_out, self.last_span, out=self.gate_out)
             np.divide(self.gate_in, self.last_span, out=self.gate_in)
 
-    def _compiled_subspans(self, stop: float, pending: np.ndarray) -> int:
+    def _compiled_subspans(self, stop: float, pending: np.ndarray, through: bool) -> int:
         """Run sub-spans in one compiled loop (:func:`~.subspans.run_subspans`) and apply them.
+
+        ``through``: the loop ends completions itself and runs on, unless stages or caps
+        need Python at a completion (see :mod:`.subspans`).
 
         Returns:
             Why the loop returned; after :data:`~.subspans.NEED_BLOCK` the block is drawn
@@ -729,14 +717,15 @@ class Engine:
         world, avail = self.world, self.world.availability
         flows = self._flows if self._flows is not None else _NO_FLOWS
         (code, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw, active, demand, ending,
-         ending_at, win_at, tasks, times, kind, block) = run_subspans(
+         ending_at, win_at, tasks, times, kind, block, ended) = run_subspans(
             self.time, stop, TIME_RESOLUTION, EPS, self.live, self.copies.kernel_arg,
             self.inputs.kernel_arg, self.task_work, world.power.level,
             NO_RENEWAL if avail is None else avail.kernel_arg,
-            0 if avail is None else avail.epoch, pending, tuple(flows),
+            0 if avail is None else avail.epoch, pending, self._wan_mb, tuple(flows),
             self._flows is not None, world.routes.pair_table(), world.n_clusters,
             world.resource_capacity(), self.reachable, self.sharing == "maxmin", self.fetch,
-            tuple(self.traffic), self._account_scratch, self._res_local, *self._scratch())
+            tuple(self.traffic), self._account_scratch, self._res_local, *self._scratch(),
+            self._records, through and not (self.staged or self.capped))
         if avail is not None:
             avail.epoch = epoch
             if code == NEED_BLOCK:
@@ -744,15 +733,19 @@ class Engine:
             else:
                 avail.advance(t)
         self.completed = []
+        ended = Completions(*ended)
+        if ended.winners.size:      # the flows returned are those of the copies left
+            self.live = ended.live
+            self._completed(ended.winners, ended.ready, ended.ready_at, ended.jobs)
         flows = Flows(*flows)
         self._flows = flows if flows_ok else None
         self._alloc_key = None
         if n_spans:
-            self.time, self.last_span, self._wan_mb = t, span_len, self._wan_mb + wan
+            self.time, self.last_span, self._wan_mb = t, span_len, wan
             self._gates_used = True
             self.flows, self.flow_bw, self.flow_active, self.flow_demand = \
                 flows, bw, active, demand
-        if code == COMPLETED:
+        if win_at.size:
             self._slot_end = t
             live = self.live
             self._complete(live[ending], ending_at, live[win_at], tasks, times)
@@ -877,18 +870,23 @@ class Engine:
             tasks: The finishing tasks, ascending.
             times: When each of them finished.
         """
+        task, job, slot, graph, groups = self._records
         ready, done_jobs, self.live = complete_kernel(
-            ending, at, winners, tasks, times, self.live, self.copies.kernel_arg,
-            tuple(self.tasks), tuple(self.jobs), tuple(self.slots), tuple(self.graph),
-            self.staged, tuple(self.stages.groups), self._scratch()[1])
+            ending, at, winners, tasks, times, self.live, self.copies.kernel_arg, task, job,
+            slot, graph, self.staged, groups, self._scratch()[1])
         self._flows = None
-        if ready.size:
-            self._make_ready(ready, self._slot_end)
+        self._completed(winners, ready, self._slot_end, done_jobs)
         if self.staged:
             self._make_ready(self.stages.release(tasks, self.pending), self._slot_end)
         if self.capped:
             self._set_ready(self.stages.finish(tasks), self._slot_end)
-        self.finished_jobs.extend(done_jobs.tolist())
+
+    def _completed(self, winners: np.ndarray, ready: np.ndarray, at: float | np.ndarray,
+                   jobs: np.ndarray) -> None:
+        """Record ended tasks: ``winners`` won, ``ready`` are ready from ``at``, ``jobs`` done."""
+        if ready.size:
+            self._make_ready(ready, at)
+        self.finished_jobs.extend(jobs.tolist())
         self.completed.append(winners)
 
     # ------------------------------------------------------------------ accounting

@@ -10,17 +10,29 @@ both give the same numbers bit for bit.
 
 The loop hands back to Python whenever Python has work to do, with a code saying why:
 
-- :data:`COMPLETED`: the sub-span just run completed tasks (the engine ends them);
+- :data:`COMPLETED`: the sub-span just run completed tasks (the engine ends them), or,
+  when the loop ends completions itself, no copy is left alive;
 - :data:`REACHED`: the loop reached ``stop``;
 - :data:`NEED_ROUTES`: the flows must be rebuilt with routes not in the table yet
   (nothing of the sub-span was run);
 - :data:`NEED_BLOCK`: the availability process needs a block of draws in the middle of
   a sub-span; the caller draws it and calls again with the sub-span ``pending``.
 
+A scheduler that decides at slot boundaries only has no use for the instant of a
+completion. Asked to (``through``), the loop ends the completed tasks itself, with
+:func:`~geosim.engine.step.complete_kernel` as :meth:`Engine._complete` does, and runs
+on. It hands back the copies left alive, the winners, the children made ready (with
+their instants) and the jobs finished (:class:`Completions`), which the engine records
+as it records a completion. The results are the same bit for bit: the MB moved over the
+WAN are summed as the engine sums them, and a completion in the last sub-span is
+followed by one of length 0, as a call from Python at ``stop`` runs it.
+
 Raw-input moves are not handled here: a run with moves under way takes the Python path.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -30,6 +42,7 @@ from geosim.engine.records import Flows
 from geosim.engine.sharing import allocate
 from geosim.engine.step import (
     apply,
+    complete_kernel,
     finish_kernel,
     first_event,
     rates,
@@ -44,11 +57,29 @@ from geosim.processes import renewal_mean, renewal_sync
 COMPLETED, REACHED, NEED_ROUTES, NEED_BLOCK = 0, 1, 2, 3
 
 
+class Completions(NamedTuple):
+    """The completions :func:`run_subspans` ended itself, in order.
+
+    Attributes:
+        live: The live copies left.
+        winners: The copy that finished each completed task.
+        ready: The children made ready, each at ``ready_at``.
+        ready_at: The instant each of ``ready`` became ready.
+        jobs: The jobs finished.
+    """
+
+    live: np.ndarray
+    winners: np.ndarray
+    ready: np.ndarray
+    ready_at: np.ndarray
+    jobs: np.ndarray
+
+
 @njit(cache=True)
 def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, power, avail,
-                 epoch, pending, flows, flows_ok, routes, n_clusters, cap, reachable,
-                 maxmin, fetch, traffic, scratch, local, best_time,
-                 best_pos):  # pragma: no cover - compiled
+                 epoch, pending, wan_mb, flows, flows_ok, routes, n_clusters, cap, reachable,
+                 maxmin, fetch, traffic, scratch, local, best_time, best_pos, records,
+                 through):  # pragma: no cover - compiled
     """Run exact sub-spans from ``t`` until a completion, ``stop`` or a need of Python.
 
     Args:
@@ -61,11 +92,10 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         inputs: The inputs table's records.
         task_work: Work of each task.
         power: Each slot's VM power.
-        avail: The availability process's kernel state (``AlternatingRenewal.kernel_arg``),
-            or :data:`~geosim.processes.NO_RENEWAL` when there is none.
+        avail: The availability process's ``kernel_arg`` (or ``NO_RENEWAL``).
         epoch: The process's epoch (incremented per sub-span).
-        pending: ``[t_end, dt, last]`` of a sub-span whose availability step waits for a
-            block (``pending[1] < 0``: none).
+        pending: ``[t_end, dt, last]`` of a sub-span waiting for draws (``[1] < 0``: none).
+        wan_mb: MB moved over the WAN so far (the engine's total).
         flows: The current :class:`~geosim.engine.records.Flows` (as a tuple).
         flows_ok: Whether ``flows`` is up to date.
         routes: The route table (``Routes.pair_table``).
@@ -79,30 +109,28 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         local: Max-min's scratch (-1 per resource).
         best_time: Per-task scratch of the completion kernel (NaN).
         best_pos: Per-task scratch of the completion kernel (-1).
+        records: The engine's task, job, slot and graph records and its stage groups.
+        through: End completions here and run on; False hands back at each.
 
     Returns:
-        The code, the time, the epoch, the sub-spans run, MB moved over the WAN, the last
-        sub-span's length, the flows and whether they are up to date, the last
+        The code, the time, the epoch, the sub-spans run, MB moved over the WAN in all,
+        the last sub-span's length, the flows and whether they are up to date, the last
         sub-span's bandwidths, activity and demands, the completion outputs of
         :func:`~geosim.engine.step.step_kernel` (ending positions and instants, winners'
-        positions, tasks and instants), then the block needed (kind, last block).
+        positions, tasks and instants), the block needed (kind, last block), then the
+        completions the loop ended (:class:`Completions`, as a tuple).
     """
     with_avail = avail[0].size > 0
     keys, ids, dense, ptr, route_res, route_epoch = routes
-    slots = np.empty(live.size, dtype=np.int64)
     slot_of = CopyCols(*copies).slot
-    for p in range(live.size):
-        slots[p] = slot_of[live[p]]
-    no_move = np.empty(0, dtype=np.int64)
-    no_float = np.empty(0)
-    no_int = np.empty(0, dtype=np.int64)
-    have_alloc = False
-    bw = np.empty(0)
-    active = np.empty(0, dtype=np.bool_)
-    demand = no_float
-    n_spans = 0
-    wan = 0.0
-    span_len = 0.0
+    slots = _slots_of(live, slot_of)
+    no_float, no_int = np.empty(0), np.empty(0, dtype=np.int64)
+    no_move = no_int
+    none = (no_int, no_float, no_int, no_int, no_float, -1, -1)    # no completion, no block
+    have_alloc, bw, active, demand = False, no_float, np.empty(0, dtype=np.bool_), no_float
+    n_spans, wan, span_len = 0, 0.0, 0.0
+    # The completions ended here: winners, children made ready, their instants, jobs.
+    ended, n_ended = (no_int, no_int, no_float, no_int), np.zeros(3, dtype=np.int64)
     while True:
         if pending[1] < 0.0:
             left = stop - t
@@ -118,8 +146,8 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
                 out = flow_kernel(live, copies, inputs, no_move, no_move, keys, ids, dense, ptr,
                                   route_res, route_epoch, n_clusters, 1.0 - eps)
                 if out[-1].size:
-                    return (NEED_ROUTES, t, epoch, n_spans, wan, span_len, flows, False, bw,
-                            active, demand, no_int, no_float, no_int, no_int, no_float, -1, -1)
+                    return (NEED_ROUTES, t, epoch, n_spans, wan_mb + wan, span_len, flows, False,
+                            bw, active, demand) + none + (_trim(live, ended, n_ended),)
                 flows = out[:-1]
                 flows_ok = True
                 have_alloc = False
@@ -151,8 +179,9 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
             factor = np.empty(slots.size)
             kind, block = renewal_mean(avail, epoch, t_end, t, slots, factor, not fresh)
             if kind >= 0:
-                return (NEED_BLOCK, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw,
-                        active, demand, no_int, no_float, no_int, no_int, no_float, kind, block)
+                return (NEED_BLOCK, t, epoch, n_spans, wan_mb + wan, span_len, flows, flows_ok,
+                        bw, active, demand, no_int, no_float, no_int, no_int, no_float, kind, block,
+                        _trim(live, ended, n_ended))
         pending[1] = -1.0
         bw, active, demand, have_alloc, new_bw = _allocation(
             live, copies, inputs, task_work, power, factor, flows, cap, reachable, maxmin,
@@ -179,12 +208,81 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         n_spans += 1
         span_len = dt
         t = t_end
+        if win_at.size and not through:
+            return (COMPLETED, t, epoch, n_spans, wan_mb + wan, span_len, flows, flows_ok, bw,
+                    active, demand, ending, ending_at, win_at, done_tasks, done_time, -1, -1,
+                    _trim(live, ended, n_ended))
         if win_at.size:
-            return (COMPLETED, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw, active,
-                    demand, ending, ending_at, win_at, done_tasks, done_time, -1, -1)
+            live, ended = _end_tasks(live, ending, ending_at, win_at, done_tasks, done_time,
+                                     copies, records, best_pos, t, ended, n_ended)
+            slots = _slots_of(live, slot_of)
+            wan_mb, wan = wan_mb + wan, 0.0     # summed as the engine sums each return's
+            flows_ok = have_alloc = False
+            if live.size == 0:
+                return (COMPLETED, t, epoch, n_spans, wan_mb, span_len, flows, flows_ok, bw,
+                        active, demand) + none + (_trim(live, ended, n_ended),)
+            continue    # even at ``stop``: a last sub-span (of length 0) on the copies left
         if last:
-            return (REACHED, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw, active,
-                    demand, no_int, no_float, no_int, no_int, no_float, -1, -1)
+            return (REACHED, t, epoch, n_spans, wan_mb + wan, span_len, flows, flows_ok, bw,
+                    active, demand) + none + (_trim(live, ended, n_ended),)
+
+
+@njit(cache=True)
+def _end_tasks(live, ending, ending_at, win_at, tasks, times, copies, records, mark, t, ended,
+               n_ended):  # pragma: no cover - compiled
+    """End the tasks a sub-span completed as :meth:`Engine._complete` does; record them.
+
+    Returns:
+        The live copies left and ``ended`` with the winners, the children made ready at
+        ``t`` and the jobs finished appended (counts in ``n_ended``).
+    """
+    task, job, slot, graph, groups = records
+    winners = np.empty(win_at.size, dtype=np.int64)
+    for i in range(win_at.size):
+        winners[i] = live[win_at[i]]
+    ending_ids = np.empty(ending.size, dtype=np.int64)
+    for i in range(ending.size):
+        ending_ids[i] = live[ending[i]]
+    ready, done, left = complete_kernel(ending_ids, ending_at, winners, tasks, times, live,
+                                        copies, task, job, slot, graph, False, groups, mark)
+    won, made_ready, ready_at, jobs = ended
+    won = _append(won, n_ended[0], winners)
+    made_ready = _append(made_ready, n_ended[1], ready)
+    at = np.full(ready.size, t)
+    ready_at = _append(ready_at, n_ended[1], at)
+    jobs = _append(jobs, n_ended[2], done)
+    n_ended[0] += winners.size
+    n_ended[1] += ready.size
+    n_ended[2] += done.size
+    return left, (won, made_ready, ready_at, jobs)
+
+
+@njit(cache=True)
+def _slots_of(live, slot_of):  # pragma: no cover - compiled
+    """The slot of each live copy."""
+    slots = np.empty(live.size, dtype=np.int64)
+    for p in range(live.size):
+        slots[p] = slot_of[live[p]]
+    return slots
+
+
+@njit(cache=True)
+def _append(buf, n, values):  # pragma: no cover - compiled
+    """``buf[:n]`` followed by ``values``, in ``buf`` or in a larger copy of it."""
+    if n + values.size > buf.size:
+        grown = np.empty(max(2 * buf.size, n + values.size), dtype=buf.dtype)
+        grown[:n] = buf[:n]
+        buf = grown
+    buf[n:n + values.size] = values
+    return buf
+
+
+@njit(cache=True)
+def _trim(live, ended, n_ended):  # pragma: no cover - compiled
+    """The :class:`Completions` ended so far, as a tuple."""
+    won, ready, ready_at, jobs = ended
+    return (live, won[:n_ended[0]], ready[:n_ended[1]], ready_at[:n_ended[1]],
+            jobs[:n_ended[2]])
 
 
 @njit(cache=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from geosim.engine.base import EPS
+from geosim.engine.base import EPS, SchedulingError
 from geosim.engine.records import Flows, Graph, Traffic
 from geosim.engine.tables import CopyCols, InputCols
 from geosim.routes import Routes
@@ -36,6 +36,47 @@ class RawMoves:
         self.moved_mb = 0.0
         self.done = 0
         self.abandoned = 0
+
+    def start(self, raws: np.ndarray, clusters: np.ndarray,
+              owners: tuple[np.ndarray, np.ndarray], jobs: tuple[int, int],
+              raw_cluster: np.ndarray, n_clusters: int) -> bool:
+        """Check and start moves of ``raws`` to ``clusters``; whether any started.
+
+        Args:
+            raws: Raw inputs to move.
+            clusters: The cluster each goes to.
+            owners: The task of every raw input, and the job of every task.
+            jobs: The first job not arrived and the first not announced: a raw input
+                moves only between its job's announcement and its arrival.
+            raw_cluster: The cluster holding every raw input.
+            n_clusters: Clusters of the world.
+
+        Raises:
+            SchedulingError: A raw input of a job not announced or already arrived,
+                already moving, or moved to the cluster holding it or to no cluster.
+        """
+        raws = np.atleast_1d(np.asarray(raws, dtype=np.int64))
+        clusters = np.atleast_1d(np.asarray(clusters, dtype=np.int64))
+        if raws.shape != clusters.shape:
+            raise SchedulingError(f"{raws.size} raw inputs but {clusters.size} clusters")
+        if raws.size == 0:
+            return False
+        raw_task, task_job = owners
+        if raws.min() < 0 or raws.max() >= raw_task.size:
+            raise SchedulingError(f"raw inputs {raws.tolist()} outside 0..{raw_task.size - 1}")
+        job = task_job[raw_task[raws]]
+        bad = (job < jobs[0]) | (job >= jobs[1])
+        if bad.any():
+            raise SchedulingError(f"raw input {int(raws[bad][0])} belongs to job "
+                                  f"{int(job[bad][0])}, which has arrived or is not announced")
+        if np.unique(raws).size < raws.size or np.isin(raws, self.raw).any():
+            raise SchedulingError("a raw input is moved twice at once")
+        src = raw_cluster[raws]
+        if (clusters < 0).any() or (clusters >= n_clusters).any() or (clusters == src).any():
+            raise SchedulingError(f"cannot move raw inputs {raws.tolist()} from clusters "
+                                  f"{src.tolist()} to {clusters.tolist()}")
+        self.add(raws, src, clusters)
+        return True
 
     def add(self, raws: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
         """Start moves (already checked) of ``raws`` from ``src`` to ``dst``."""
