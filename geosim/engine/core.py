@@ -412,13 +412,13 @@ class Engine:
         self.moves.drop(mask)
         self._flows = None
 
-    def _make_ready(self, tasks: np.ndarray, at: float) -> None:
+    def _make_ready(self, tasks: np.ndarray, at: float | np.ndarray) -> None:
         """Tasks whose dependencies are met become ready (those admitted, under caps)."""
         if self.capped and tasks.size:
             tasks = self.stages.admit(tasks)
         self._set_ready(tasks, at)
 
-    def _set_ready(self, tasks: np.ndarray, at: float) -> None:
+    def _set_ready(self, tasks: np.ndarray, at: float | np.ndarray) -> None:
         if tasks.size == 0:
             return
         self.task_state[tasks] = READY
