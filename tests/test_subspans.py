@@ -39,3 +39,23 @@ def test_completions_ended_in_the_loop_give_the_tables_of_handing_back(monkeypat
         pd.testing.assert_frame_equal(getattr(tables[0], name), getattr(tables[1], name),
                                       check_exact=True)
     assert tables[0].summary["wan_mb"] == tables[1].summary["wan_mb"]
+
+
+@pytest.mark.parametrize(("transfer", "sharing"),
+                         [("fetch", "equal"), ("stream", "equal"), ("stream", "maxmin")])
+def test_the_loop_gives_the_python_path_s_tables_under_each_transfer_and_sharing(transfer,
+                                                                                 sharing):
+    # The loop reuses the rates it found a sub-span's end with when the sub-span's mean
+    # availability is the level at its start, and ends completions itself; the Python
+    # path computes every sub-span anew and hands back at each completion.
+    world = event_maxmin(geo_world(n_jobs=5, scheduler="pingan"))
+    world["links"].update({"transfer": transfer, "sharing": sharing})
+    world["availability"] = {"available_scale": 2.0, "unavailable_scale": 1.0}
+    tables = []
+    for compiled in (True, False):
+        model = GeoModel(load_scenario(world))
+        model.engine.compiled_subspans = compiled
+        tables.append(model.run())
+    for name in ("jobs", "tasks", "copies", "clusters", "links"):
+        pd.testing.assert_frame_equal(getattr(tables[0], name), getattr(tables[1], name),
+                                      check_exact=True)
