@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
-import pandas as pd
 import pytest
 from test_engine import MoveThenPin, PinTo, make_workload, two_cluster_scenario
 
@@ -12,7 +11,6 @@ from geosim import GeoModel, load_scenario
 from geosim.engine.sharing import equal_shares, maxmin_shares
 from geosim.engine.transfers import account_kernel
 from geosim.invariants import InvariantError
-from geosim.testing import event_maxmin, geo_world
 
 NONE = np.empty(0, dtype=np.int64)
 
@@ -255,26 +253,3 @@ def test_event_timing_runs_a_move_and_a_copy_on_one_link_exactly():
     np.testing.assert_allclose(result.jobs["completion"], [20.25, 110.0], rtol=1e-12)
     assert model.engine.raw_cluster.tolist() == [1, 0]
 
-
-def test_compiled_sub_spans_give_the_python_path_s_tables(monkeypatch):
-    # The compiled loop of event timing's sub-spans hands back to Python for routes not
-    # yet in the table and for availability draws; both happen here.
-    from geosim.engine import core, subspans
-    codes = []
-
-    def recording(*args):
-        out = subspans.run_subspans(*args)
-        codes.append(out[0])
-        return out
-    monkeypatch.setattr(core, "run_subspans", recording)
-    world = event_maxmin(geo_world(n_jobs=6, scheduler="pingan"))
-    world["availability"] = {"available_scale": 2.0, "unavailable_scale": 1.0}
-    tables = []
-    for compiled in (True, False):
-        model = GeoModel(load_scenario(world))
-        model.engine.compiled_subspans = compiled
-        tables.append(model.run())
-    assert {subspans.NEED_ROUTES, subspans.NEED_BLOCK, subspans.COMPLETED} <= set(codes)
-    for name in ("jobs", "tasks", "copies", "clusters", "links"):
-        pd.testing.assert_frame_equal(getattr(tables[0], name), getattr(tables[1], name),
-                                      check_exact=True)
