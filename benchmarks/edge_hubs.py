@@ -3,8 +3,8 @@
 ``scenarios/edge-10k.toml`` keeps pingan-medium's offered load per slot, yet its mean
 flowtime is far above pingan-medium's. This script isolates the cause. For each world
 size N (the edge scenario with ``topology.n_clusters = N`` and the arrival rate scaled
-to keep the load per slot, λ = 0.07 · N / 100), it runs Fair on the same jobs and world
-(the same seed) four ways:
+to keep the load per slot, λ = 0.07 · N / 100), it runs Fair (or ``--scheduler``) on
+the same jobs and world (the same seed) four ways:
 
 - ``shipped``: as the scenario defines it;
 - ``all links x10``: every link and gate ten times wider (``links.bandwidth_scale``);
@@ -20,6 +20,7 @@ busiest 1% recover what widening every link recovers and the random 1% do not, t
 hub links are the bottleneck. Usage:
 
     python benchmarks/edge_hubs.py [--clusters 100 1000 10000] [--jobs 2000] [--seed 1]
+        [--scheduler fair]
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ SCENARIO = ROOT / "scenarios" / "edge-10k.toml"
 FACTOR, SHARE = 10.0, 0.01
 
 
-def _model(clusters: int, jobs: int, seed: int, scale: float = 1.0) -> GeoModel:
+def _model(clusters: int, jobs: int, seed: int, scale: float = 1.0,
+           scheduler: str = "fair") -> GeoModel:
     scenario = load_scenario(SCENARIO, {
         "topology.n_clusters": clusters, "workload.n_jobs": jobs,
         "workload.arrival_rate": 0.07 * clusters / 100, "links.bandwidth_scale": scale})
-    return GeoModel(scenario, "fair", seed)
+    return GeoModel(scenario, scheduler, seed)
 
 
 def _widen(model: GeoModel, links: np.ndarray) -> None:
@@ -60,16 +62,17 @@ def _flowtimes(model: GeoModel) -> np.ndarray:
     return jobs["flowtime"].to_numpy()
 
 
-def size(clusters: int, jobs: int, seed: int) -> None:
+def size(clusters: int, jobs: int, seed: int, scheduler: str = "fair") -> None:
     """Print the rows of one world size."""
-    shipped = _model(clusters, jobs, seed)
+    shipped = _model(clusters, jobs, seed, scheduler=scheduler)
     base = _flowtimes(shipped)
     link_mb = np.asarray(shipped.engine.traffic.link).reshape(-1, 2).sum(axis=1)
     wan_mb = float(shipped.engine.wan_mb)
     k = max(1, round(SHARE * link_mb.size))
     busiest = np.argsort(-link_mb, kind="stable")[:k]
     degree = max(d for _, d in shipped.world.graph.degree())
-    print(f"{clusters} clusters (λ = {0.07 * clusters / 100:g}/s, {jobs} jobs, seed {seed}): "
+    print(f"{scheduler}, {clusters} clusters (λ = {0.07 * clusters / 100:g}/s, {jobs} jobs, "
+          f"seed {seed}): "
           f"WAN {wan_mb / 1e6:.2f} TB moved, {link_mb.sum() / wan_mb:.2f} link MB per WAN MB, "
           f"busiest 1% of {link_mb.size} links carried {link_mb[busiest].sum() / link_mb.sum():.1%}"
           f" of the link MB; largest degree {degree}")
@@ -78,7 +81,7 @@ def size(clusters: int, jobs: int, seed: int) -> None:
     variants = {"all links x10": (FACTOR, None), "busiest 1% x10": (1.0, busiest),
                 "random 1% x10": (1.0, rng.choice(link_mb.size, k, replace=False))}
     for label, (scale, links) in variants.items():
-        model = _model(clusters, jobs, seed, scale)
+        model = _model(clusters, jobs, seed, scale, scheduler)
         if links is not None:
             _widen(model, links)
         flow = _flowtimes(model)
@@ -93,9 +96,10 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, nargs="+", default=[100, 1000, 10000])
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--scheduler", default="fair")
     args = parser.parse_args()
     for clusters in args.clusters:
-        size(clusters, args.jobs, args.seed)
+        size(clusters, args.jobs, args.seed, args.scheduler)
 
 
 if __name__ == "__main__":
