@@ -26,26 +26,25 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
+
+from bench_core import CASES, ROOT, SCALE_SCHEDULERS
 
 from geosim import GeoModel, load_scenario
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = ROOT / "scenarios" / "pingan-medium.toml"
-EDGE = {"topology.generator": "barabasi_albert", "clusters.slot_streams": "keyed",
-        "run.record_interval": 0.0}
-SCHEDULERS = ("fair", "pingan[epsilon=0.6]", "flutter+mantri", "iridium")
+#: ``bench_core.py``'s ``e100-KEY`` / ``e1000-KEY`` cases: scenario and settings.
+SCENARIO = ROOT / "scenarios" / CASES["e100-fair"][0]
+EDGE = CASES["e100-fair"][2]
 COUNTS = ("steps", "copy-steps", "transfer-steps", "transfer-resource-steps")
 
 
 def run(scheduler: str, clusters: int, jobs: int) -> tuple[float, dict[str, int]]:
     """One run: its wall time (build included) and its activity counts."""
-    scenario = load_scenario(SCENARIO, {**EDGE, "topology.n_clusters": clusters,
-                                        "workload.n_jobs": jobs})
-    GeoModel(load_scenario(SCENARIO, {**EDGE, "topology.n_clusters": clusters,
-                                      "workload.n_jobs": 1}), scheduler)   # modules loaded
+    settings = {**EDGE, "topology.n_clusters": clusters}
+    GeoModel(load_scenario(SCENARIO, {**settings, "workload.n_jobs": 1}),
+             scheduler)                                            # modules loaded
     start = time.perf_counter()
-    model = GeoModel(scenario, scheduler)
+    model = GeoModel(load_scenario(SCENARIO, {**settings, "workload.n_jobs": jobs}),
+                     scheduler)
     counts = dict.fromkeys(COUNTS, 0)
     while model.running:
         model.step()
@@ -62,7 +61,7 @@ def run(scheduler: str, clusters: int, jobs: int) -> tuple[float, dict[str, int]
 def main() -> None:
     """Run each scheduler at both sizes and print its rows."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("schedulers", nargs="*", default=list(SCHEDULERS))
+    parser.add_argument("schedulers", nargs="*", default=list(SCALE_SCHEDULERS.values()))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=300)
     args = parser.parse_args()

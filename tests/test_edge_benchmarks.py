@@ -18,15 +18,16 @@ from geosim import GeoModel, load_scenario
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def bench(name: str):
+def bench(name: str, monkeypatch):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))     # as a script sees its siblings
     spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_widened_links_are_wider_in_the_engine_and_stay_so_after_redraws():
-    hubs = bench("edge_hubs")
+def test_widened_links_are_wider_in_the_engine_and_stay_so_after_redraws(monkeypatch):
+    hubs = bench("edge_hubs", monkeypatch)
     model = hubs._model(30, 4, seed=3)
     world = model.world
     before = world.resource_capacity().copy()
@@ -48,8 +49,8 @@ def test_widened_links_are_wider_in_the_engine_and_stay_so_after_redraws():
     assert np.array_equal(world.link_bw.mean[others], mean[others])
 
 
-def test_activity_counts_follow_the_engine_step_by_step():
-    activity = bench("edge_activity")
+def test_activity_counts_follow_the_engine_step_by_step(monkeypatch):
+    activity = bench("edge_activity", monkeypatch)
     wall, counts = activity.run("fifo", 30, 3)
     assert wall > 0
     scenario = load_scenario(activity.SCENARIO, {**activity.EDGE, "topology.n_clusters": 30,

@@ -682,7 +682,7 @@ class Engine:
             if self.compiled_subspans and self.live.size and self.has_inputs \
                     and not self.moves.raw.size:
                 code = self._compiled_subspans(stop, pending, not to_completion)
-                completed.extend(self.completed)    # those the loop ended itself
+                completed.extend(self.completed)    # all the call ended, before any continue
                 if code == NEED_ROUTES:     # the flows are rebuilt here, routes added
                     self._flow_structure()
                     continue
