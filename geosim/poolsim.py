@@ -203,7 +203,7 @@ def run(setup: PoolSetup, guards: RunGuards, stall_seconds: float) -> PoolOutcom
     i64 = np.int64
     scratch = (np.zeros(n), np.full(n, -1, i64), np.zeros(n, i64), np.zeros(n, i64),
                np.zeros(m, i64), np.empty(n + m + 1, i64), np.empty(n, i64),
-               np.empty(n + m + 1, i64))
+               np.empty(n + m + 1, i64), np.zeros(m, i64))
     kind, beta, max_copies, random = setup.policy
     params = np.array([kind, max_copies, random], dtype=np.int64)
     fparams = np.array([beta, setup.horizon, setup.record_interval, 0.0, stall_seconds])
@@ -354,12 +354,15 @@ def _end(i, c, at, outcome, work, ctask, cslot, cshare, cend, cwaste, cout, lpro
 
 
 @njit(cache=True, inline="always")
-def _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin):  # pragma: no cover
+def _compact(live, n_live, cout, cslot, slot_at, lprog, lbase, lt0, lrate,
+             lfin):  # pragma: no cover - compiled
     """Keep the live copies still alive, in order, with their per-live state."""
     k = 0
     for i in range(n_live):
-        if cout[live[i]] == ALIVE:
-            live[k] = live[i]
+        c = live[i]
+        if cout[c] == ALIVE:
+            live[k] = c
+            slot_at[cslot[c]] = k
             lprog[k], lbase[k], lt0[k] = lprog[i], lbase[i], lt0[i]
             lrate[k], lfin[k] = lrate[i], lfin[i]
             k += 1
@@ -415,7 +418,7 @@ def _allocate(kind, beta, n, m, counts):  # pragma: no cover - compiled
 @njit(cache=True, inline="always")
 def _launch(j, s, share, t, iv, work, power, level, saved, tstate, tstart, tcopies, tlive,
             slot_used, slot_copies, ctask, cslot, cshare, cstart, cend, cexec, cwaste,
-            cshare_t, cout, live, per_live, n_live):  # pragma: no cover - compiled
+            cshare_t, cout, live, slot_at, per_live, n_live):  # pragma: no cover - compiled
     lprog, lbase, lt0, lrate, lfin = per_live[0], per_live[1], per_live[2], per_live[3], \
         per_live[4]
     c = iv[5]
@@ -430,6 +433,7 @@ def _launch(j, s, share, t, iv, work, power, level, saved, tstate, tstart, tcopi
     cshare_t[c] = 0.0
     cout[c] = ALIVE
     live[n_live] = c
+    slot_at[s] = n_live
     lprog[n_live] = saved[j]
     lbase[n_live] = saved[j]
     lt0[n_live] = t
@@ -506,25 +510,29 @@ def _checkpoint(t, n_live, live, per_live, work, tasks, copies, cmax,
     for i in range(n_live):
         c = live[i]
         j = ctask[c]
-        lv = max(saved[j], cmax[j])
-        if not (c == clead[j] and lprog[i] >= lv - _EPS):
-            cwaste[c] += (lprog[i] - lbase[i]) * work[j]
-        lprog[i] = lv
-        lbase[i] = lv
-    for i in range(n_live):
-        j = ctask[live[i]]
-        if clead[j] >= 0:
+        lead = clead[j]
+        if lead >= 0:               # the task's first copy: checkpoint the task
             lv = max(saved[j], cmax[j])
             jwork_left[j] -= (lv - saved[j]) * work[j]
             saved[j] = lv
             tckpt[j] += 1
             jckpt[j] += 1
-            clead[j] = -1
+            clead[j] = -2 - lead    # done: negative (no lead) and the lead kept
+        else:
+            lead = -2 - lead
+        lv = saved[j]
+        if not (c == lead and lprog[i] >= lv - _EPS):
+            cwaste[c] += (lprog[i] - lbase[i]) * work[j]
+        lprog[i] = lv
+        lbase[i] = lv
 
 
 @njit(cache=True, inline="always")
-def _order_jobs(kind, n_alive, iv, tasks, alive, order):  # pragma: no cover - compiled
-    """The alive jobs in the policy's order: SRPT by remaining work, else by arrival."""
+def _order_jobs(kind, n_alive, iv, tasks, alive, order, keys):  # pragma: no cover - compiled
+    """The alive jobs in the policy's order: SRPT by remaining work, else by arrival.
+
+    ``keys`` is scratch for the sort keys (one per position).
+    """
     tstate, jwork_left = tasks[0], tasks[9]
     if kind == 0:
         # SRPT order by remaining work, ties by arrival: last decision's order, less the
@@ -539,15 +547,18 @@ def _order_jobs(kind, n_alive, iv, tasks, alive, order):  # pragma: no cover - c
             order[k] = j
             k += 1
         iv[8], iv[9] = iv[0], k
+        for i in range(k):
+            keys[i] = max(jwork_left[order[i]], 0.0)
         for i in range(1, k):
             j = order[i]
-            key = max(jwork_left[j], 0.0)
+            key = keys[i]
             q = i - 1
-            while q >= 0 and (max(jwork_left[order[q]], 0.0) > key or
-                              max(jwork_left[order[q]], 0.0) == key and order[q] > j):
+            while q >= 0 and (keys[q] > key or keys[q] == key and order[q] > j):
                 order[q + 1] = order[q]
+                keys[q + 1] = keys[q]
                 q -= 1
             order[q + 1] = j
+            keys[q + 1] = key
     else:
         for i in range(n_alive):
             order[i] = alive[i]
@@ -582,27 +593,32 @@ def _keep(t, share, any_multi, random, n_live, live, per_live, work, slots, task
     tstate, tlive = tasks[0], tasks[8]
     ctask, cslot, cshare, cend, cwaste, cout = copies[0], copies[1], copies[2], copies[4], \
         copies[6], copies[8]
-    want, have, units, cand = scratch[2], scratch[3], scratch[4], scratch[5]
+    want, have, units, cand, slot_at = scratch[2], scratch[3], scratch[4], scratch[5], \
+        scratch[8]
     m = power.size
     per_machine = int(math.floor(1.0 / share + 1e-9))
+    # Copies of single-copy jobs first give way where machines are shared by several.
+    shared = not random and share < 1.0 and any_multi
+    if not random:
+        for s in range(m):
+            units[s] = 0
     for i in range(n_live):
-        j = ctask[live[i]]
+        c = live[i]
+        j = ctask[c]
         keep = not random and have[j] < want[j]
         if keep:
             have[j] += 1
-        cand[i] = 1 if keep else 0
-    for i in range(n_live):
-        have[ctask[live[i]]] = 0
-    if not random:
-        if share < 1.0 and any_multi:
-            for s in range(m):
-                units[s] = 0
-            for i in range(n_live):
-                c = live[i]
-                if cand[i] == 1 and want[ctask[c]] == 1:
+            if shared:
+                if want[j] == 1:
                     if units[cslot[c]] >= per_machine - 1:
-                        cand[i] = 0
+                        keep = False
                     units[cslot[c]] += 1
+            else:
+                if units[cslot[c]] >= per_machine:
+                    keep = False
+                units[cslot[c]] += 1
+        cand[i] = 1 if keep else 0
+    if shared:
         for s in range(m):
             units[s] = 0
         for i in range(n_live):
@@ -619,17 +635,32 @@ def _keep(t, share, any_multi, random, n_live, live, per_live, work, slots, task
     for i in range(n_live):
         c = live[i]
         j = ctask[c]
+        have[j] = 0
         if cand[i] == 1:
             if abs(cshare[c] - share) > 1e-12:
                 slot_used[cslot[c]] += share - cshare[c]
                 cshare[c] = share
+                cand[i] = 2
         elif tlive[j] == 0 and tstate[j] == RUNNING:
             tstate[j] = READY
-    n_live = _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin)
+    # Compact; a kept copy's rate is recomputed where its share changed (it is the same
+    # number otherwise), and its end from its checkpointed progress.
+    k = 0
     for i in range(n_live):
-        _set_rate(i, live[i], t, work, power, level, ctask, cslot, cshare, lprog,
-                  lrate, lfin)
-    return n_live
+        c = live[i]
+        if cout[c] == ALIVE:
+            live[k] = c
+            slot_at[cslot[c]] = k
+            lprog[k], lbase[k], lt0[k] = lprog[i], lbase[i], lt0[i]
+            if cand[i] == 2:
+                _set_rate(k, c, t, work, power, level, ctask, cslot, cshare, lprog, lrate,
+                          lfin)
+            else:
+                rate = lrate[i]
+                lrate[k] = rate
+                lfin[k] = t + (1.0 - lprog[k]) / rate if rate > 0 else math.inf
+            k += 1
+    return k
 
 
 @njit(cache=True, inline="always")
@@ -643,8 +674,8 @@ def _place(t, share, n_live, n_alive, rng, iv, live, per_live, work, slots, task
     power, level, slot_used, slot_copies = slots[0], slots[2], slots[4], slots[5]
     tstate, saved, tstart, tcopies, tlive = tasks[0], tasks[1], tasks[3], tasks[6], tasks[8]
     ctask, cslot, cshare, cstart, cend, cexec, cwaste, cshare_t, cout = copies
-    want, units, cand, order, counts = scratch[2], scratch[4], scratch[5], scratch[6], \
-        scratch[7]
+    want, units, cand, order, counts, slot_at = scratch[2], scratch[4], scratch[5], \
+        scratch[6], scratch[7], scratch[8]
     m = power.size
     for s in range(m):
         units[s] = int(math.floor((1.0 - slot_used[s] + 1e-9) / share))
@@ -682,7 +713,7 @@ def _place(t, share, n_live, n_alive, rng, iv, live, per_live, work, slots, task
             n_live = _launch(j, s, share, t, iv, work, power, level, saved, tstate,
                              tstart, tcopies, tlive, slot_used, slot_copies, ctask,
                              cslot, cshare, cstart, cend, cexec, cwaste, cshare_t,
-                             cout, live, per_live, n_live)
+                             cout, live, slot_at, per_live, n_live)
     n_pool = 0
     for s in range(m):
         for _ in range(units[s]):
@@ -694,7 +725,7 @@ def _place(t, share, n_live, n_alive, rng, iv, live, per_live, work, slots, task
         n_live = _launch(counts[q], cand[q], share, t, iv, work, power, level, saved,
                          tstate, tstart, tcopies, tlive, slot_used, slot_copies, ctask,
                          cslot, cshare, cstart, cend, cexec, cwaste, cshare_t, cout,
-                         live, per_live, n_live)
+                         live, slot_at, per_live, n_live)
     return n_live
 
 
@@ -706,7 +737,7 @@ def _decide(t, n_live, n_alive, rng, iv, params, beta, live, per_live, alive, wo
     cmax, clead, want, order, counts = scratch[0], scratch[1], scratch[2], scratch[6], \
         scratch[7]
     _checkpoint(t, n_live, live, per_live, work, tasks, copies, cmax, clead)
-    _order_jobs(kind, n_alive, iv, tasks, alive, order)
+    _order_jobs(kind, n_alive, iv, tasks, alive, order, cmax)   # cmax: free scratch now
     share, any_multi = _want(kind, beta, max_copies, n_alive, slots[0].size, order, want,
                              counts)
     n_live = _keep(t, share, any_multi, random, n_live, live, per_live, work, slots, tasks,
@@ -719,9 +750,8 @@ def _decide(t, n_live, n_alive, rng, iv, params, beta, live, per_live, alive, wo
 
 
 @njit(cache=True, inline="always")
-def _next_instant(fs, iv, arrival, horizon, ch_t, chunk_end, n_live,
-                  lfin):  # pragma: no cover - compiled
-    """The next stop (arrival, sample, horizon, phase change, chunk end), first finish."""
+def _next_stop(fs, iv, arrival, horizon, ch_t, chunk_end):  # pragma: no cover - compiled
+    """The next stop: arrival, sample, horizon, phase change or chunk end."""
     t_next = fs[1]
     if iv[0] < arrival.size:
         t_next = min(t_next, arrival[iv[0]])
@@ -731,10 +761,16 @@ def _next_instant(fs, iv, arrival, horizon, ch_t, chunk_end, n_live,
         t_next = min(t_next, ch_t[iv[7]])
     else:
         t_next = min(t_next, chunk_end)
+    return t_next
+
+
+@njit(cache=True, inline="always")
+def _first_finish(n_live, lfin):  # pragma: no cover - compiled
+    """The earliest instant a live copy finishes at its current rate."""
     first = math.inf
     for i in range(n_live):
         first = min(first, lfin[i])
-    return t_next, first
+    return first
 
 
 @njit(cache=True, inline="always")
@@ -781,7 +817,7 @@ def _complete(t, t_next, n_live, n_alive, live, per_live, alive, work, slots, ta
             jwork_left[j] -= (1.0 - saved[j]) * work[j]
             saved[j] = 1.0
             clead[j] = -1
-    n_live = _compact(live, n_live, cout, lprog, lbase, lt0, lrate, lfin)
+    n_live = _compact(live, n_live, cout, cslot, scratch[8], lprog, lbase, lt0, lrate, lfin)
     k = 0
     for i in range(n_alive):
         if tstate[alive[i]] != DONE:
@@ -791,29 +827,42 @@ def _complete(t, t_next, n_live, n_alive, live, per_live, alive, work, slots, ta
 
 
 @njit(cache=True, inline="always")
-def _phase_changes(t, iv, ch, n_live, live, per_live, work, slots,
-                   copies):  # pragma: no cover - compiled
-    """Availability phase changes at ``t``: the copies on those machines change rate."""
+def _phase_changes(t, iv, ch, n_live, live, per_live, work, slots, copies, slot_at,
+                   first):  # pragma: no cover - compiled
+    """Availability phase changes at ``t``: the copies on those machines change rate.
+
+    A machine's only copy is found at ``slot_at``; several are found by a scan. Returns
+    the first finish of the live copies, ``first`` before the changes.
+    """
     ch_e, ch_t, ch_lv = ch
     lprog, lt0, lrate, lfin = per_live[0], per_live[2], per_live[3], per_live[4]
-    power, level, on = slots[0], slots[2], slots[3]
+    power, level, on, slot_copies = slots[0], slots[2], slots[3], slots[5]
     ctask, cslot, cshare, cexec, cshare_t = copies[0], copies[1], copies[2], copies[5], \
         copies[7]
+    rescan = False
     while iv[7] < ch_t.size and ch_t[iv[7]] <= t:
         s = ch_e[iv[7]]
-        for i in range(n_live):
+        k = slot_copies[s]
+        lo, hi = (slot_at[s], slot_at[s] + 1) if k == 1 else (0, n_live if k > 1 else 0)
+        for i in range(lo, hi):
             c = live[i]
             if cslot[c] == s:
                 _catch_up(i, c, t, work, ctask, cshare, cexec, cshare_t, lprog, lt0,
                           lrate)
         level[s] = ch_lv[iv[7]]
         on[s] = not on[s]
-        for i in range(n_live):
+        for i in range(lo, hi):
             c = live[i]
             if cslot[c] == s:
+                old = lfin[i]
                 _set_rate(i, c, t, work, power, level, ctask, cslot, cshare, lprog,
                           lrate, lfin)
+                if lfin[i] <= first:
+                    first = lfin[i]
+                elif old == first:
+                    rescan = True
         iv[7] += 1
+    return _first_finish(n_live, lfin) if rescan else first
 
 
 @njit(cache=True, _nrt=False)
@@ -829,8 +878,11 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, slots, ch, tasks, copies,
     (power, cluster, level, on, used share, copies), ``ch`` (machine, instant, level of
     the chunk's phase changes), ``tasks`` (:data:`TASK_ARRAYS`), ``copies``
     (:data:`_COLUMNS`), ``scratch`` (best progress, leading copy, wanted and kept
-    copies per job, free units per machine, candidates, job order, counts) and
-    ``records`` (time, available slots, busy share, copies per cluster).
+    copies per job, free units per machine, candidates, job order, counts, and the
+    position in ``live`` of each machine's copy, kept for a machine with one copy) and
+    ``records`` (time, available slots, busy share, copies per cluster). ``first``, the
+    earliest ``lfin``, is found anew after a decision or a completion and kept up to date
+    through phase changes, which move one copy each.
 
     Compiled without reference counting (``_nrt=False``, see ``docs/architecture.md``):
     it took a third of the loop's time, so no helper may make an array.
@@ -841,6 +893,8 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, slots, ch, tasks, copies,
     ch_t, lfin = ch[1], per_live[4]
     t = fs[0]
     n_live, n_alive = iv[1], iv[2]
+    slot_at = scratch[8]
+    first = _first_finish(n_live, lfin)
     while True:
         # ---- a sample is due: the state at this instant, before any decision
         if t >= fs[1] - 1e-9:
@@ -867,19 +921,21 @@ def _loop(fs, iv, rng, params, fparams, arrival, work, slots, ch, tasks, copies,
             iv[3] = 0
             n_live = _decide(t, n_live, n_alive, rng, iv, params, beta, live, per_live,
                              alive, work, slots, tasks, copies, scratch)
+            first = _first_finish(n_live, lfin)
         # ---- the next event: arrival, completion, phase change, sample, horizon, chunk
-        t_next, first = _next_instant(fs, iv, arrival, horizon, ch_t, chunk_end, n_live,
-                                      lfin)
+        t_next = _next_stop(fs, iv, arrival, horizon, ch_t, chunk_end)
         if first < t_next:
             t_next = first
             n_live, n_alive = _complete(t, t_next, n_live, n_alive, live, per_live, alive,
                                         work, slots, tasks, copies, scratch)
+            first = _first_finish(n_live, lfin)
             iv[3] = 1
             fs[2] = t_next
         t = t_next
         fs[0] = t
         iv[4] += 1
-        _phase_changes(t, iv, ch, n_live, live, per_live, work, slots, copies)
+        first = _phase_changes(t, iv, ch, n_live, live, per_live, work, slots, copies,
+                               slot_at, first)
         if n_alive > 0 and t - fs[2] > stall:
             iv[1], iv[2] = n_live, n_alive
             return _STALLED
