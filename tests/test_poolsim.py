@@ -110,23 +110,12 @@ def test_exact_against_the_phases_on_one_machine():
     np.testing.assert_allclose(jobs["completion"], done, rtol=1e-9, atol=1e-7)
 
 
-def slot_phases(world: dict, slot: int, until: float) -> tuple[np.ndarray, np.ndarray]:
-    """Phase starts and speed factors of one slot's availability, rebuilt from the seed."""
-    from geosim.inputs import world_and_workload
-    avail = world_and_workload(geosim.load_scenario(world))[0].availability
-    starts, levels = [0.0], [float(avail.level[slot])]
-    while starts[-1] < until:
-        starts.append(float(avail.next_change[slot]))
-        avail.advance(starts[-1])
-        levels.append(float(avail.level[slot]))
-    return np.array(starts), np.array(levels)
-
-
 def test_exact_against_the_phases_of_several_machines():
     # A job alone in the pool runs a copy on every machine (SRPT+R, 002 Alg. 1) and ends
     # when the first reaches its work: each machine's availability changes move its own
     # copy, and the job's end is the earliest of the copies' ends at their phases. Jobs
     # that overlap another are checkpointed at its arrival or end and are left out.
+    from test_queueing import availability_phases
     machines = 3
     world = pool_world(120, 0.01, availability=True, slots=machines)
     world["workload"]["work"] = {"distribution": "exponential", "mean": 5.0}
@@ -138,7 +127,7 @@ def test_exact_against_the_phases_of_several_machines():
     assert alone.sum() >= 100
     expected = np.full(arrival.size, np.inf)
     for slot in range(machines):
-        starts, levels = slot_phases(world, slot, end.max() + 1)
+        starts, levels = availability_phases(world, end.max() + 1, slot)
         done = np.concatenate([[0.0], np.cumsum(levels[:-1] * np.diff(starts))])
         for j in np.flatnonzero(alone):
             k = np.searchsorted(starts, arrival[j], side="right") - 1

@@ -178,15 +178,16 @@ def test_slotted_bias_shrinks_with_dt():
     assert gaps[0] > gaps[1] > gaps[2] > 0 and gaps[2] < 1e-3
 
 
-def availability_phases(world: dict, until: float) -> tuple[np.ndarray, np.ndarray]:
-    """Phase starts and speed factors of slot 0's availability, rebuilt from the seed."""
+def availability_phases(world: dict, until: float,
+                        slot: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Phase starts and speed factors of a slot's availability, rebuilt from the seed."""
     scenario = geosim.load_scenario(world)
     avail = build_world(scenario, spawn_streams(world["run"]["seed"])).availability
-    starts, levels = [0.0], [float(avail.level[0])]
+    starts, levels = [0.0], [float(avail.level[slot])]
     while starts[-1] < until:
-        starts.append(float(avail.next_change[0]))
+        starts.append(float(avail.next_change[slot]))
         avail.advance(starts[-1])
-        levels.append(float(avail.level[0]))
+        levels.append(float(avail.level[slot]))
     return np.array(starts), np.array(levels)
 
 
