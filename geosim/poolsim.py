@@ -495,7 +495,11 @@ def _arrive(t, iv, arrival, tasks, alive, n_alive):  # pragma: no cover - compil
 @njit(cache=True, inline="always")
 def _checkpoint(t, n_live, live, per_live, work, tasks, copies, cmax,
                 clead):  # pragma: no cover - compiled
-    """Checkpoint every job (002 §3): every copy of a task continues from its best copy."""
+    """Checkpoint every job (002 §3): every copy of a task continues from its best copy.
+
+    A negative ``clead`` means no lead copy (every reader takes it so): -1, or -2 - lead
+    once the task has been checkpointed here, so its later copies still know the lead.
+    """
     lprog, lbase, lt0, lrate = per_live[0], per_live[1], per_live[2], per_live[3]
     ctask, cshare, cexec, cwaste, cshare_t = copies[0], copies[2], copies[5], copies[6], \
         copies[7]
@@ -517,7 +521,7 @@ def _checkpoint(t, n_live, live, per_live, work, tasks, copies, cmax,
             saved[j] = lv
             tckpt[j] += 1
             jckpt[j] += 1
-            clead[j] = -2 - lead    # done: negative (no lead) and the lead kept
+            clead[j] = -2 - lead
         else:
             lead = -2 - lead
         lv = saved[j]
