@@ -5,8 +5,9 @@ PoolPolicy` (SRPT+R, Fair+R, LAPS+R(β) and their twins) on a world that is just
 of machines is the model of 002 §6 exactly: single-task jobs arrive, at every arrival and
 departure every job is checkpointed and the policy gives each job machines, and between
 events each copy runs at its machine's speed times its availability level. That loop is
-here in one compiled function, so a 20 000-job run takes a fraction of a second instead of
-tens of seconds through the general step.
+here in one compiled function (its decision at an event in :mod:`geosim.pooldecide`), so a
+20 000-job run takes a fraction of a second instead of tens of seconds through the
+general step.
 
 It is the same model as the general event-timed step (:class:`~geosim.model.GeoModel`
 with :attr:`GeoModel.compiled` off), behind the same contract: :func:`run` takes plain
