@@ -328,30 +328,19 @@ def _keep(t, share, any_multi, random, n_live, live, per_live, work, slots, task
         j = ctask[c]
         have[j] = 0
         if cand[i] == 1:
+            # A kept copy's rate is recomputed where its share changed (it is the same
+            # number otherwise), and its end from its checkpointed progress.
             if abs(cshare[c] - share) > 1e-12:
                 slot_used[cslot[c]] += share - cshare[c]
                 cshare[c] = share
-                cand[i] = 2
-        elif tlive[j] == 0 and tstate[j] == RUNNING:
-            tstate[j] = READY
-    # Compact; a kept copy's rate is recomputed where its share changed (it is the same
-    # number otherwise), and its end from its checkpointed progress.
-    k = 0
-    for i in range(n_live):
-        c = live[i]
-        if cout[c] == ALIVE:
-            live[k] = c
-            slot_at[cslot[c]] = k
-            lprog[k], lbase[k], lt0[k] = lprog[i], lbase[i], lt0[i]
-            if cand[i] == 2:
-                set_rate(k, c, t, work, power, level, ctask, cslot, cshare, lprog, lrate,
+                set_rate(i, c, t, work, power, level, ctask, cslot, cshare, lprog, lrate,
                          lfin)
             else:
                 rate = lrate[i]
-                lrate[k] = rate
-                lfin[k] = t + (1.0 - lprog[k]) / rate if rate > 0 else math.inf
-            k += 1
-    return k
+                lfin[i] = t + (1.0 - lprog[i]) / rate if rate > 0 else math.inf
+        elif tlive[j] == 0 and tstate[j] == RUNNING:
+            tstate[j] = READY
+    return compact(live, n_live, cout, cslot, slot_at, lprog, lbase, lt0, lrate, lfin)
 
 
 @njit(cache=True, inline="always")
