@@ -52,17 +52,29 @@ class _BlockSequence:
         if last < self.next_block:
             return
         if last - low + 1 > self.width:
-            width = 2 * self.width
-            while width < last - low + 1:
-                width *= 2
-            ring = np.empty((width,) + self.ring.shape[1:])
-            for b in range(max(low, self.next_block - self.width), self.next_block):
-                ring[b % width] = self.ring[b % self.width]
-            self.ring, self.width = ring, width
+            self._widen(last - low + 1, low)
         for i, draw in enumerate(self._draws):
             for b in range(self.next_block, last + 1):
                 self.ring[b % self.width, :, :, i] = draw(self._rng, self._n, self.k)
         self.next_block = last + 1
+
+    def _widen(self, need: int, low: int) -> None:
+        """Widen the ring to hold ``need`` blocks, keeping the blocks from ``low`` on.
+
+        The ring grows where it lies (``ndarray.resize``: the allocator extends it, so its
+        pages are kept, not copied to new ones; nothing holds a view of it). A kept block
+        moves only if its slot changes: block ``b`` sits at ``b % old``, and when
+        ``b % width < old`` that is the same slot, so a move only ever goes to the new
+        part and never overwrites a block still to move.
+        """
+        old, width = self.width, 2 * self.width
+        while width < need:
+            width *= 2
+        self.ring.resize((width,) + self.ring.shape[1:], refcheck=False)
+        for b in range(max(low, self.next_block - old), self.next_block):
+            if b % width != b % old:
+                self.ring[b % width] = self.ring[b % old]
+        self.width = width
 
     def take(self, entities: np.ndarray, counters: np.ndarray, low: int) -> np.ndarray:
         """Return item ``counters[i]`` of entity ``entities[i]`` of every sequence.

@@ -148,3 +148,28 @@ def test_the_blocked_scan_for_changes_due_is_the_full_scan_bit_for_bit():
     clean = blocked._soon[1:] > -np.inf       # a clean block holds its earliest change
     minima = np.minimum.reduceat(blocked.next_change, np.arange(0, n, 64))
     np.testing.assert_array_equal(blocked._soon[1:][clean], minima[clean])
+
+
+def test_a_widened_ring_keeps_every_item_where_the_stream_put_it():
+    # Entities read at counters far apart, so the ring widens (2 -> 4 -> 8 -> 16) while
+    # blocks are still in use; every item read is the one read from a ring wide enough
+    # never to widen, which draws the same blocks in the same calls.
+    from geosim.processes import _BlockSequence
+
+    n, k, blocks = 6, 4, 24
+    draws = (gamma_draw(0.5, 2.0), uniform_draw(1.0, 2.0))
+    seq = _BlockSequence(np.random.default_rng(7), n, draws, block_len=k)
+    ref = _BlockSequence(np.random.default_rng(7), n, draws, block_len=k)
+    ref.width, ref.ring = 32, np.empty((32, n, k, len(draws)))
+    rng = np.random.default_rng(0)
+    counters = np.zeros(n, dtype=np.int64)
+    widths = set()
+    while counters.max() < blocks * k - 1:
+        e = rng.integers(n)
+        ahead = counters[e] + rng.integers(1, 3 + 4 * e)     # the last entities run ahead
+        counters[e] = min(ahead, blocks * k - 1)
+        low = int(counters.min())
+        np.testing.assert_array_equal(seq.take(np.arange(n), counters, low),
+                                      ref.take(np.arange(n), counters, low))
+        widths.add(seq.width)
+    assert ref.width == 32 and max(widths) >= 8
