@@ -13,6 +13,7 @@ lets idle stretches be skipped in one jump without changing any realisation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -306,13 +307,17 @@ class AlternatingRenewal:
         on_level: Block draw of "on" levels.
         off_level: Block draw of "off" levels.
         rng: The process's own random stream.
+        max_level: No level exceeds it (``inf``: not known). Event timing uses it to tell
+            which phase changes cannot matter before the next event.
 
     Every entity starts a fresh "on" phase at time 0.
     """
 
     def __init__(self, n: int, on_length: BlockDraw, off_length: BlockDraw,
-                 on_level: BlockDraw, off_level: BlockDraw, rng: np.random.Generator):
+                 on_level: BlockDraw, off_level: BlockDraw, rng: np.random.Generator,
+                 max_level: float = math.inf):
         self.n = n
+        self.max_level = max_level
         # Per kind, lengths and levels; a length block is drawn just before its level block.
         self._seq = (_BlockSequence(rng, n, (on_length, on_level)),
                      _BlockSequence(rng, n, (off_length, off_level)))
@@ -481,6 +486,7 @@ class KeyedRenewal:
                  on_level: tuple[float, float], off_level: tuple[float, float],
                  factor: float, rng: np.random.Generator):
         self.n = n
+        self.max_level = max(*on_level, *off_level) * factor     # no level exceeds it
         self._key = np.array([stream_key(rng)], dtype=np.uint64)
         self._params = np.array([*on_gamma, *off_gamma, *on_level, *off_level, factor],
                                 dtype=float)

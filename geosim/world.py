@@ -241,7 +241,8 @@ def _availability(scenario: Scenario, n_slots: int,
         n_slots, gamma_draw(av["available_shape"], av["available_scale"]),
         gamma_draw(av["unavailable_shape"], av["unavailable_scale"]),
         uniform_draw(on_rate[0], on_rate[1], factor),
-        uniform_draw(off_rate[0], off_rate[1], factor), rng)
+        uniform_draw(off_rate[0], off_rate[1], factor), rng,
+        max_level=max(*on_rate, *off_rate) * factor)
 
 
 def _input_clusters(scenario: Scenario, tier: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -9,7 +9,6 @@ reach the arrays through the engine's properties (``task_state``, ``job_done``,
 from __future__ import annotations
 
 import math
-from operator import attrgetter
 
 import numpy as np
 
@@ -41,9 +40,12 @@ from geosim.engine.launch import (
     take_slots,
 )
 from geosim.engine.records import Flows, Graph, JobState, SlotState, TaskState
+from geosim.engine.records import field_property as _field
 from geosim.engine.sharing import SHARING_RULES, allocate
 from geosim.engine.stages import Stages
 from geosim.engine.step import (
+    WITHIN,
+    change_that_matters,
     complete_kernel,
     next_event_kernel,
     step_kernel,
@@ -71,14 +73,6 @@ from geosim.world import World
 
 #: No transfer in a span.
 _NO_FLOWS = Flows(*([NO_INT] * len(Flows._fields)))
-
-
-def _field(record: str, name: str, doc: str) -> property:
-    """A read-only property for ``self.<record>.<name>``.
-
-    Its getter is C-level: readers call these thousands of times a step.
-    """
-    return property(attrgetter(f"{record}.{name}"), doc=doc)
 
 
 class Engine:
@@ -691,7 +685,7 @@ class Engine:
                 last = code == REACHED
             else:
                 left = stop - self.time
-                dt = max(min(left, self.time_to_event()),
+                dt = max(min(left, self.time_to_event(left)),
                          TIME_RESOLUTION * max(1.0, self.time))
                 last = dt >= left
                 self._run_span(left if last else dt, 1.0)
@@ -721,6 +715,7 @@ class Engine:
             self.time, stop, TIME_RESOLUTION, EPS, self.live, self.copies.kernel_arg,
             self.inputs.kernel_arg, self.task_work, world.power.level,
             NO_RENEWAL if avail is None else avail.kernel_arg,
+            math.inf if avail is None else avail.max_level,
             0 if avail is None else avail.epoch, pending, self._wan_mb, tuple(flows),
             self._flows is not None, world.routes.pair_table(), world.n_clusters,
             world.resource_capacity(), self.reachable, self.sharing == "maxmin", self.fetch,
@@ -820,17 +815,19 @@ class Engine:
         return float(time_left_kernel(live, self.copies.kernel_arg, self.task_work,
                                       self.world.power.level, factor))
 
-    def time_to_event(self) -> float:
+    def time_to_event(self, horizon: float = math.inf) -> float:
         """Seconds until a copy ends, an input arrives, a move ends or a busy slot changes.
 
         A busy slot's change is a phase change of its availability. At today's rates and
         bandwidths (``inf`` if nothing would happen). Between two such events, with the
         world's other processes constant, every rate and bandwidth is constant, so event
-        timing may run to the earliest exactly.
+        timing may run to the earliest exactly. Copies fetching inputs count only the
+        changes that can matter before the next event or ``horizon``
+        (:func:`~geosim.engine.step.change_that_matters`).
         """
         live, moves = self.live, self.moves
         avail = self.world.availability
-        soon, factor = math.inf, NO_FLOAT
+        soon, factor, change = math.inf, NO_FLOAT, None
         if avail is not None and live.size:     # a busy slot's phase change
             factor, change = avail.current(self.copies.cols["slot"][live], self.time)
             soon = float(change.min()) - self.time
@@ -850,6 +847,11 @@ class Engine:
             if going.any():
                 left = (1.0 - moves.got[going]) * size[going] / move_bw[going]
                 best = min(best, float(left.min()))
+        if change is not None and self.fetch and avail.max_level < math.inf:
+            within = max(min(horizon, best), TIME_RESOLUTION * max(1.0, self.time)) * WITHIN
+            soon = float(change_that_matters(
+                live, self.copies.kernel_arg, self.inputs.kernel_arg, tuple(flows), self.task_work,
+                self.world.power.level, change, avail.max_level, within)) - self.time
         return min(soon, best)
 
     def _scratch(self) -> tuple[np.ndarray, np.ndarray]:

@@ -12,6 +12,7 @@ and the engine's kernels are called thousands of times a run.
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -134,3 +135,11 @@ class Traffic(NamedTuple):
     egress: np.ndarray
     ingress: np.ndarray
     link: np.ndarray
+
+
+def field_property(record: str, name: str, doc: str) -> property:
+    """A read-only property for ``self.<record>.<name>``.
+
+    Its getter is C-level: readers call these thousands of times a step.
+    """
+    return property(attrgetter(f"{record}.{name}"), doc=doc)

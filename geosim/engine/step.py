@@ -18,6 +18,11 @@ from geosim.engine.base import ALIVE, DONE, LOST, WON, fmax, fmin, sorted_unique
 from geosim.engine.records import Flows, Graph, Groups, JobState, SlotState, TaskState
 from geosim.engine.tables import CopyCols, InputCols
 
+#: :func:`change_that_matters` asks whether a copy could reach a limit within this
+#: factor of a span (far above the rounding of its bound and of the span's time-average
+#: availability).
+WITHIN = 1.0 + 1e-6
+
 
 class Span(NamedTuple):
     """One span of :func:`step_kernel`.
@@ -153,6 +158,38 @@ def first_event(r, fetch):  # pragma: no cover - compiled
         for j in range(r.fetch_left.size):
             best = fmin(best, r.fetch_left[j])
     return best
+
+
+@njit(cache=True)
+def change_that_matters(live, copies, inputs, flows, task_work, level, change, max_level,
+                        within):  # pragma: no cover - compiled
+    """The earliest ``change[p]`` of a live copy whose processing could reach a limit soon.
+
+    In fetch mode a slot's availability moves only its own copy's processing, and that
+    processing is held back only by the copy's end (progress 1) or by the least received
+    of its inputs still in transfer (``flows``: processing never runs ahead of the data).
+    A copy that could reach neither within ``within`` seconds even at ``max_level`` (a
+    bound on every availability level) has, over a span that short, progress exactly its
+    rate at the span's time-average availability times the span, whatever its slot's
+    phases: its slot's changes need not end a span. ``change[p]`` is the next phase
+    change of copy ``p``'s slot, ``level`` each slot's VM power; ``inf`` when no copy's
+    change matters.
+    """
+    copies, inputs, flows = CopyCols(*copies), InputCols(*inputs), Flows(*flows)
+    least = np.ones(live.size)
+    for j in range(flows.idx.size):
+        p = flows.pos[j]
+        least[p] = fmin(least[p], inputs.received[flows.idx[j]])
+    soon = np.inf
+    for p in range(live.size):
+        if not change[p] < soon:
+            continue
+        c = live[p]
+        fastest = copies.share[c] * level[copies.slot[c]] * max_level / (
+            task_work[copies.task[c]] * copies.factor[c])
+        if fastest > 0 and least[p] - copies.progress[c] <= fastest * within:
+            soon = change[p]
+    return soon
 
 
 @njit(cache=True)

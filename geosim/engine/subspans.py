@@ -2,8 +2,10 @@
 
 Under event timing with copies reading input over the WAN, a model step is cut into
 exact sub-spans, each to the next instant a rate or a share can change: an input
-arriving in full, a busy slot's availability phase change, a completion. Run one Python
-call each, the sub-spans cost more than the simulation inside them; :func:`run_subspans`
+arriving in full, a busy slot's availability phase change (in fetch mode only where its
+copy could reach its end or its data first:
+:func:`~geosim.engine.step.change_that_matters`), a completion. Run one Python call
+each, the sub-spans cost more than the simulation inside them; :func:`run_subspans`
 runs them in one compiled loop, calling the same kernels in the same order as the
 engine's Python path (:meth:`Engine.time_to_event`, then :meth:`Engine._run_span`), so
 both give the same numbers bit for bit.
@@ -41,7 +43,9 @@ from geosim.engine.base import fmin
 from geosim.engine.records import Flows
 from geosim.engine.sharing import allocate
 from geosim.engine.step import (
+    WITHIN,
     apply,
+    change_that_matters,
     complete_kernel,
     finish_kernel,
     first_event,
@@ -77,9 +81,9 @@ class Completions(NamedTuple):
 
 @njit(cache=True)
 def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, power, avail,
-                 epoch, pending, wan_mb, flows, flows_ok, routes, n_clusters, cap, reachable,
-                 maxmin, fetch, traffic, scratch, local, best_time, best_pos, records,
-                 through):  # pragma: no cover - compiled
+                 max_level, epoch, pending, wan_mb, flows, flows_ok, routes, n_clusters, cap,
+                 reachable, maxmin, fetch, traffic, scratch, local, best_time, best_pos,
+                 records, through):  # pragma: no cover - compiled
     """Run exact sub-spans from ``t`` until a completion, ``stop`` or a need of Python.
 
     Args:
@@ -93,6 +97,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         task_work: Work of each task.
         power: Each slot's VM power.
         avail: The availability process's ``kernel_arg`` (or ``NO_RENEWAL``).
+        max_level: No availability level exceeds it (``inf``: not known).
         epoch: The process's epoch (incremented per sub-span).
         pending: ``[t_end, dt, last]`` of a sub-span waiting for draws (``[1] < 0``: none).
         wan_mb: MB moved over the WAN so far (the engine's total).
@@ -134,14 +139,8 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
     while True:
         if pending[1] < 0.0:
             left = stop - t
-            soon = np.inf
             if with_avail:
                 renewal_sync(avail, slots, t)       # a keyed process's busy slots to t
-                next_change = avail[2]
-                soon = next_change[slots[0]]
-                for p in range(1, slots.size):
-                    soon = fmin(soon, next_change[slots[p]])
-                soon -= t
             if not flows_ok:
                 out = flow_kernel(live, copies, inputs, no_move, no_move, keys, ids, dense, ptr,
                                   route_res, route_epoch, n_clusters, 1.0 - eps)
@@ -163,7 +162,13 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
             r = rates(live, CopyCols(*copies), InputCols(*inputs), task_work, power, level,
                       fetch, True, Flows(*flows), bw)
             best = first_event(r, fetch)
-            dt = max(min(left, min(soon, best)), resolution * max(1.0, t))
+            floor = resolution * max(1.0, t)
+            soon = np.inf
+            if with_avail:
+                soon = _busy_change(live, copies, inputs, flows, task_work, power, avail[2],
+                                    slots, max_level if fetch else np.inf,
+                                    max(min(left, best), floor) * WITHIN) - t
+            dt = max(min(left, min(soon, best)), floor)
             last = dt >= left
             pending[0] = t + (left if last else dt)
             pending[1] = left if last else dt
@@ -225,6 +230,28 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         if last:
             return (REACHED, t, epoch, n_spans, wan_mb + wan, span_len, flows, flows_ok, bw,
                     active, demand) + none + (_trim(live, ended, n_ended),)
+
+
+@njit(cache=True)
+def _busy_change(live, copies, inputs, flows, task_work, power, next_change, slots, max_level,
+                 within):  # pragma: no cover - compiled
+    """The earliest phase change of a busy slot that ends a sub-span (an instant).
+
+    Every busy slot's next change, or, with a bound ``max_level`` on the levels (fetch
+    mode: a slot's availability moves only its own copy's processing), those of the
+    copies that could reach their end or their data within ``within`` seconds
+    (:func:`~geosim.engine.step.change_that_matters`).
+    """
+    if max_level == np.inf:
+        soon = next_change[slots[0]]
+        for p in range(1, slots.size):
+            soon = fmin(soon, next_change[slots[p]])
+        return soon
+    change = np.empty(slots.size)
+    for p in range(slots.size):
+        change[p] = next_change[slots[p]]
+    return change_that_matters(live, copies, inputs, flows, task_work, power, change,
+                               max_level, within)
 
 
 @njit(cache=True)
