@@ -53,13 +53,7 @@ def test_the_loop_gives_the_python_path_s_tables(monkeypatch, transfer, sharing)
     # availability is the level at its start, ends completions itself, and hands back to
     # Python for routes not yet in the table and for availability draws; the Python path
     # computes every sub-span anew and hands back at each completion.
-    codes = []
-
-    def recording(*args):
-        out = subspans.run_subspans(*args)
-        codes.append(out[0])
-        return out
-    monkeypatch.setattr(core, "run_subspans", recording)
+    codes = _recorded(monkeypatch, 0)          # why the loop returned
     world = event_maxmin(geo_world(n_jobs=6, scheduler="pingan"))
     world["links"].update({"transfer": transfer, "sharing": sharing})
     world["availability"] = {"available_scale": 2.0, "unavailable_scale": 1.0}
@@ -70,6 +64,18 @@ def test_the_loop_gives_the_python_path_s_tables(monkeypatch, transfer, sharing)
         tables.append(model.run())
     assert {subspans.NEED_ROUTES, subspans.NEED_BLOCK, subspans.COMPLETED} <= set(codes)
     _assert_same_tables(*tables)
+
+
+def _recorded(monkeypatch, field: int) -> list:
+    """Item ``field`` of every return of the compiled loop, as the engine calls it."""
+    seen = []
+
+    def recording(*args):
+        out = subspans.run_subspans(*args)
+        seen.append(out[field])
+        return out
+    monkeypatch.setattr(core, "run_subspans", recording)
+    return seen
 
 
 def _assert_same_tables(a, b):
@@ -85,13 +91,7 @@ def test_changes_that_cannot_matter_leave_the_tables_as_they_were(monkeypatch, s
     # (its progress is the span's time-average rate times the span). The tables are those
     # of ending a sub-span at every busy slot's change (the highest level not known), up
     # to rounding, in fewer sub-spans.
-    spans = []
-
-    def recording(*args):
-        out = subspans.run_subspans(*args)
-        spans.append(out[3])
-        return out
-    monkeypatch.setattr(core, "run_subspans", recording)
+    spans = _recorded(monkeypatch, 3)          # sub-spans run
     world = event_maxmin(geo_world(n_jobs=12, scheduler=scheduler))
     world["availability"] = {"available_scale": 2.0, "unavailable_scale": 1.0}
     tables, counts = [], []
