@@ -7,9 +7,13 @@ do not depend on which of the two computes them. These tests pin that on random 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pandas as pd
 import pytest
 
+from geosim import load_scenario, make_scheduler
 from geosim.distributions import pairwise_sum
 from geosim.schedulers.pingan.candidates import _flows
 from geosim.schedulers.pingan.kernels import _gain_order, _log1p_neg, _order
@@ -129,3 +133,43 @@ def test_pair_logs_match_the_matrix(n):
         pairs = p[a] * p[b]
         _log1p_neg(pairs)
         np.testing.assert_array_equal(pairs, matrix[a, b])
+
+
+def _edge_pingan(monkeypatch, fresh: bool):
+    """PingAn on 60 Barabási–Albert clusters (at most 16 candidates a task): its tables,
+    and the most (task, cluster) rows and tasks its row cache held at once."""
+    from geosim import run
+    from geosim.schedulers.pingan import candidates
+
+    scenario = load_scenario(Path(__file__).parents[1] / "scenarios" / "pingan-medium.toml",
+                             overrides={"topology.generator": "barabasi_albert",
+                                        "topology.n_clusters": 60, "workload.n_jobs": 40})
+    lookup, rates = candidates._RowCache.lookup, candidates._RowCache.rates
+    held = [0, 0]
+
+    def fresh_lookup(self, version, *args, **kwargs):
+        if fresh:                   # drop every stored row at every lookup
+            self.reset(version)
+        return lookup(self, version, *args, **kwargs)
+
+    def counted_rates(self, *args, **kwargs):
+        out = rates(self, *args, **kwargs)
+        held[0], held[1] = max(held[0], self.n_rows), max(held[1], self.n_slots)
+        return out
+
+    monkeypatch.setattr(candidates._RowCache, "lookup", fresh_lookup)
+    monkeypatch.setattr(candidates._RowCache, "rates", counted_rates)
+    result = run(scenario, make_scheduler("pingan", {"epsilon": 0.6}), seed=2)
+    monkeypatch.undo()
+    return result, held
+
+
+def test_stored_rows_are_the_rows_computed_afresh(monkeypatch):
+    """Rows found again in the row cache give the tables of rows merged anew each time,
+    and the cache holds a row per (task, candidate) met, not per (task, cluster)."""
+    kept, (rows, tasks) = _edge_pingan(monkeypatch, fresh=False)
+    fresh, _ = _edge_pingan(monkeypatch, fresh=True)
+    for name in ("jobs", "tasks", "copies"):
+        pd.testing.assert_frame_equal(getattr(kept, name), getattr(fresh, name))
+    assert tasks > 10
+    assert tasks * 8 <= rows <= tasks * 30

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, objmode
 
+from geosim import keymap
 from geosim.distributions import (
     merge_row,
     numpy_exp,
@@ -42,6 +43,10 @@ class _RowCache:
     A task's entry holds its input groups too and serves only while they are the same.
     Everything is dropped when the model's version changes.
 
+    The merged atoms are stored per (entry, cluster) pair met, found through a map of
+    ``entry * n_clusters + cluster`` (:mod:`geosim.keymap`): a task has rows on its
+    candidates only, so their memory follows the candidates, not the world's clusters.
+
     Args:
         n_tasks: Tasks of the workload.
         n_clusters: Clusters of the world.
@@ -54,9 +59,12 @@ class _RowCache:
         self.task_slot = np.full(n_tasks, -1, dtype=np.int64)
         self.n_slots = self.n_groups = self.n_atoms = 0
         self.slot_task = np.empty(0, dtype=np.int64)              # per slot: its task
-        self.start = np.empty((0, n_clusters), dtype=np.int64)   # per slot and cluster
-        self.length = np.empty((0, n_clusters), dtype=np.int64)
-        self.mean = np.empty((0, n_clusters))
+        self.n_clusters = n_clusters
+        self.rows = keymap.empty()              # (slot * n_clusters + cluster) -> row
+        self.n_rows = 0
+        self.start = np.empty(0, dtype=np.int64)                  # per row: its atoms
+        self.length = np.empty(0, dtype=np.int64)
+        self.mean = np.empty(0)
         self.cand = np.empty((0, m), dtype=np.int64)              # per slot: candidates
         self.cand_ok = np.empty(0, dtype=np.bool_)
         self.bound = np.empty((0, n_clusters))                    # per slot: upper bounds
@@ -72,16 +80,18 @@ class _RowCache:
         """Drop every entry; the model is now at ``version``."""
         self.version = version
         self.task_slot[self.slot_task[: self.n_slots]] = -1
-        self.n_slots = self.n_groups = self.n_atoms = 0
+        self.n_slots = self.n_groups = self.n_atoms = self.n_rows = 0
+        keymap.clear(self.rows[0])
 
-    def reserve(self, slots: int, groups: int, atoms: int) -> None:
-        """Make room for ``slots`` more tasks, ``groups`` input groups and ``atoms`` atoms."""
+    def reserve(self, slots: int, groups: int, atoms: int, rows: int = 0) -> None:
+        """Make room for ``slots`` tasks, ``groups`` groups, ``atoms`` atoms, ``rows`` rows.
+
+        Each is a number of new ones (input groups; atoms of merged rows; stored rows of
+        a task on a cluster).
+        """
         need = self.n_slots + slots
-        if need > self.start.shape[0]:
-            size = max(need, 2 * self.start.shape[0], 64)
-            self.start = _grown(self.start, size)
-            self.length = _grown(self.length, size)
-            self.mean = _grown(self.mean, size)
+        if need > self.g_lo.shape[0]:
+            size = max(need, 2 * self.g_lo.shape[0], 64)
             self.g_lo = _grown(self.g_lo, size)
             self.g_hi = _grown(self.g_hi, size)
             self.cand = _grown(self.cand, size)
@@ -94,6 +104,13 @@ class _RowCache:
             size = max(need, 2 * self.g_src.size, 1024)
             self.g_src = _grown(self.g_src, size)
             self.g_size = _grown(self.g_size, size)
+        need = self.n_rows + rows
+        if need > self.start.size:
+            size = max(need, 2 * self.start.size, 1024)
+            self.start = _grown(self.start, size)
+            self.length = _grown(self.length, size)
+            self.mean = _grown(self.mean, size)
+        self.rows = keymap.reserve(*self.rows, self.n_rows, rows)
         need = self.n_atoms + atoms
         if need > self.v.size:
             size = max(need, 2 * self.v.size, 1 << 16)
@@ -139,7 +156,7 @@ class _RowCache:
         self.reserve(tasks.size, g_ptr[-1], 0)
         slots, self.n_slots, self.n_groups, cand = _find_candidates(
             tasks, g_ptr, g_src, g_size, self.task_slot, self.slot_task, self.n_slots,
-            self.start, self.g_lo, self.g_hi, self.g_src, self.g_size, self.n_groups,
+            self.g_lo, self.g_hi, self.g_src, self.g_size, self.n_groups,
             self.cand, self.cand_ok, self.bound, self.bound_ok, task_type, task_work, speed_b,
             bw_b, reach, free, find)
         return slots, cand
@@ -158,17 +175,19 @@ class _RowCache:
 
         Returns:
             The rates ``(T, M)`` (``-inf`` where unreachable), ``opt``, ``din``, ``dout``,
-            the floors, and the arguments ``slots`` to ``thresholds`` of
-            :func:`_fill_quantiles`, which finds the quantile atoms of given tasks.
+            the floors, and the arguments ``rows`` to ``thresholds`` of
+            :func:`_fill_quantiles`, which finds the quantile atoms of given tasks
+            (``rows``: the row of each task and candidate).
         """
         k = model.k
         top = _most_groups(g_ptr)
-        self.reserve(0, 0, cand.size * k * (1 + top))
-        rate, rank, opt, din, dout, floor, self.n_atoms = _cache_rates(
+        self.reserve(0, 0, cand.size * k * (1 + top), cand.size)
+        rows, rate, rank, opt, din, dout, floor, self.n_rows, self.n_atoms = _cache_rates(
             slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, model.speed,
-            model.bandwidth_pairs, survival_steps(1 + top, k), self.start, self.length, self.mean,
-            self.g_lo, self.g_hi, self.v, self.surv, self.n_atoms, k, top, reach, gate, denom)
-        return rate, opt, din, dout, floor, (slots, rank, g_ptr, self.start, self.length,
+            model.bandwidth_pairs, survival_steps(1 + top, k), self.rows[0], self.rows[1],
+            self.n_rows, self.n_clusters, self.start, self.length, self.mean, self.g_lo,
+            self.g_hi, self.v, self.surv, self.n_atoms, k, top, reach, gate, denom)
+        return rate, opt, din, dout, floor, (rows, rank, g_ptr, self.start, self.length,
                                              self.v, self.surv, thresholds(k))
 
 
@@ -325,7 +344,7 @@ def _flows(rate, cand, reach, g_ptr, g_src, g_size, gate):  # pragma: no cover -
 
 
 @njit(cache=True)
-def _cache_slots(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, start, g_lo, g_hi,
+def _cache_slots(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, g_lo, g_hi,
                  c_src, c_size, n_groups, c_cand, cand_ok,
                  bound_ok):  # pragma: no cover - compiled
     """The entries of :meth:`_RowCache.lookup`.
@@ -359,7 +378,6 @@ def _cache_slots(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, sta
             s = n_slots
             n_slots += 1
             task_slot[t], slot_task[s] = s, t
-            start[s, :] = -1
             cand_ok[s] = bound_ok[s] = False
             g_lo[s] = n_groups
             for g in range(lo, hi):
@@ -377,7 +395,7 @@ def _cache_slots(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, sta
 
 
 @njit(cache=True)
-def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, start, g_lo,
+def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, g_lo,
                      g_hi, c_src, c_size, n_groups, c_cand, cand_ok, c_bound, bound_ok,
                      task_type, task_work, speed_b, bw_b, reach, free,
                      find):  # pragma: no cover - compiled
@@ -393,8 +411,8 @@ def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots,
         The entries, the entries and groups now in use, and the candidates.
     """
     slots, n_slots, n_groups, cand, miss = _cache_slots(tasks, g_ptr, g_src, g_size,
-                                                        task_slot, slot_task, n_slots, start,
-                                                        g_lo, g_hi, c_src, c_size, n_groups,
+                                                        task_slot, slot_task, n_slots, g_lo,
+                                                        g_hi, c_src, c_size, n_groups,
                                                         c_cand, cand_ok, bound_ok)
     if not find:
         return slots, n_slots, n_groups, cand
@@ -457,19 +475,24 @@ def _store_candidates(top, miss, slots, cand, c_cand, cand_ok):  # pragma: no co
 
 @njit(cache=True, error_model="numpy")
 def _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, speed,
-                bandwidth, step, start, length, v, log_surv,
-                n_atoms):  # pragma: no cover - compiled
+                bandwidth, step, map_keys, map_rows, n_rows, n_clusters, start, length, v,
+                log_surv, n_atoms):  # pragma: no cover - compiled
     """Merge the atoms of each (task, candidate) of :meth:`_RowCache.rates` not yet stored.
 
     A row is merged (:func:`~geosim.distributions.merge_row`) from the atoms of
     :func:`_rate_atoms`; a task without input groups stores its ``K`` atoms as they are.
+    The row of (entry ``s``, cluster ``c``) is found in the map (``map_keys``,
+    ``map_rows``: :mod:`geosim.keymap`) at key ``s * n_clusters + c``; a new one is
+    added there.
 
     Returns:
-        The atoms now in use, and the (entry, cluster) of each newly stored row, whose
-        survivals and mean are still to be computed.
+        The row of each task and candidate, the rows and atoms now in use, and the
+        (row, entry) of each newly stored row, whose survivals and mean are still to be
+        computed.
     """
     n_tasks, m = cand.shape
     k = speed.shape[2]
+    rows = np.empty((n_tasks, m), dtype=np.int64)
     r_max = step.size // k
     vals = np.empty(r_max * k)
     use = np.empty(r_max, dtype=np.bool_)
@@ -486,8 +509,15 @@ def _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, 
         r = 1 + hi - lo
         for j in range(m):
             c = cand[x, j]
-            if start[s, c] >= 0:
+            key = s * n_clusters + c
+            p = keymap.position(map_keys, key)
+            if map_keys[p] == key:
+                rows[x, j] = map_rows[p]
                 continue
+            e = n_rows
+            n_rows += 1
+            map_keys[p], map_rows[p] = key, e
+            rows[x, j] = e
             for q in range(k):
                 vals[q] = speed[c, task_type[t], q] / task_work[t]
             for h in range(r - 1):
@@ -496,7 +526,7 @@ def _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, 
                 for q in range(k):
                     vals[(1 + h) * k + q] = (np.inf if src == c
                                              else bandwidth.values[p, q] / g_size[lo + h])
-            start[s, c] = n_atoms
+            start[e] = n_atoms
             if r == 1:
                 for q in range(k):
                     v[n_atoms + q] = vals[q]
@@ -505,19 +535,20 @@ def _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, 
             else:
                 n_atoms = merge_row(vals, step, r, k, v, log_surv, n_atoms, use, head, end,
                                      cur, heap)
-            length[s, c] = n_atoms - start[s, c]
-            fresh[n_fresh, 0], fresh[n_fresh, 1] = s, c
+            length[e] = n_atoms - start[e]
+            fresh[n_fresh, 0], fresh[n_fresh, 1] = e, s
             n_fresh += 1
-    return n_atoms, fresh[:n_fresh]
+    return rows, n_rows, n_atoms, fresh[:n_fresh]
 
 
 @njit(cache=True)
-def _cache_means(slots, cand, g_ptr, g_src, g_size, fresh, start, length, mean, g_lo, g_hi,
+def _cache_means(rows, cand, g_ptr, g_src, g_size, fresh, start, length, mean, g_lo, g_hi,
                  v, surv, k, top, reach, gate, denom):  # pragma: no cover - compiled
     """The rates of :meth:`_RowCache.rates` from the stored rows, their flows and floors.
 
-    The newly stored rows get their mean first (:func:`~geosim.distributions.row_mean`; a task
-    without input groups: the mean of its ``k`` atoms, as ``numpy.mean``).
+    The newly stored rows (``fresh``: row, entry) get their mean first
+    (:func:`~geosim.distributions.row_mean`; a task without input groups: the mean of its
+    ``k`` atoms, as ``numpy.mean``).
 
     Returns:
         The rates, each task's rank among the step's tasks with as many input groups
@@ -528,14 +559,14 @@ def _cache_means(slots, cand, g_ptr, g_src, g_size, fresh, start, length, mean, 
     n_tasks, m = cand.shape
     terms = np.zeros((1 + top) * k)
     for f in range(fresh.shape[0]):
-        s, c = fresh[f, 0], fresh[f, 1]
-        lo = start[s, c]
-        hi = lo + length[s, c]
+        e, s = fresh[f, 0], fresh[f, 1]
+        lo = start[e]
+        hi = lo + length[e]
         r = 1 + g_hi[s] - g_lo[s]
         if r == 1:
-            mean[s, c] = (0.0 + pairwise_sum(v[lo:hi], k, k)) / k
+            mean[e] = (0.0 + pairwise_sum(v[lo:hi], k, k)) / k
         else:
-            mean[s, c] = row_mean(v, surv, lo, hi, r * k, terms)
+            mean[e] = row_mean(v, surv, lo, hi, r * k, terms)
     rate = np.empty((n_tasks, m))
     rank = np.empty(n_tasks, dtype=np.int64)
     seen = np.zeros(top + 1, dtype=np.int64)
@@ -544,21 +575,21 @@ def _cache_means(slots, cand, g_ptr, g_src, g_size, fresh, start, length, mean, 
         rank[x] = seen[groups]
         seen[groups] += 1
         for j in range(m):
-            rate[x, j] = mean[slots[x], cand[x, j]]
+            rate[x, j] = mean[rows[x, j]]
     opt, din, dout = _flows(rate, cand, reach, g_ptr, g_src, g_size, gate)
     return rate, rank, opt, din, dout, opt / denom
 
 
 @njit(cache=True)
-def _fill_quantiles(rows, filled, atoms, cand, rate, floor, slots, rank, g_ptr, start, length,
-                    v, surv, thresholds, held, take, tk):  # pragma: no cover - compiled
+def _fill_quantiles(rows, filled, atoms, cand, rate, floor, cand_rows, rank, g_ptr, start,
+                    length, v, surv, thresholds, held, take, tk):  # pragma: no cover - compiled
     """Fill in the quantile atoms of tasks ``rows`` not yet ``filled``.
 
     Only candidates a round may take are filled in, and each task's copy held so far
     (``held``, per task of ``rows``): not those whose rate is below the task's floor, nor
     (with ``take``) those that cannot be taken now (:func:`_takeable` with ``tk``); no
     round takes them, and none reads their atoms. The rows are those of
-    :meth:`_RowCache.rates`;
+    :meth:`_RowCache.rates` (``cand_rows``: the stored row of each task and candidate);
     each row's quantiles are searched (:func:`~geosim.distributions.row_quantiles`) at its
     offset ``2 (rank * M + j)`` in its :func:`~geosim.modeler.expected_min` call; a task
     without input groups has the atoms of its processing rate.
@@ -569,39 +600,41 @@ def _fill_quantiles(rows, filled, atoms, cand, rate, floor, slots, rank, g_ptr, 
         if filled[x]:
             continue
         filled[x] = True
-        s = slots[x]
         plain = g_ptr[x + 1] == g_ptr[x]
         for j in range(m):
             if j != held[e] and (not rate[x, j] >= floor[x]
                                  or (take and not _takeable(x, j, tk))):
                 continue
-            c = cand[x, j]
-            lo = start[s, c]
+            row = cand_rows[x, j]
+            lo = start[row]
             if plain:
                 for q in range(k):
                     atoms[x, j, q] = v[lo + q]
             else:
-                row_quantiles(v, surv, lo, lo + length[s, c], thresholds,
+                row_quantiles(v, surv, lo, lo + length[row], thresholds,
                                2.0 * (rank[x] * m + j), atoms[x, j])
 
 
 @njit(cache=True)
 def _cache_rates(slots, tasks, cand, task_type, task_work, g_ptr, g_src, g_size, speed,
-                 bandwidth, step, start, length, mean, g_lo, g_hi, v, surv, n_atoms, k, top,
-                 reach, gate, denom):  # pragma: no cover - compiled
+                 bandwidth, step, map_keys, map_rows, n_rows, n_clusters, start, length, mean,
+                 g_lo, g_hi, v, surv, n_atoms, k, top, reach, gate,
+                 denom):  # pragma: no cover - compiled
     """:meth:`_RowCache.rates` in one call: :func:`_cache_rows`, ``exp``, :func:`_cache_means`.
 
     The new rows' log-survivals are written to ``surv`` and replaced by their ``exp``
     (NumPy's, :func:`numpy_exp`).
 
     Returns:
-        :func:`_cache_means`' results, then the atoms now in use.
+        The row of each task and candidate, :func:`_cache_means`' results, then the rows
+        and atoms now in use.
     """
-    new_atoms, fresh = _cache_rows(slots, tasks, cand, task_type, task_work, g_ptr, g_src,
-                                   g_size, speed, bandwidth, step, start, length, v, surv,
-                                   n_atoms)
+    rows, n_rows, new_atoms, fresh = _cache_rows(slots, tasks, cand, task_type, task_work,
+                                                 g_ptr, g_src, g_size, speed, bandwidth, step,
+                                                 map_keys, map_rows, n_rows, n_clusters, start,
+                                                 length, v, surv, n_atoms)
     numpy_exp(surv[n_atoms:new_atoms])
-    rate, rank, opt, din, dout, floor = _cache_means(slots, cand, g_ptr, g_src, g_size, fresh,
+    rate, rank, opt, din, dout, floor = _cache_means(rows, cand, g_ptr, g_src, g_size, fresh,
                                                      start, length, mean, g_lo, g_hi, v, surv,
                                                      k, top, reach, gate, denom)
-    return rate, rank, opt, din, dout, floor, new_atoms
+    return rows, rate, rank, opt, din, dout, floor, n_rows, new_atoms

@@ -96,8 +96,8 @@ _NO_VALUES = np.empty(0)
 _NO_INDEX = np.empty(0, dtype=np.int64)
 
 
-_NO_SOURCE = (_NO_INDEX, _NO_INDEX, _NO_INDEX, np.empty((0, 0), dtype=np.int64),
-              np.empty((0, 0), dtype=np.int64), _NO_VALUES, _NO_VALUES, _NO_VALUES)
+_NO_SOURCE = (np.empty((0, 0), dtype=np.int64), _NO_INDEX, _NO_INDEX, _NO_INDEX, _NO_INDEX,
+              _NO_VALUES, _NO_VALUES, _NO_VALUES)
 
 
 @register

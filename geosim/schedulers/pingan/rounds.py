@@ -280,7 +280,7 @@ def _round_one(rows, pro, rate, floor, cand, din, g_ptr, g_src, dout, job_pos, b
 
 
 @njit(cache=True, error_model="numpy")
-def _second_prep(rows1, col1, cand, rate, floor, atoms, filled, slots, rank, g_ptr, start,
+def _second_prep(rows1, col1, cand, rate, floor, atoms, filled, cand_rows, rank, g_ptr, start,
                  length, v_c, surv_c, thresholds, log1, dt, step, merge, job_pos, budget, din,
                  g_src, dout, free, res_in, res_out, gate):  # pragma: no cover - compiled
     """What round 2 needs before its ``exp``: quantile atoms, merged pairs, pro1's exponents.
@@ -294,8 +294,8 @@ def _second_prep(rows1, col1, cand, rate, floor, atoms, filled, slots, rank, g_p
         (:func:`_keep_exponents`), then the pairs' atoms, row starts, ``x`` and ``j``.
     """
     tk = (job_pos, budget, cand, din, g_ptr, g_src, dout, free, res_in, res_out, gate)
-    _fill_quantiles(rows1, filled, atoms, cand, rate, floor, slots, rank, g_ptr, start, length,
-                    v_c, surv_c, thresholds, col1, merge, tk)
+    _fill_quantiles(rows1, filled, atoms, cand, rate, floor, cand_rows, rank, g_ptr, start,
+                    length, v_c, surv_c, thresholds, col1, merge, tk)
     n1 = rows1.size
     if merge:
         v, log_surv, ptr, xs, js = _pair_rows(atoms, rows1, col1, rate, floor, step, True, tk)
@@ -509,7 +509,7 @@ class PlanArrays(NamedTuple):
 class QuantileSource(NamedTuple):
     """Where :func:`_fill_quantiles` reads a task's quantile atoms (the row cache)."""
 
-    slots: np.ndarray
+    rows: np.ndarray      # the stored row of each task and candidate
     rank: np.ndarray
     g_ptr: np.ndarray
     start: np.ndarray
@@ -543,7 +543,7 @@ def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1,
     rate, floor, cand, din, g_ptr, g_src, dout, atoms, filled = offer
     job_pos, budget, free, res_in, res_out, gate = use
     plan_rows, plan_cols, plan_n, by_round = plan
-    slots, rank, g_ptr_s, start, length, v_c, surv_c, thresholds = source
+    cand_rows, rank, g_ptr_s, start, length, v_c, surv_c, thresholds = source
     k = step_k.size
     m = cand.shape[1]
     pro = np.empty((0, 0))
@@ -555,10 +555,10 @@ def _insure_rates(rows, first_reli, second_reli, offer, use, plan, source, log1,
                              by_round)
     if rows1.size == 0:
         return
-    ex, v, ptr, xs, js = _second_prep(rows1, col1, cand, rate, floor, atoms, filled, slots,
-                                      rank, g_ptr_s, start, length, v_c, surv_c, thresholds,
-                                      log1, dt, _tiled(step_k, 2), True, job_pos, budget, din,
-                                      g_src, dout, free, res_in, res_out, gate)
+    ex, v, ptr, xs, js = _second_prep(rows1, col1, cand, rate, floor, atoms, filled,
+                                      cand_rows, rank, g_ptr_s, start, length, v_c, surv_c,
+                                      thresholds, log1, dt, _tiled(step_k, 2), True, job_pos,
+                                      budget, din, g_src, dout, free, res_in, res_out, gate)
     numpy_exp(ex)
     rows1, col1, rate1, pro1, r2, ex2 = _second_order(
         rows1, col1, ex, v, ptr, xs, js, np.empty((0, m)), True, cand, rate, job_pos, log1,
