@@ -135,7 +135,7 @@ def test_pair_logs_match_the_matrix(n):
         np.testing.assert_array_equal(pairs, matrix[a, b])
 
 
-def _edge_pingan(monkeypatch, fresh: bool):
+def _edge_pingan(monkeypatch, fresh: bool = False, bound_bytes: int | None = None):
     """PingAn on 60 Barabási–Albert clusters (at most 16 candidates a task): its tables,
     and the most (task, cluster) rows and tasks its row cache held at once."""
     from geosim import run
@@ -158,6 +158,8 @@ def _edge_pingan(monkeypatch, fresh: bool):
         return out
 
     monkeypatch.setattr(candidates._RowCache, "lookup", fresh_lookup)
+    if bound_bytes is not None:
+        monkeypatch.setattr(candidates, "BOUND_CACHE_BYTES", bound_bytes)
     monkeypatch.setattr(candidates._RowCache, "rates", counted_rates)
     result = run(scenario, make_scheduler("pingan", {"epsilon": 0.6}), seed=2)
     monkeypatch.undo()
@@ -166,10 +168,13 @@ def _edge_pingan(monkeypatch, fresh: bool):
 
 def test_stored_rows_are_the_rows_computed_afresh(monkeypatch):
     """Rows found again in the row cache give the tables of rows merged anew each time,
-    and the cache holds a row per (task, candidate) met, not per (task, cluster)."""
-    kept, (rows, tasks) = _edge_pingan(monkeypatch, fresh=False)
+    as do bounds computed anew past the bounds' budget (64 tasks' here), and the cache
+    holds a row per (task, candidate) met, not per (task, cluster)."""
+    kept, (rows, tasks) = _edge_pingan(monkeypatch)
     fresh, _ = _edge_pingan(monkeypatch, fresh=True)
+    small, _ = _edge_pingan(monkeypatch, bound_bytes=0)
     for name in ("jobs", "tasks", "copies"):
         pd.testing.assert_frame_equal(getattr(kept, name), getattr(fresh, name))
+        pd.testing.assert_frame_equal(getattr(kept, name), getattr(small, name))
     assert tasks > 10
     assert tasks * 8 <= rows <= tasks * 30

@@ -24,6 +24,10 @@ from geosim.modeler import PairTable, PerformanceModel, pair_row, source_rows
 from geosim.schedulers.pingan.kernels import _max, _min, _most_groups
 from geosim.schedulers.pingan.reservations import _takeable
 
+#: Memory for the kept upper bounds (one per task and cluster): about 32 000 tasks' on
+#: 1 000 clusters, 3 200 on 10 000.
+BOUND_CACHE_BYTES = 256 * 2**20
+
 
 def _top(score: np.ndarray, m: int) -> np.ndarray:
     """Columns of the ``m`` lowest values of each row (any order)."""
@@ -37,9 +41,10 @@ class _RowCache:
     cluster has the same rate atoms, so the same merged atoms, survivals and expected
     rate (:func:`~geosim.modeler.expected_min`); only its quantile atoms depend on its
     row in the step's search (the row's offset), and they are searched again from the
-    stored atoms. The same holds of the upper bounds of its rate on every cluster, and of
-    its candidates among the reachable clusters (the ``m`` best bounds, :func:`_top`),
-    these kept while reachability does not change.
+    stored atoms. The same holds of the upper bounds of its rate on every cluster (kept
+    for as many tasks as :data:`BOUND_CACHE_BYTES` holds, the others' computed anew when
+    read), and of its candidates among the reachable clusters (the ``m`` best bounds,
+    :func:`_top`), these kept while reachability does not change.
     A task's entry holds its input groups too and serves only while they are the same.
     Everything is dropped when the model's version changes.
 
@@ -68,6 +73,7 @@ class _RowCache:
         self.cand = np.empty((0, m), dtype=np.int64)              # per slot: candidates
         self.cand_ok = np.empty(0, dtype=np.bool_)
         self.bound = np.empty((0, n_clusters))                    # per slot: upper bounds
+        self.bound_rows = max(64, BOUND_CACHE_BYTES // (8 * max(n_clusters, 1)))
         self.bound_ok = np.empty(0, dtype=np.bool_)
         self.g_lo = np.empty(0, dtype=np.int64)                   # per slot: its groups
         self.g_hi = np.empty(0, dtype=np.int64)
@@ -96,7 +102,7 @@ class _RowCache:
             self.g_hi = _grown(self.g_hi, size)
             self.cand = _grown(self.cand, size)
             self.cand_ok = _grown(self.cand_ok, size)
-            self.bound = _grown(self.bound, size)
+            self.bound = _grown(self.bound, min(size, self.bound_rows))
             self.bound_ok = _grown(self.bound_ok, size)
             self.slot_task = _grown(self.slot_task, size)
         need = self.n_groups + groups
@@ -438,19 +444,25 @@ def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots,
 @njit(cache=True)
 def _kept_bounds(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size, speed_b, bw_b,
                  c_bound, bound_ok, mask):  # pragma: no cover - compiled
-    """:func:`_neg_bounds` of tasks ``rows``, each bound computed once per entry and kept."""
+    """:func:`_neg_bounds` of tasks ``rows``, each bound computed once per entry and kept.
+
+    Entries past the rows of ``c_bound`` (its memory budget) have theirs computed anew.
+    """
     n = speed_b.shape[0]
     neg = np.empty((rows.size, n))
+    spare = np.empty(n)
     for x in range(rows.size):
         i = rows[x]
         s = slots[i]
-        if not bound_ok[s]:
+        kept = s < c_bound.shape[0]
+        row = c_bound[s, :n] if kept else spare
+        if not (kept and bound_ok[s]):
             t = tasks[i]
             _bounds(speed_b, bw_b, task_type[t], task_work[t], g_ptr[i], g_ptr[i + 1], g_src,
-                    g_size, c_bound[s, :n])
-            bound_ok[s] = True
+                    g_size, row)
+            bound_ok[s] = kept
         for c in range(n):
-            neg[x, c] = -c_bound[s, c] if mask[c] else np.inf
+            neg[x, c] = -row[c] if mask[c] else np.inf
     return neg
 
 
