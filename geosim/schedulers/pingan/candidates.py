@@ -102,7 +102,8 @@ class _RowCache:
             self.g_hi = _grown(self.g_hi, size)
             self.cand = _grown(self.cand, size)
             self.cand_ok = _grown(self.cand_ok, size)
-            self.bound = _grown(self.bound, min(size, self.bound_rows))
+            if self.bound.shape[0] < self.bound_rows:    # its budget, then no more
+                self.bound = _grown(self.bound, min(size, self.bound_rows))
             self.bound_ok = _grown(self.bound_ok, size)
             self.slot_task = _grown(self.slot_task, size)
         need = self.n_groups + groups
