@@ -8,7 +8,7 @@ from numba import njit
 from geosim import keymap
 
 
-@njit(cache=True)
+@njit
 def _find_or_add(keys, values, new):
     """Each key's value, a key met first getting its position in ``new``."""
     out = np.empty(new.size, dtype=np.int64)

@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from geosim import load_scenario, make_scheduler
+from geosim import load_scenario, make_scheduler, run
 from geosim.distributions import pairwise_sum
+from geosim.schedulers.pingan import candidates
 from geosim.schedulers.pingan.candidates import _flows
 from geosim.schedulers.pingan.kernels import _gain_order, _log1p_neg, _order
 from geosim.schedulers.pingan.rounds import _saving_candidates
@@ -138,9 +139,6 @@ def test_pair_logs_match_the_matrix(n):
 def _edge_pingan(monkeypatch, fresh: bool = False, bound_bytes: int | None = None):
     """PingAn on 60 Barabási–Albert clusters (at most 16 candidates a task): its tables,
     and the most (task, cluster) rows and tasks its row cache held at once."""
-    from geosim import run
-    from geosim.schedulers.pingan import candidates
-
     scenario = load_scenario(Path(__file__).parents[1] / "scenarios" / "pingan-medium.toml",
                              overrides={"topology.generator": "barabasi_albert",
                                         "topology.n_clusters": 60, "workload.n_jobs": 40})
