@@ -115,11 +115,12 @@ def flow_structure(live: np.ndarray, copies: tuple, inputs: tuple, move_src: np.
                    move_dst: np.ndarray, routes: Routes, done: float) -> Flows:
     """The :class:`~geosim.engine.records.Flows` of the live copies and the raw-input moves.
 
-    One compiled pass (:func:`flow_kernel`) lists the flows, finds the routes of their
-    ``(src, dst)`` pairs in the routes' table and lays out the resources each flow and
-    move crosses. Pairs whose routes are not in the table yet are added to it, and the
-    pass runs again (a table emptied to stay in its budget is refilled, then allowed
-    over it for the pairs of these flows).
+    Lists the flows once (:func:`list_flows`), finds the routes of their ``(src, dst)``
+    pairs in the routes' table (:func:`route_rows`) and lays out the resources each flow
+    and move crosses (:func:`flow_resources`). Pairs whose routes are not in the table
+    yet are added to it, and only their rows are looked up again (all of them when the
+    table was emptied to stay in its budget: it is then refilled, and allowed over it
+    for the pairs of these flows).
 
     Args:
         live: Live copies.
@@ -130,13 +131,19 @@ def flow_structure(live: np.ndarray, copies: tuple, inputs: tuple, move_src: np.
         routes: The world's routes.
         done: Received fraction from which an input counts as arrived.
     """
+    idx, pos, src, dst = list_flows(live, copies, inputs, done)
+    rows = np.full(idx.size + move_src.size, -1, dtype=np.int64)
     clear = True
     while True:
-        out = flow_kernel(live, copies, inputs, move_src, move_dst, *routes.pair_table(),
-                          routes.n_clusters, done)
-        if out[-1].size == 0:
-            return Flows._make(out[:-1])
-        routes.add_pairs(out[-1], clear)
+        keys, ids, dense, ptr, route_res, epoch = routes.pair_table()
+        missing = route_rows(idx, src, dst, move_src, move_dst, inputs, keys, ids, dense,
+                             epoch, routes.n_clusters, rows)
+        if missing.size == 0:
+            return Flows(idx, pos, src, dst,
+                         *flow_resources(pos, rows, idx.size, ptr, route_res))
+        routes.add_pairs(missing, clear)
+        if routes.pair_table()[-1] != epoch:      # emptied: the rows found mean nothing
+            rows[:] = -1
         clear = False
 
 
@@ -191,11 +198,38 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, dense, ptr,
     be added before a second pass.
     """
     idx, pos, src, dst = list_flows(live, copies, inputs, done)
+    rows = np.full(idx.size + move_src.size, -1, dtype=np.int64)
+    missing = route_rows(idx, src, dst, move_src, move_dst, inputs, keys, ids, dense, epoch,
+                         n_clusters, rows)
+    n_flow = idx.size
+    if missing.size:
+        rows = rows[:0]
+        idx, pos, src, dst = idx[:0], pos[:0], src[:0], dst[:0]
+        n_flow = 0
+    res, starts, group, move_res, move_starts = flow_resources(pos, rows, n_flow, ptr,
+                                                                route_res)
+    return idx, pos, src, dst, res, starts, group, move_res, move_starts, missing
+
+
+@njit(cache=True)
+def route_rows(idx, src, dst, move_src, move_dst, inputs, keys, ids, dense, epoch, n_clusters,
+               rows):  # pragma: no cover - compiled
+    """Fill each ``rows[j] < 0`` with the row of transfer ``j``'s pair in the route table.
+
+    Transfers are the flows (input rows ``idx``, clusters ``src`` and ``dst``), then the
+    moves. A flow's row is kept with its input (``route``, valid in the table's
+    ``epoch``), so that it is looked up once. The table is ``keys`` sorted with rows
+    ``ids``, or ``dense[key]`` when ``dense`` is not empty (key ``src * n + dst``).
+
+    Returns:
+        The keys of the pairs not in the table (repeats included); their rows stay -1.
+    """
     route, route_epoch = InputCols(*inputs).route, InputCols(*inputs).route_epoch
-    n_flow = src.size
-    rows = np.empty(n_flow + move_src.size, dtype=np.int64)
+    n_flow = idx.size
     n_missing = 0
     for j in range(rows.size):
+        if rows[j] >= 0:
+            continue
         if j < n_flow:
             if route_epoch[idx[j]] == epoch:
                 rows[j] = route[idx[j]]
@@ -213,21 +247,15 @@ def flow_kernel(live, copies, inputs, move_src, move_dst, keys, ids, dense, ptr,
             if j < n_flow:
                 route[idx[j]], route_epoch[idx[j]] = row, epoch
         else:
-            rows[j] = -1 - key
             n_missing += 1
     missing = np.empty(n_missing, dtype=np.int64)
-    if n_missing:
-        m = 0
-        for j in range(rows.size):
-            if rows[j] < 0:
-                missing[m] = -1 - rows[j]
-                m += 1
-        rows = rows[:0]
-        idx, pos, src, dst = idx[:0], pos[:0], src[:0], dst[:0]
-        n_flow = 0
-    res, starts, group, move_res, move_starts = flow_resources(pos, rows, n_flow, ptr,
-                                                                route_res)
-    return idx, pos, src, dst, res, starts, group, move_res, move_starts, missing
+    m = 0
+    for j in range(rows.size):
+        if rows[j] < 0:
+            missing[m] = (src[j] * n_clusters + dst[j] if j < n_flow else
+                          move_src[j - n_flow] * n_clusters + move_dst[j - n_flow])
+            m += 1
+    return missing
 
 
 @njit(cache=True)

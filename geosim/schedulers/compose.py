@@ -234,7 +234,7 @@ class Composite(Scheduler):
         jobs = view.alive_jobs
         if self.order == "fifo":
             return jobs[np.lexsort((jobs, view.job_arrival[jobs]))], None
-        running = np.bincount(view.copy_info()["job"], minlength=len(view.job_arrival))[jobs]
+        running = view.running_copies(jobs)
         target = waterfill(view.total_slots, view.runnable_counts(jobs))
         deficit = target - running
         order = np.lexsort((jobs, running / np.maximum(target, 1)))

@@ -76,8 +76,7 @@ class Fair(Scheduler):
         k = math.ceil(jobs.size / slots) if self.multitasking else 1
         if self.multitasking and event:
             self._reshare(view, actions, k)
-        info = view.copy_info()
-        running = np.bincount(info["job"], minlength=len(view.job_arrival))[jobs]
+        running = view.running_copies(jobs)
         demand = view.runnable_counts(jobs)
         target = waterfill(slots * k, demand)
         deficit = target - running
