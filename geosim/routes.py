@@ -244,6 +244,29 @@ class Routes:
         slot = self._trees(self._index([src]))[0]
         return self._depth[slot].astype(np.int64)
 
+    def kept_hop_rows(self, sources) -> tuple[np.ndarray, np.ndarray]:
+        """The cached trees' hop rows of distinct ``sources``, without copying them.
+
+        At most :attr:`tree_capacity` sources. Row ``rows[i]`` of ``depth`` (int32,
+        read-only) is :meth:`hop_row` of ``sources[i]``; ``depth`` is valid until the
+        next call that builds a tree (this one, :meth:`hop_rows`, a route lookup).
+        """
+        sources = self._index(sources).ravel()
+        if sources.size > self._capacity or np.unique(sources).size < sources.size:
+            raise ValueError("kept_hop_rows takes distinct sources within the capacity")
+        rows = np.empty_like(sources)
+        if sources.size:
+            order = np.argsort(sources)         # built in the order hop_rows builds them
+            rows[order] = self._trees(sources[order])
+        depth = self._depth.view()
+        depth.flags.writeable = False
+        return rows, depth
+
+    @property
+    def tree_capacity(self) -> int:
+        """Trees the cache holds at most (its budget over a tree's bytes)."""
+        return self._capacity
+
     def hop_rows(self, sources) -> np.ndarray:
         """Hop rows of ``sources``: row ``i`` is :meth:`hop_row` of ``sources[i]``."""
         sources = self._index(sources).ravel()
@@ -476,8 +499,8 @@ class HopCounts:
 class RouteView:
     """What a scheduler may read of the routes: hop counts, hop rows and paths.
 
-    Every result is a fresh array or list (but :meth:`all_hops`, read-only); the routes
-    cannot be changed through it.
+    Every result is a fresh array or list (but :meth:`all_hops` and
+    :meth:`kept_hop_rows`, read-only); the routes cannot be changed through it.
     """
 
     __slots__ = ("_routes",)
@@ -511,6 +534,15 @@ class RouteView:
     def hop_rows(self, sources) -> np.ndarray:
         """Hop rows of ``sources`` (one row per entry, ``n`` columns)."""
         return self._routes.hop_rows(sources)
+
+    def kept_hop_rows(self, sources) -> tuple[np.ndarray, np.ndarray]:
+        """Hop rows of distinct ``sources`` read in place (:meth:`Routes.kept_hop_rows`)."""
+        return self._routes.kept_hop_rows(sources)
+
+    @property
+    def tree_capacity(self) -> int:
+        """Sources whose hop rows :meth:`kept_hop_rows` reads at once, at most."""
+        return self._routes.tree_capacity
 
     def path(self, src: int, dst: int) -> list[int]:
         """Clusters of the route from ``src`` to ``dst``, both ends included."""

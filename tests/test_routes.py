@@ -101,6 +101,15 @@ def test_routes_are_networkx_routes_for_every_pair(name, weight):
     for key, row in zip(keys, rows, strict=True):
         assert table[ptr[row]:ptr[row + 1]].tolist() == res[divmod(int(key), n)]
     assert np.array_equal(big.hop_rows([5, 3, 5]), hops[[5, 3, 5]])
+    # Rows read in place: the pool's rows of the sources, read-only; with a pool of three
+    # trees, three sources at once, and not more.
+    rows, depth = routes.kept_hop_rows([7, 2, 4])
+    assert np.array_equal(depth[rows], hops[[7, 2, 4]]) and not depth.flags.writeable
+    assert routes.tree_capacity == 3
+    with pytest.raises(ValueError, match="distinct"):
+        routes.kept_hop_rows([1, 2, 3, 4])
+    with pytest.raises(ValueError, match="distinct"):
+        routes.kept_hop_rows([1, 1])
 
 
 @pytest.mark.parametrize("budget", [2**20, 2048])
@@ -174,6 +183,10 @@ def test_the_schedulers_view_reads_hops_and_rows_but_cannot_change_them():
     assert isinstance(view.hops, HopCounts) and isinstance(view.routes, RouteView)
     assert np.array_equal(view.hops[:, :], dense)
     assert np.array_equal(view.routes.hop_rows([1, 0]), dense[[1, 0]])
+    rows, depth = view.routes.kept_hop_rows([1, 0])
+    assert np.array_equal(depth[rows], dense[[1, 0]])
+    with pytest.raises(ValueError):
+        depth[rows[0], 0] = 5
     assert np.array_equal(view.routes.hop_row(2), dense[2])
     assert view.routes.hops(0, 1) == dense[0, 1]
     with pytest.raises(AttributeError):

@@ -80,10 +80,9 @@ def locality_clusters(view: SchedulerView, tasks: np.ndarray, free: np.ndarray,
         ahead = homes[at:]
         first = np.sort(np.unique(ahead, return_index=True)[1])
         need = ahead[first]
-        need = need[need >= 0][:HOP_ROWS]
+        need = need[need >= 0][:min(HOP_ROWS, view.routes.tree_capacity)]
         row_of[:] = -1
-        row_of[need] = np.arange(need.size)
-        rows = view.routes.hop_rows(need)
+        row_of[need], rows = view.routes.kept_hop_rows(need)
         at = _locality_kernel(at, homes, ptr, src, size, free, rows, row_of, stop, out)
     return out
 
