@@ -115,7 +115,8 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
     Only the resources some active transfer crosses are worked on, numbered in the order
     first met through ``local`` (per resource of the world: -1, as it is left), so that
     the cost follows the transfers, not the size of the world: scratch of the size of
-    the world, made per call, cost more than the filling on 10 000 clusters.
+    the world, made per call, cost more than the filling on 10 000 clusters. Each level
+    scans only the resources that still carry unfrozen transfers.
     """
     n = active.size
     hops, bound = transfer_hops(n_flow, res, starts, move_res, move_starts)
@@ -159,11 +160,21 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
     order = np.argsort(demand) if demand.size else np.empty(0, dtype=np.int64)
     d = 0
     bottleneck = np.empty(n_used, dtype=np.int64)
+    # The resources still carrying unfrozen transfers, dropped as they empty, so that a
+    # level costs the resources left rather than all those used (a resource never
+    # regains transfers).
+    open_res = np.arange(n_used)
+    n_open = n_used
     while remaining:
         level = np.inf
-        for u in range(n_used):
+        k = 0
+        for i in range(n_open):
+            u = open_res[i]
             if count[u] > 0:
+                open_res[k] = u
+                k += 1
                 level = min(level, max(left[u], 0.0) / count[u])
+        n_open = k
         while d < order.size and frozen[order[d]]:
             d += 1
         if d < order.size and demand[order[d]] <= level:
@@ -183,8 +194,9 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
             continue
         n_b = 0
         limit = level * (1.0 + LEVEL_RTOL)
-        for u in range(n_used):
-            if count[u] > 0 and max(left[u], 0.0) / count[u] <= limit:
+        for i in range(n_open):
+            u = open_res[i]
+            if max(left[u], 0.0) / count[u] <= limit:
                 bottleneck[n_b] = used[u]       # by the world's id: ascending below
                 n_b += 1
         bottleneck[:n_b].sort()
