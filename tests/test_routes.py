@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+import pandas as pd
 import pytest
 
 from geosim.engine.transfers import flow_structure
@@ -221,3 +222,24 @@ def test_the_flows_cross_the_resources_of_their_routes(budget, full_rows, monkey
         epoch = model.world.routes.pair_table()[-1]
         assert np.all(engine.inputs.cols["route_epoch"][flows.idx] == epoch)
     assert seen > 0
+
+
+@pytest.mark.parametrize("trees", [1, 3])
+def test_placement_reads_hop_rows_from_a_cache_that_evicts(trees, monkeypatch):
+    # Above FULL_ROWS clusters, locality placement reads its homes' hop rows in the cache
+    # of trees (kept_hop_rows); a cache of one or three trees evicts them as homes come
+    # and go, and the run is the one a cache holding every tree gives.
+    monkeypatch.setattr("geosim.routes.FULL_ROWS", 2)
+    config = geo_world(n_clusters=30, n_jobs=20, rate=0.2, scheduler="fair")
+    whole = GeoModel(load_scenario(config)).run().copies
+    built = []
+
+    def small_cache(graph, weight):
+        routes = Routes(graph, weight, tree_budget=trees * tree_bytes(30))
+        built.append(routes)
+        return routes
+
+    monkeypatch.setattr("geosim.world.Routes", small_cache)
+    pd.testing.assert_frame_equal(GeoModel(load_scenario(config)).run().copies, whole)
+    assert built[0].tree_capacity == trees
+    assert built[0].trees_built > 30                # trees evicted and built again
