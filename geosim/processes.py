@@ -622,15 +622,23 @@ def _keyed_mean(on, level, next_change, count, key, params, stamp, acc, epoch, t
                 want, out):  # pragma: no cover - compiled
     """Time-average level of each of ``want`` over ``[t_start, t_end]``, moving it to ``t_end``.
 
-    An entity asked twice in one ``epoch`` gets the average of its first time.
+    An entity asked twice in one ``epoch`` gets the average of its first time. Each
+    entity is brought to ``t_start`` and then through the span in one visit (entities
+    are independent, so this is what a pass bringing them all to ``t_start`` first gives,
+    with half the reads of their state).
     """
-    _keyed_sync(on, level, next_change, count, key, params, want, t_start)
     span = max(t_end - t_start, 1e-300)
     for j in range(want.size):
         e = want[j]
         if stamp[e] == epoch:
             out[j] = acc[e]
             continue
+        while next_change[e] <= t_start:
+            kind = 1 if on[e] else 0
+            on[e] = kind == 0
+            length, level[e] = _keyed_phase(key, e, kind, count[kind, e], params)
+            next_change[e] += length
+            count[kind, e] += 1
         total = 0.0
         seg = t_start
         while next_change[e] <= t_end:
