@@ -623,9 +623,9 @@ def _keyed_mean(on, level, next_change, count, key, params, stamp, acc, epoch, t
     """Time-average level of each of ``want`` over ``[t_start, t_end]``, moving it to ``t_end``.
 
     An entity asked twice in one ``epoch`` gets the average of its first time. Each
-    entity is brought to ``t_start`` and then through the span in one visit (entities
-    are independent, so this is what a pass bringing them all to ``t_start`` first gives,
-    with half the reads of their state).
+    entity is caught up to ``t_start`` and taken through the span in one loop over its
+    phase changes (changes up to ``t_start`` add nothing to the integral): one visit of
+    its state, where a pass bringing every entity to ``t_start`` first read it twice.
     """
     span = max(t_end - t_start, 1e-300)
     for j in range(want.size):
@@ -633,18 +633,13 @@ def _keyed_mean(on, level, next_change, count, key, params, stamp, acc, epoch, t
         if stamp[e] == epoch:
             out[j] = acc[e]
             continue
-        while next_change[e] <= t_start:
-            kind = 1 if on[e] else 0
-            on[e] = kind == 0
-            length, level[e] = _keyed_phase(key, e, kind, count[kind, e], params)
-            next_change[e] += length
-            count[kind, e] += 1
         total = 0.0
         seg = t_start
         while next_change[e] <= t_end:
             at = next_change[e]
-            total += level[e] * (at - seg)
-            seg = at
+            if at > t_start:
+                total += level[e] * (at - seg)
+                seg = at
             kind = 1 if on[e] else 0
             on[e] = kind == 0
             length, level[e] = _keyed_phase(key, e, kind, count[kind, e], params)
