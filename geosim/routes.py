@@ -29,9 +29,10 @@ import itertools
 
 import networkx as nx
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from geosim.sortedkeys import insert_sorted
+from geosim.threads import wide
 
 __all__ = ["FULL_ROWS", "PAIR_BYTES", "ROUTE_CACHE_BYTES", "ROUTE_ENTRY_BYTES", "TREE_CACHE_BYTES",
            "HopCounts", "RouteView", "Routes", "adjacency_bytes", "tree_bytes"]
@@ -172,8 +173,10 @@ class Routes:
         self._owner[take] = missing
         self._slot[missing] = take
         self._used[take] = self._tick
-        trees_kernel(self._ptr, self._head, self._wt, self.weighted, missing, take,
-                     self._via, self._depth)
+        kernel = trees_kernel_wide if missing.size > 1 and wide(
+            missing.size * self.n_clusters) else trees_kernel
+        kernel(self._ptr, self._head, self._wt, self.weighted, missing, take, self._via,
+               self._depth)
         self.trees_built += int(missing.size)
         slots[~have] = take
         return slots
@@ -640,14 +643,28 @@ def _dijkstra(ptr, head, wt, src, via, depth):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _tree(ptr, head, wt, weighted, src, via, depth):  # pragma: no cover - compiled
+    """The tree of ``src`` into ``via`` (arc to the parent) and ``depth``."""
+    if weighted:
+        _dijkstra(ptr, head, wt, src, via, depth)
+    else:
+        _bfs(ptr, head, src, via, depth)
+
+
+@njit(cache=True)
 def trees_kernel(ptr, head, wt, weighted, sources, slots, via,
                  depth):  # pragma: no cover - compiled
     """Trees of ``sources`` into rows ``slots`` of ``via`` (arc to the parent) and ``depth``."""
     for i in range(sources.size):
-        if weighted:
-            _dijkstra(ptr, head, wt, sources[i], via[slots[i]], depth[slots[i]])
-        else:
-            _bfs(ptr, head, sources[i], via[slots[i]], depth[slots[i]])
+        _tree(ptr, head, wt, weighted, sources[i], via[slots[i]], depth[slots[i]])
+
+
+@njit(cache=True, parallel=True)
+def trees_kernel_wide(ptr, head, wt, weighted, sources, slots, via,
+                      depth):  # pragma: no cover - compiled
+    """:func:`trees_kernel` with the sources shared among the threads (:mod:`geosim.threads`)."""
+    for i in prange(sources.size):
+        _tree(ptr, head, wt, weighted, sources[i], via[slots[i]], depth[slots[i]])
 
 
 @njit(cache=True)

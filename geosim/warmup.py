@@ -6,8 +6,9 @@ takes 105 s on a cold cache and 6 s on a warm one), and every later process load
 milliseconds. :func:`compile_kernels` pays that cost once, in parallel, by running every
 registered scheduler briefly on the small worlds of :mod:`geosim.testing`: the geo world
 (every process on), one cluster of queueing slots under slotted and event timing, and
-004's flows of MapReduce stages; and one run on the geo world in conformance mode
-(:mod:`geosim.invariants`). ``geosim compile`` and ``make`` call it after
+004's flows of MapReduce stages; one run on the geo world in conformance mode
+(:mod:`geosim.invariants`), and one with every kernel's wide variant
+(:mod:`geosim.threads`). ``geosim compile`` and ``make`` call it after
 installing.
 
 A kernel that these runs do not reach still compiles on first use, as before; nothing here
@@ -33,24 +34,32 @@ def _runs() -> list[tuple[str, str]]:
     runs = [("geo", name) for name in names]
     runs += [("closed-slot", "srpt+r"), ("closed-event", "srpt+r"),
              ("closed-event", "fair+r"), ("closed-event", "laps+r"), ("flows", "flowflex"),
-             ("geo-checked", "fifo")]
+             ("geo-checked", "fifo"), ("geo-wide", "fair")]
     return runs
 
 
 def _run(world: str, scheduler: str) -> float:
     """Run ``scheduler`` briefly on ``world``; the seconds it took."""
+    from geosim import threads
     from geosim.model import GeoModel
     from geosim.scenario import load_scenario
     from geosim.testing import closed_world, flows_world, geo_world
     start = time.perf_counter()
-    if world in ("geo", "geo-checked"):
+    if world.startswith("geo"):
         config = geo_world(n_jobs=4, scheduler=scheduler)
     elif world == "flows":
         config = flows_world(scheduler=scheduler)
     else:
         config = closed_world(slots=3, rate=0.2, n_jobs=20, scheduler=scheduler)
         config["run"]["timing"] = world.removeprefix("closed-")
-    GeoModel(load_scenario(config), check_invariants=world == "geo-checked").run()
+    wide_from = threads.WIDE_FROM
+    if world == "geo-wide":         # every wide kernel, keyed slot streams included
+        config["clusters"] = {"slot_streams": "keyed"}
+        threads.WIDE_FROM = 0
+    try:
+        GeoModel(load_scenario(config), check_invariants=world == "geo-checked").run()
+    finally:
+        threads.WIDE_FROM = wide_from
     return time.perf_counter() - start
 
 

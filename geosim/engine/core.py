@@ -32,7 +32,7 @@ from geosim.engine.base import (
 )
 from geosim.engine.checkpoint import checkpoint_copies
 from geosim.engine.launch import (
-    free_count,
+    count_free,
     launch_check,
     launch_kernel,
     new_copy_factors,
@@ -48,7 +48,7 @@ from geosim.engine.step import (
     change_that_matters,
     complete_kernel,
     next_event_kernel,
-    step_kernel,
+    run_step,
     stream_demand,
     time_left_kernel,
 )
@@ -314,7 +314,7 @@ class Engine:
     # ------------------------------------------------------------------ queries
     def free_slots(self) -> np.ndarray:
         """Whole free slots per cluster (0 for unreachable clusters)."""
-        return free_count(self.live, self.copies.cols["slot"], self.slot_used, self.slot_copies,
+        return count_free(self.live, self.copies.cols["slot"], self.slot_used, self.slot_copies,
                           self.world.slot_cluster, self.world.slots, self.reachable, EPS)
 
     def inputs_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -779,7 +779,7 @@ class Engine:
             return
         has_flows = flows.idx.size > 0
         span_fields = (t, dt, dt * (1.0 + EPS), 1.0 + EPS, self.fetch)     # a Span's
-        moved, arrived, win_at, done_tasks, done_time, ending, ending_at = step_kernel(
+        moved, arrived, win_at, done_tasks, done_time, ending, ending_at = run_step(
             live, self.copies.kernel_arg, self.inputs.kernel_arg, self.task_work,
             world.power.level, factor, span_fields, has_flows, tuple(flows), bw,
             *self._scratch())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from geosim.engine.base import (
     EPS,
@@ -19,6 +20,7 @@ from geosim.engine.base import (
 from geosim.engine.draw import whole_slot_assign, whole_slot_plan
 from geosim.engine.records import Groups, JobState, SlotState, TaskState
 from geosim.engine.tables import CopyCols
+from geosim.threads import part_bounds, wide
 from geosim.variability import copy_factors, keyed_uniforms
 
 
@@ -82,6 +84,17 @@ def new_copy_factors(tasks: np.ndarray, task_copies: np.ndarray, task_cv: np.nda
 
 
 # ---------------------------------------------------------------------- compiled kernels
+def count_free(live: np.ndarray, copy_slot: np.ndarray, slot_used: np.ndarray,
+               slot_copies: np.ndarray, slot_cluster: np.ndarray, slots: np.ndarray,
+               reachable: np.ndarray, eps: float) -> np.ndarray:
+    """:func:`free_count`, or for many live copies :func:`free_count_wide`: the same counts."""
+    if wide(live.size):
+        return free_count_wide(live, copy_slot, slot_used, slot_copies, slot_cluster, slots,
+                               reachable, eps, numba.get_num_threads())
+    return free_count(live, copy_slot, slot_used, slot_copies, slot_cluster, slots,
+                      reachable, eps)
+
+
 @njit(cache=True)
 def free_count(live, copy_slot, slot_used, slot_copies, slot_cluster, slots, reachable,
                eps):  # pragma: no cover - compiled
@@ -95,22 +108,65 @@ def free_count(live, copy_slot, slot_used, slot_copies, slot_cluster, slots, rea
     (``slot_copies``) is taken away at its copy; slots shared by several are taken away
     once each, after sorting only them.
     """
-    n = slots.size
-    free = np.zeros(n, dtype=np.int64)
-    for c in range(n):
-        if reachable[c]:
-            free[c] = slots[c]
+    taken = np.zeros(slots.size, dtype=np.int64)
     shared = np.empty(live.size, dtype=np.int64)
-    n_shared = 0
-    for p in range(live.size):
+    n_shared = _taken(0, live.size, live, copy_slot, slot_used, slot_copies, slot_cluster,
+                      reachable, eps, taken, shared)
+    free = np.zeros(slots.size, dtype=np.int64)
+    for c in range(slots.size):
+        if reachable[c]:
+            free[c] = slots[c] - taken[c]
+    for s in sorted_unique(shared[:n_shared]):
+        free[slot_cluster[s]] -= 1
+    return free
+
+
+@njit(cache=True)
+def _taken(lo, hi, live, copy_slot, slot_used, slot_copies, slot_cluster, reachable, eps,
+           taken, shared):  # pragma: no cover - compiled
+    """Slots in use by the live copies ``lo:hi`` of reachable clusters.
+
+    Slots with one live copy are counted per cluster into ``taken``; slots shared by
+    several are listed from ``shared[lo]`` on. Returns how many were listed.
+    """
+    n = lo
+    for p in range(lo, hi):
         s = copy_slot[live[p]]
         c = slot_cluster[s]
         if reachable[c] and slot_used[s] > eps:
             if slot_copies[s] == 1:
-                free[c] -= 1
+                taken[c] += 1
             else:
-                shared[n_shared] = s
-                n_shared += 1
+                shared[n] = s
+                n += 1
+    return n - lo
+
+
+@njit(cache=True, parallel=True)
+def free_count_wide(live, copy_slot, slot_used, slot_copies, slot_cluster, slots, reachable,
+                    eps, parts):  # pragma: no cover - compiled
+    """:func:`free_count` with the live copies split into ``parts`` among the threads.
+
+    Each part counts into its own row; the counts are integers, so their sum is exact.
+    """
+    bounds = part_bounds(live.size, parts)
+    taken = np.zeros((parts, slots.size), dtype=np.int64)
+    shared = np.empty(live.size, dtype=np.int64)
+    found = np.empty(parts, dtype=np.int64)
+    for k in prange(parts):
+        found[k] = _taken(bounds[k], bounds[k + 1], live, copy_slot, slot_used, slot_copies,
+                          slot_cluster, reachable, eps, taken[k], shared)
+    free = np.zeros(slots.size, dtype=np.int64)
+    for c in range(slots.size):
+        if reachable[c]:
+            free[c] = slots[c]
+            for k in range(parts):
+                free[c] -= taken[k, c]
+    n_shared = 0
+    for k in range(parts):
+        for i in range(bounds[k], bounds[k] + found[k]):
+            shared[n_shared] = shared[i]
+            n_shared += 1
     for s in sorted_unique(shared[:n_shared]):
         free[slot_cluster[s]] -= 1
     return free

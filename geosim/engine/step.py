@@ -4,19 +4,23 @@
 rate and each transfer's bandwidth), :func:`finish_kernel` (which copies finish in the
 span and which of them wins its task), then :func:`apply` (progress, received fractions
 and integrals). :func:`complete_kernel` then ends the finishing tasks' copies and
-releases their children.
+releases their children. :func:`run_step` runs :func:`step_kernel`, or for many live
+copies the same steps with each loop split among threads (:func:`rates_wide`,
+:func:`apply_wide`; :mod:`geosim.threads`).
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from geosim.engine.base import ALIVE, DONE, LOST, WON, fmax, fmin, sorted_unique
 from geosim.engine.records import Flows, Graph, Groups, JobState, SlotState, TaskState
 from geosim.engine.tables import CopyCols, InputCols
+from geosim.threads import part_bounds, wide
 
 #: :func:`change_that_matters` asks whether a copy could reach a limit within this
 #: factor of a span (far above the rounding of its bound and of the span's time-average
@@ -64,21 +68,72 @@ class Rates(NamedTuple):
 
 
 @njit(cache=True)
-def fold_groups(values, group, pos, out, largest):  # pragma: no cover - compiled
-    """Fold each copy's run of ``values`` (``group`` starts) into ``out[pos]``.
+def fold_groups(values, group, pos, out, largest, lo, hi):  # pragma: no cover - compiled
+    """Fold each copy's run of ``values`` into ``out[pos]``, for the runs ``lo:hi``.
 
-    The minimum of the run and ``out`` (``np.minimum.reduceat`` then ``np.minimum``), or
-    the maximum when ``largest``, in the same order.
+    ``group`` holds the runs' starts. The minimum of the run and ``out``
+    (``np.minimum.reduceat`` then ``np.minimum``), or the maximum when ``largest``, in
+    the same order.
     """
     n = values.size
-    for g in range(group.size):
-        lo = group[g]
-        hi = group[g + 1] if g + 1 < group.size else n
-        acc = values[lo]
-        for j in range(lo + 1, hi):
+    for g in range(lo, hi):
+        start = group[g]
+        end = group[g + 1] if g + 1 < group.size else n
+        acc = values[start]
+        for j in range(start + 1, end):
             acc = fmax(acc, values[j]) if largest else fmin(acc, values[j])
-        p = pos[lo]
+        p = pos[start]
         out[p] = fmax(out[p], acc) if largest else fmin(out[p], acc)
+
+
+@njit(cache=True)
+def _empty_rates(n, flow_bw, n_flow):  # pragma: no cover - compiled
+    """The fields of :class:`Rates` of ``n`` copies and ``n_flow`` transfers, to be filled.
+
+    (A plain tuple: the kernels' parts take plain tuples, which Numba's threaded loops
+    pass where named ones fail; each part names the fields again.)
+    """
+    return (np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n),
+            flow_bw[:n_flow], np.empty(n_flow), np.empty(n_flow), np.empty(n_flow),
+            np.empty(n_flow))
+
+
+@njit(cache=True)
+def _copy_rates(lo, hi, live, copies, task_work, level, avail, r):  # pragma: no cover
+    """Speed, work, share, rate and progress of the live copies ``lo:hi`` into ``r``."""
+    copies, r = CopyCols(*copies), Rates(*r)
+    for p in range(lo, hi):
+        c = live[p]
+        sp = level[copies.slot[c]]
+        if avail.size:
+            sp = sp * avail[p]
+        r.speed[p] = sp
+        w = task_work[copies.task[c]]
+        r.work[p] = w
+        r.share[p] = copies.share[c]
+        r.rate[p] = copies.share[c] * sp / (w * copies.factor[c])
+        r.progress[p] = copies.progress[c]
+
+
+@njit(cache=True)
+def _flow_rates(lo, hi, idx, inputs, fetch, r):  # pragma: no cover - compiled
+    """Size, fetch rate, received fraction and time left of the transfers ``lo:hi``."""
+    inputs, r = InputCols(*inputs), Rates(*r)
+    for j in range(lo, hi):
+        r.size[j] = inputs.size[idx[j]]
+        r.fetch_rate[j] = r.bw[j] / r.size[j]
+        r.got[j] = inputs.received[idx[j]]
+        if fetch:
+            r.fetch_left[j] = ((1.0 - r.got[j]) / r.fetch_rate[j] if r.fetch_rate[j] > 0
+                               else np.inf)
+
+
+@njit(cache=True)
+def _time_left(lo, hi, r):  # pragma: no cover - compiled
+    """Time each of the live copies ``lo:hi`` needs to finish at its rate."""
+    r = Rates(*r)
+    for p in range(lo, hi):
+        r.left[p] = (1.0 - r.progress[p]) / r.rate[p] if r.rate[p] > 0 else np.inf
 
 
 @njit(cache=True)
@@ -88,51 +143,55 @@ def rates(live, copies, inputs, task_work, level, avail, fetch, flows_on, flows,
 
     ``avail`` is the availability factor of each live copy's slot (empty: none);
     ``level`` each slot's VM power; ``flow_bw`` each transfer's bandwidth
-    (:func:`geosim.engine.sharing.allocate`).
+    (:func:`geosim.engine.sharing.allocate`). A copy's transfers bound its rate when
+    inputs stream, its time left when they are fetched.
 
     Returns:
         The :class:`Rates`.
     """
     n = live.size
-    speed = np.empty(n)
-    work = np.empty(n)
-    share = np.empty(n)
-    rate = np.empty(n)
-    progress = np.empty(n)
-    left = np.empty(n)
-    for p in range(n):
-        c = live[p]
-        sp = level[copies.slot[c]]
-        if avail.size:
-            sp = sp * avail[p]
-        speed[p] = sp
-        w = task_work[copies.task[c]]
-        work[p] = w
-        share[p] = copies.share[c]
-        rate[p] = copies.share[c] * sp / (w * copies.factor[c])
-        progress[p] = copies.progress[c]
-    idx = flows.idx
+    n_flow = flows.idx.size if flows_on else 0
+    rt = _empty_rates(n, flow_bw, n_flow)
+    r = Rates(*rt)
+    _copy_rates(0, n, live, copies, task_work, level, avail, rt)
+    _flow_rates(0, n_flow, flows.idx, inputs, fetch, rt)
+    n_group = flows.group.size if n_flow else 0
+    if not fetch:
+        fold_groups(r.fetch_rate, flows.group, flows.pos, r.rate, False, 0, n_group)
+    _time_left(0, n, rt)
+    if fetch:
+        fold_groups(r.fetch_left, flows.group, flows.pos, r.left, True, 0, n_group)
+    return r
+
+
+@njit(cache=True, parallel=True)
+def rates_wide(live, copies, inputs, task_work, level, avail, fetch, flows_on, flows,
+               flow_bw, parts):  # pragma: no cover - compiled
+    """:func:`rates`, each loop split over the threads (:mod:`geosim.threads`).
+
+    ``copies``, ``inputs`` and ``flows`` are the plain tuples of their records; so are
+    the rates returned. ``parts``: how many parts each loop is split into (one per
+    thread; a kernel reading Numba's thread count itself could not be cached).
+    """
+    idx, pos, group = flows[0], flows[1], flows[6]
+    n = live.size
     n_flow = idx.size if flows_on else 0
-    bw = flow_bw[:n_flow]
-    size = np.empty(n_flow)
-    fetch_rate = np.empty(n_flow)
-    got = np.empty(n_flow)
-    fetch_left = np.empty(n_flow)
-    for j in range(n_flow):
-        b = bw[j]
-        size[j] = inputs.size[idx[j]]
-        fetch_rate[j] = b / size[j]
-        got[j] = inputs.received[idx[j]]
-        if fetch:
-            fetch_left[j] = (1.0 - got[j]) / fetch_rate[j] if fetch_rate[j] > 0 else np.inf
-    if n_flow and not fetch:
-        fold_groups(fetch_rate, flows.group, flows.pos, rate, False)
-    for p in range(n):
-        left[p] = (1.0 - progress[p]) / rate[p] if rate[p] > 0 else np.inf
-    if n_flow and fetch:
-        fold_groups(fetch_left, flows.group, flows.pos, left, True)
-    return Rates(speed, work, share, rate, progress, left, bw, size, fetch_rate, got,
-                 fetch_left)
+    rt = _empty_rates(n, flow_bw, n_flow)
+    rate, left, fetch_rate, fetch_left = rt[3], rt[5], rt[8], rt[10]
+    n_group = group.size if n_flow else 0
+    at, fl, gr = part_bounds(n, parts), part_bounds(n_flow, parts), part_bounds(n_group, parts)
+    for k in prange(parts):
+        _copy_rates(at[k], at[k + 1], live, copies, task_work, level, avail, rt)
+        _flow_rates(fl[k], fl[k + 1], idx, inputs, fetch, rt)
+    if not fetch:
+        for k in prange(parts):
+            fold_groups(fetch_rate, group, pos, rate, False, gr[k], gr[k + 1])
+    for k in prange(parts):
+        _time_left(at[k], at[k + 1], rt)
+    if fetch:
+        for k in prange(parts):
+            fold_groups(fetch_left, group, pos, left, True, gr[k], gr[k + 1])
+    return rt
 
 
 @njit(cache=True)
@@ -215,6 +274,70 @@ def stream_demand(live, copies, inputs, task_work, level, avail, flows,
 
 
 @njit(cache=True)
+def _reached(lo, hi, r, elapsed, reached):  # pragma: no cover - compiled
+    """Progress the live copies ``lo:hi`` reach at their rates, at most 1."""
+    r = Rates(*r)
+    for p in range(lo, hi):
+        reached[p] = fmin(r.progress[p] + r.rate[p] * elapsed[p], 1.0)
+
+
+@njit(cache=True)
+def _fetched(lo, hi, r, elapsed, flows, inputs, slack, moved,
+             reached):  # pragma: no cover - compiled
+    """Move the fetched transfers of the copies' runs ``lo:hi``; whether any arrived.
+
+    Each copy's progress is held to the least received of its inputs.
+    """
+    r, flows, inputs = Rates(*r), Flows(*flows), InputCols(*inputs)
+    idx, pos, group = flows.idx, flows.pos, flows.group
+    n_flow = idx.size
+    arrived_any = False
+    for g in range(lo, hi):
+        start = group[g]
+        end = group[g + 1] if g + 1 < group.size else n_flow
+        p = pos[start]
+        least = 0.0
+        for j in range(start, end):
+            el = elapsed[pos[j]]
+            arrived = fmin(r.got[j] + r.fetch_rate[j] * el, 1.0)
+            least = arrived if j == start else fmin(least, arrived)
+            new_got = 1.0 if r.fetch_left[j] <= el * slack else arrived
+            if new_got >= 1.0:
+                arrived_any = True
+            moved[j] = (new_got - r.got[j]) * r.size[j]
+            inputs.received[idx[j]] = new_got
+            busy = fmin(el, r.fetch_left[j])
+            inputs.bw_time[idx[j]] += r.bw[j] * busy
+            inputs.fetch_time[idx[j]] += busy
+        reached[p] = fmin(reached[p], fmax(least, r.progress[p]))
+    return arrived_any
+
+
+@njit(cache=True)
+def _progress(lo, hi, live, r, elapsed, reached, copies):  # pragma: no cover - compiled
+    """Write the progress, work and time integrals of the live copies ``lo:hi``."""
+    r, copies = Rates(*r), CopyCols(*copies)
+    for p in range(lo, hi):
+        c = live[p]
+        copies.progress[c] = reached[p]
+        copies.executed[c] += (reached[p] - r.progress[p]) * r.work[p]
+        copies.share_time[c] += r.share[p] * elapsed[p]
+        copies.speed_time[c] += r.speed[p] * elapsed[p]
+
+
+@njit(cache=True)
+def _streamed(lo, hi, r, elapsed, flows, inputs, moved):  # pragma: no cover - compiled
+    """Move the streamed transfers ``lo:hi`` in step with their copies."""
+    r, flows, inputs = Rates(*r), Flows(*flows), InputCols(*inputs)
+    idx, pos = flows.idx, flows.pos
+    for j in range(lo, hi):
+        el = elapsed[pos[j]]
+        moved[j] = r.rate[pos[j]] * r.size[j] * el
+        inputs.bw_time[idx[j]] += r.bw[j] * el
+        inputs.fetch_time[idx[j]] += el
+
+
+@njit(cache=True)
 def apply(live, elapsed, r, win_pos, fetch, flows_on, flows, copies, inputs,
           slack):  # pragma: no cover - compiled
     """Move the live copies and their transfers through the span (``elapsed`` each).
@@ -227,47 +350,50 @@ def apply(live, elapsed, r, win_pos, fetch, flows_on, flows, copies, inputs,
         MB moved by each transfer, and whether any input has arrived in full.
     """
     n = live.size
-    idx, pos, group = flows.idx, flows.pos, flows.group
+    n_flow = flows.idx.size if flows_on else 0
     reached = np.empty(n)
-    for p in range(n):
-        reached[p] = fmin(r.progress[p] + r.rate[p] * elapsed[p], 1.0)
-    n_flow = idx.size if flows_on else 0
     moved = np.empty(n_flow)
+    _reached(0, n, r, elapsed, reached)
     arrived_any = False
     if n_flow and fetch:
-        for g in range(group.size):
-            lo = group[g]
-            hi = group[g + 1] if g + 1 < group.size else n_flow
-            p = pos[lo]
-            least = 0.0
-            for j in range(lo, hi):
-                el = elapsed[pos[j]]
-                arrived = fmin(r.got[j] + r.fetch_rate[j] * el, 1.0)
-                least = arrived if j == lo else fmin(least, arrived)
-                new_got = 1.0 if r.fetch_left[j] <= el * slack else arrived
-                if new_got >= 1.0:
-                    arrived_any = True
-                moved[j] = (new_got - r.got[j]) * r.size[j]
-                inputs.received[idx[j]] = new_got
-                busy = fmin(el, r.fetch_left[j])
-                inputs.bw_time[idx[j]] += r.bw[j] * busy
-                inputs.fetch_time[idx[j]] += busy
-            reached[p] = fmin(reached[p], fmax(least, r.progress[p]))
+        arrived_any = _fetched(0, flows.group.size, r, elapsed, flows, inputs, slack, moved,
+                               reached)
     for w in range(win_pos.size):
         reached[win_pos[w]] = 1.0
-    for p in range(n):
-        c = live[p]
-        copies.progress[c] = reached[p]
-        copies.executed[c] += (reached[p] - r.progress[p]) * r.work[p]
-        copies.share_time[c] += r.share[p] * elapsed[p]
-        copies.speed_time[c] += r.speed[p] * elapsed[p]
+    _progress(0, n, live, r, elapsed, reached, copies)
     if n_flow and not fetch:
-        for j in range(n_flow):
-            el = elapsed[pos[j]]
-            moved[j] = r.rate[pos[j]] * r.size[j] * el
-            inputs.bw_time[idx[j]] += r.bw[j] * el
-            inputs.fetch_time[idx[j]] += el
+        _streamed(0, n_flow, r, elapsed, flows, inputs, moved)
     return moved, arrived_any
+
+
+@njit(cache=True, parallel=True)
+def apply_wide(live, elapsed, r, win_pos, fetch, flows_on, flows, copies, inputs,
+               slack, parts):  # pragma: no cover - compiled
+    """:func:`apply`, each loop split over the threads (:mod:`geosim.threads`).
+
+    ``r``, ``flows``, ``copies`` and ``inputs`` are plain tuples of their fields;
+    ``parts`` as for :func:`rates_wide`.
+    """
+    n = live.size
+    n_flow = flows[0].size if flows_on else 0
+    reached = np.empty(n)
+    moved = np.empty(n_flow)
+    at, fl = part_bounds(n, parts), part_bounds(n_flow, parts)
+    gr = part_bounds(flows[6].size if n_flow and fetch else 0, parts)
+    for k in prange(parts):
+        _reached(at[k], at[k + 1], r, elapsed, reached)
+    arrived = np.zeros(parts, dtype=np.bool_)
+    for k in prange(parts):
+        arrived[k] = _fetched(gr[k], gr[k + 1], r, elapsed, flows, inputs, slack, moved,
+                              reached)
+    for w in range(win_pos.size):
+        reached[win_pos[w]] = 1.0
+    for k in prange(parts):
+        _progress(at[k], at[k + 1], live, r, elapsed, reached, copies)
+    if n_flow and not fetch:
+        for k in prange(parts):
+            _streamed(fl[k], fl[k + 1], r, elapsed, flows, inputs, moved)
+    return moved, arrived.any()
 
 
 @njit(cache=True)
@@ -291,6 +417,28 @@ def step_kernel(live, copies, inputs, task_work, level, avail, span, flows_on, f
         live, copies.task, r.left, span.t, span.dt, span.limit, best_time, best_pos)
     moved, arrived = apply(live, elapsed, r, win_pos, span.fetch, flows_on, flows, copies,
                            inputs, span.slack)
+    return moved, arrived, win_pos, tasks, times, ending, ending_at
+
+
+def run_step(live: np.ndarray, copies: tuple, inputs: tuple, task_work: np.ndarray,
+             level: np.ndarray, avail: np.ndarray, span: tuple, flows_on: bool, flows: tuple,
+             flow_bw: np.ndarray, best_time: np.ndarray, best_pos: np.ndarray) -> tuple:
+    """:func:`step_kernel`, or for many live copies its wide variant: the same numbers.
+
+    The wide variant runs :func:`rates_wide`, :func:`finish_kernel` and
+    :func:`apply_wide` from Python (a compiled caller of threaded kernels could not be
+    cached).
+    """
+    if not wide(live.size):
+        return step_kernel(live, copies, inputs, task_work, level, avail, span, flows_on,
+                           flows, flow_bw, best_time, best_pos)
+    span, parts = Span(*span), numba.get_num_threads()
+    r = rates_wide(live, copies, inputs, task_work, level, avail, span.fetch, flows_on, flows,
+                   flow_bw, parts)
+    elapsed, win_pos, tasks, times, ending, ending_at = finish_kernel(
+        live, CopyCols(*copies).task, r[5], span.t, span.dt, span.limit, best_time, best_pos)
+    moved, arrived = apply_wide(live, elapsed, r, win_pos, span.fetch, flows_on, flows,
+                                copies, inputs, span.slack, parts)
     return moved, arrived, win_pos, tasks, times, ending, ending_at
 
 

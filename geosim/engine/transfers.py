@@ -8,13 +8,15 @@ transfers as ``links.sharing`` says (:mod:`geosim.engine.sharing`). Raw-input mo
 
 from __future__ import annotations
 
+import numba
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from geosim.engine.base import EPS, SchedulingError
 from geosim.engine.records import Flows, Graph, Traffic
 from geosim.engine.tables import CopyCols, InputCols
 from geosim.routes import Routes
+from geosim.threads import part_bounds, wide
 
 
 class RawMoves:
@@ -131,7 +133,11 @@ def flow_structure(live: np.ndarray, copies: tuple, inputs: tuple, move_src: np.
         routes: The world's routes.
         done: Received fraction from which an input counts as arrived.
     """
-    idx, pos, src, dst = list_flows(live, copies, inputs, done)
+    if wide(live.size):
+        idx, pos, src, dst = list_flows_wide(live, copies, inputs, done,
+                                             numba.get_num_threads())
+    else:
+        idx, pos, src, dst = list_flows(live, copies, inputs, done)
     rows = np.full(idx.size + move_src.size, -1, dtype=np.int64)
     clear = True
     while True:
@@ -139,8 +145,10 @@ def flow_structure(live: np.ndarray, copies: tuple, inputs: tuple, move_src: np.
         missing = route_rows(idx, src, dst, move_src, move_dst, inputs, keys, ids, dense,
                              epoch, routes.n_clusters, rows)
         if missing.size == 0:
-            return Flows(idx, pos, src, dst,
-                         *flow_resources(pos, rows, idx.size, ptr, route_res))
+            layout = (flow_resources_wide(pos, rows, idx.size, ptr, route_res,
+                                          numba.get_num_threads()) if wide(idx.size)
+                      else flow_resources(pos, rows, idx.size, ptr, route_res))
+            return Flows(idx, pos, src, dst, *layout)
         routes.add_pairs(missing, clear)
         if routes.pair_table()[-1] != epoch:      # emptied: the rows found mean nothing
             rows[:] = -1
@@ -160,19 +168,33 @@ def list_flows(live, copies, inputs, done):  # pragma: no cover - compiled
         Each flow's input row, the position of its copy in ``live``, its source and its
         destination cluster.
     """
+    total = _input_bound(0, live.size, live, copies)
+    idx, pos = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    src, dst = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    n_flow = _fill_flows(0, live.size, 0, live, copies, inputs, done, idx, pos, src, dst)
+    return idx[:n_flow], pos[:n_flow], src[:n_flow], dst[:n_flow]
+
+
+@njit(cache=True)
+def _input_bound(lo, hi, live, copies):  # pragma: no cover - compiled
+    """Inputs of the live copies ``lo:hi``: a bound on their flows."""
+    copies = CopyCols(*copies)
+    total = 0
+    for p in range(lo, hi):
+        c = live[p]
+        total += max(copies.in_hi[c] - copies.in_lo[c], 0)
+    return total
+
+
+@njit(cache=True)
+def _fill_flows(lo, hi, at, live, copies, inputs, done, idx, pos, src,
+                dst):  # pragma: no cover - compiled
+    """Write the flows of the live copies ``lo:hi`` from position ``at``; how many."""
     copies, inputs = CopyCols(*copies), InputCols(*inputs)
     in_lo, in_hi, cluster = copies.in_lo, copies.in_hi, copies.cluster
     i_src, i_size, i_received = inputs.src, inputs.size, inputs.received
-    total = 0
-    for p in range(live.size):
-        c = live[p]
-        total += max(in_hi[c] - in_lo[c], 0)
-    idx = np.empty(total, dtype=np.int64)
-    pos = np.empty(total, dtype=np.int64)
-    src = np.empty(total, dtype=np.int64)
-    dst = np.empty(total, dtype=np.int64)
-    n_flow = 0
-    for p in range(live.size):
+    n_flow = at
+    for p in range(lo, hi):
         c = live[p]
         d = cluster[c]
         for i in range(in_lo[c], in_hi[c]):
@@ -180,6 +202,34 @@ def list_flows(live, copies, inputs, done):  # pragma: no cover - compiled
             if s != d and i_size[i] > 0 and i_received[i] < done:
                 idx[n_flow], pos[n_flow], src[n_flow], dst[n_flow] = i, p, s, d
                 n_flow += 1
+    return n_flow - at
+
+
+@njit(cache=True, parallel=True)
+def list_flows_wide(live, copies, inputs, done, parts):  # pragma: no cover - compiled
+    """:func:`list_flows` with the copies split into ``parts`` among the threads.
+
+    Each part writes its flows from its copies' bound on, and the parts are then moved
+    together.
+    """
+    bounds = part_bounds(live.size, parts)
+    start = np.zeros(parts + 1, dtype=np.int64)
+    for k in prange(parts):
+        start[k + 1] = _input_bound(bounds[k], bounds[k + 1], live, copies)
+    for k in range(parts):
+        start[k + 1] += start[k]
+    total = start[parts]
+    idx, pos = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    src, dst = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
+    found = np.empty(parts, dtype=np.int64)
+    for k in prange(parts):
+        found[k] = _fill_flows(bounds[k], bounds[k + 1], start[k], live, copies, inputs, done,
+                               idx, pos, src, dst)
+    n_flow = found[0]
+    for k in range(1, parts):
+        for j in range(start[k], start[k] + found[k]):      # to the left: in order
+            idx[n_flow], pos[n_flow], src[n_flow], dst[n_flow] = idx[j], pos[j], src[j], dst[j]
+            n_flow += 1
     return idx[:n_flow], pos[:n_flow], src[:n_flow], dst[:n_flow]
 
 
@@ -269,40 +319,82 @@ def flow_resources(pos, rows, n_flow, ptr, route_res):  # pragma: no cover - com
         ``res``, ``starts``, ``group``, ``move_res`` and ``move_starts`` of
         :class:`~geosim.engine.records.Flows`.
     """
-    n_hop = 0
-    for j in range(n_flow):
-        n_hop += ptr[rows[j] + 1] - ptr[rows[j]]
-    res = np.empty(n_hop, dtype=np.int64)
+    res = np.empty(_hop_count(0, n_flow, rows, ptr), dtype=np.int64)
     starts = np.empty(n_flow, dtype=np.int64)
-    h = 0
-    n_group = 0
-    for j in range(n_flow):
-        starts[j] = h
+    _fill_hops(0, n_flow, 0, rows, ptr, route_res, res, starts, 0)
+    group = np.empty(_group_count(0, n_flow, pos), dtype=np.int64)
+    _fill_groups(0, n_flow, 0, pos, group)
+    return (res, starts, group, *_move_hops(rows, n_flow, ptr, route_res))
+
+
+@njit(cache=True, parallel=True)
+def flow_resources_wide(pos, rows, n_flow, ptr, route_res, parts):  # pragma: no cover
+    """:func:`flow_resources` with the flows split into ``parts`` among the threads."""
+    bounds = part_bounds(n_flow, parts)
+    hops = np.zeros(parts + 1, dtype=np.int64)
+    groups = np.zeros(parts + 1, dtype=np.int64)
+    for k in prange(parts):
+        hops[k + 1] = _hop_count(bounds[k], bounds[k + 1], rows, ptr)
+        groups[k + 1] = _group_count(bounds[k], bounds[k + 1], pos)
+    for k in range(parts):
+        hops[k + 1] += hops[k]
+        groups[k + 1] += groups[k]
+    res = np.empty(hops[parts], dtype=np.int64)
+    starts = np.empty(n_flow, dtype=np.int64)
+    group = np.empty(groups[parts], dtype=np.int64)
+    for k in prange(parts):
+        _fill_hops(bounds[k], bounds[k + 1], hops[k], rows, ptr, route_res, res, starts, 0)
+        _fill_groups(bounds[k], bounds[k + 1], groups[k], pos, group)
+    move_res, move_starts = _move_hops(rows, n_flow, ptr, route_res)
+    return res, starts, group, move_res, move_starts
+
+
+@njit(cache=True)
+def _hop_count(lo, hi, rows, ptr):  # pragma: no cover - compiled
+    """Resources of the routes of rows ``rows[lo:hi]`` together."""
+    n_hop = 0
+    for j in range(lo, hi):
+        n_hop += ptr[rows[j] + 1] - ptr[rows[j]]
+    return n_hop
+
+
+@njit(cache=True)
+def _fill_hops(lo, hi, h, rows, ptr, route_res, res, starts,
+               first):  # pragma: no cover - compiled
+    """Lay out the resources of transfers ``lo:hi`` from ``res[h]`` (``starts[j - first]``)."""
+    for j in range(lo, hi):
+        starts[j - first] = h
         for q in range(ptr[rows[j]], ptr[rows[j] + 1]):
             res[h] = route_res[q]
             h += 1
+
+
+@njit(cache=True)
+def _group_count(lo, hi, pos):  # pragma: no cover - compiled
+    """Flows among ``lo:hi`` that start a copy's run (``pos`` changes there)."""
+    n_group = 0
+    for j in range(lo, hi):
         if j == 0 or pos[j] != pos[j - 1]:
             n_group += 1
-    group = np.empty(n_group, dtype=np.int64)
-    g = 0
-    for j in range(n_flow):
+    return n_group
+
+
+@njit(cache=True)
+def _fill_groups(lo, hi, g, pos, group):  # pragma: no cover - compiled
+    """Write the runs' starts among flows ``lo:hi`` from ``group[g]``."""
+    for j in range(lo, hi):
         if j == 0 or pos[j] != pos[j - 1]:
             group[g] = j
             g += 1
-    n_move = rows.size - n_flow
-    n_move_hop = 0
-    for j in range(n_flow, rows.size):
-        n_move_hop += ptr[rows[j] + 1] - ptr[rows[j]]
-    move_res = np.empty(n_move_hop, dtype=np.int64)
-    move_starts = np.empty(n_move, dtype=np.int64)
-    h = 0
-    for j in range(n_move):
-        move_starts[j] = h
-        row = rows[n_flow + j]
-        for q in range(ptr[row], ptr[row + 1]):
-            move_res[h] = route_res[q]
-            h += 1
-    return res, starts, group, move_res, move_starts
+
+
+@njit(cache=True)
+def _move_hops(rows, n_flow, ptr, route_res):  # pragma: no cover - compiled
+    """``move_res`` and ``move_starts``: the moves' resources (rows after ``n_flow``)."""
+    move_res = np.empty(_hop_count(n_flow, rows.size, rows, ptr), dtype=np.int64)
+    move_starts = np.empty(rows.size - n_flow, dtype=np.int64)
+    _fill_hops(n_flow, rows.size, 0, rows, ptr, route_res, move_res, move_starts, n_flow)
+    return move_res, move_starts
 
 
 @njit(cache=True)

@@ -49,6 +49,7 @@ from geosim.results import Result, code_fingerprint, use_code_fingerprint
 from geosim.scenario import Scenario, load_scenario
 from geosim.schedulers.build import check_scheduler_names
 from geosim.schedulers.spec import Spec
+from geosim.threads import one_thread
 
 #: Seconds between checks that the main process runs, where it cannot be waited for.
 WATCH_INTERVAL = 0.5
@@ -163,14 +164,16 @@ def exit_with(pid: int) -> None:
 
 
 def _init_worker(main_pid: int, fingerprint: str) -> None:
-    """Worker initializer: die with the main process and take its code fingerprint.
+    """Worker initializer: die with the main process, take its code fingerprint, one thread.
 
     With the forkserver the worker's parent is the server, not the main process, and the
     server outlives a killed main process as long as its workers run: the worker watches
-    the main process itself.
+    the main process itself. The workers share the cores, so each runs its wide kernels
+    on one thread (:mod:`geosim.threads`; the numbers do not depend on it).
     """
     exit_with(main_pid)
     use_code_fingerprint(fingerprint)
+    one_thread()
 
 
 def run_local(scenario: Scenario, runs: Sequence[_Run], fmt: str, workers: int,
