@@ -220,14 +220,17 @@ def test_help_and_a_missing_file_do_not_load_the_numerical_stack():
 
 def test_compile_runs_every_registered_scheduler_and_checks_its_argument(capsys):
     """``geosim compile`` reaches every scheduler's kernels; a bad worker count exits 2."""
+    from geosim import threads
     from geosim.schedulers import registered
     from geosim.warmup import _run, _runs
     runs = _runs()
     assert {name for world, name in runs if world == "geo"} == set(registered())
     assert {world for world, _ in runs} == {"geo", "closed-slot", "closed-event", "flows",
-                                            "geo-checked"}
+                                            "geo-checked", "geo-wide"}
     assert runs[0] == ("geo", "pingan")        # the longest compile starts first
     assert _run("closed-event", "srpt+r") > 0
+    wide_from = threads.WIDE_FROM
+    assert _run("geo-wide", "fair") > 0 and threads.WIDE_FROM == wide_from    # restored
     assert main(["compile", "--jobs-parallel", "0"]) == 2
     assert capsys.readouterr().err.strip() == (
         "geosim: error: --jobs-parallel: must be at least 1 (got 0)")
