@@ -144,9 +144,9 @@ def run_and_capture(jobs: int, scheduler: str, at: int, overrides: dict) -> tupl
 
 def kernel_times(args: tuple, repeat: int) -> dict[str, float]:
     """Microseconds per call of each kernel a sub-span calls, on the captured state."""
-    (t, _stop, _res, eps, live, copies, inputs, task_work, power, avail, epoch, _pending,
-     _wan_mb, _flows_in, _ok, routes, n_clusters, cap, reachable, maxmin, fetch, traffic,
-     scratch, _local, best_time, best_pos, _records, _through) = args
+    (t, _stop, _res, eps, live, copies, inputs, task_work, power, avail, _max_level, epoch,
+     _pending, _wan_mb, _flows_in, _ok, routes, n_clusters, cap, reachable, maxmin, fetch,
+     traffic, scratch, _local, best_time, best_pos, _records, _through) = args
     slots = copies[1][live].astype(np.int64)
     level = avail[1][slots].copy() if avail[0].size else np.empty(0)
 

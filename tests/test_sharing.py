@@ -15,8 +15,11 @@ from geosim.invariants import InvariantError
 NONE = np.empty(0, dtype=np.int64)
 
 
-def solve(paths, cap, active=None, demand=None, rule="maxmin", moves=0):
-    """Bandwidths of transfers crossing ``paths`` (the last ``moves`` of them as moves)."""
+def solve(paths, cap, active=None, demand=None, rule="maxmin", moves=0, pair=None):
+    """Bandwidths of transfers crossing ``paths`` (the last ``moves`` of them as moves).
+
+    ``pair``: each transfer's route key for max-min's classes (default: none).
+    """
     n = len(paths)
     active = np.ones(n, dtype=bool) if active is None else np.asarray(active)
     demand = np.empty(0) if demand is None else np.asarray(demand, float)
@@ -33,8 +36,9 @@ def solve(paths, cap, active=None, demand=None, rule="maxmin", moves=0):
     bw = np.empty(n)
     if rule == "maxmin":
         local = np.full(cap.size, -1, dtype=np.int64)
+        pair = NONE if pair is None else np.asarray(pair, dtype=np.int64)
         maxmin_shares(len(flows), res, starts, move_res, move_starts, cap, active, demand, bw,
-                      local)
+                      local, pair)
         assert (local == -1).all()          # the scratch is left as found
     else:
         users = np.bincount(np.concatenate(lists), minlength=cap.size)
@@ -142,6 +146,29 @@ def test_random_allocations_are_max_min_fair(seed):
         p = paths[j]
         held = (load[p] >= cap[p] * (1 - 1e-12)) & (bw[j] >= top[p] * (1 - 1e-12))
         assert held.any() or bw[j] >= demand[j] * (1 - 1e-12), j
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_transfers_of_one_route_filled_as_a_class_get_the_same_rates_bit_for_bit(seed):
+    # Many transfers on few routes (flows and moves), some inactive, capacities that are
+    # not round: filling each route's transfers as one class must give every transfer
+    # exactly the rate it gets filled one by one, and a class's transfers one rate.
+    rng = np.random.default_rng(seed)
+    n_res, n_routes = int(rng.integers(2, 30)), int(rng.integers(1, 12))
+    routes = [rng.choice(n_res, size=int(rng.integers(1, min(n_res, 6) + 1)), replace=False)
+              for _ in range(n_routes)]
+    n = int(rng.integers(1, 200))
+    route = rng.integers(0, n_routes, n)
+    moves = int(rng.integers(0, n + 1))
+    paths = [routes[r] for r in route]
+    cap = rng.uniform(0.1, 50.0, n_res) * np.pi
+    active = rng.random(n) < 0.9
+    one_by_one = solve(paths, cap, active, moves=moves)
+    grouped = solve(paths, cap, active, moves=moves, pair=route)
+    assert grouped.tobytes() == one_by_one.tobytes()
+    for r in range(n_routes):
+        on = (route == r) & active
+        assert np.unique(grouped[on]).size <= 1
 
 
 @pytest.mark.parametrize("seed", range(20))

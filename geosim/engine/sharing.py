@@ -100,8 +100,8 @@ def _path_min(share, hops, lo, hi):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, demand, bw,
-                  local):  # pragma: no cover - compiled
+def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, demand, bw, local,
+                  pair):  # pragma: no cover - compiled
     """``"maxmin"`` sharing into ``bw``, by progressive filling.
 
     All unfrozen transfers rise together. The next level is the smallest of every
@@ -112,109 +112,222 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
     Each level is computed from the capacity left, not accumulated, so rates are exact
     to rounding.
 
+    Transfers of one route (equal ``pair`` keys; ``pair`` empty: none) cross the same
+    resources, so without demands they rise and freeze together: they are filled as one
+    *class*, whose freezing takes its level from each of its resources once per transfer,
+    as transfer by transfer. Within a level every such subtraction is of the level
+    itself, so the order does not matter and the rates are the same bit for bit; the
+    work follows the routes in use rather than the transfers (a busy pair carries many
+    inputs at once).
+
     Only the resources some active transfer crosses are worked on, numbered in the order
     first met through ``local`` (per resource of the world: -1, as it is left), so that
     the cost follows the transfers, not the size of the world: scratch of the size of
-    the world, made per call, cost more than the filling on 10 000 clusters. Each level
-    scans only the resources that still carry unfrozen transfers.
+    the world, made per call, cost more than the filling on 10 000 clusters. Each
+    resource's fair level is kept and worked out anew only when a transfer on it
+    freezes, and a level scans only the resources that still carry unfrozen transfers.
     """
-    n = active.size
-    hops, bound = transfer_hops(n_flow, res, starts, move_res, move_starts)
-    used = np.empty(hops.size, dtype=np.int64)      # the world's id of each resource used
-    at = np.empty(hops.size, dtype=np.int64)        # each hop's resource, numbered anew
-    n_used = 0
-    remaining = 0
-    for j in range(n):
+    klass, first, mult, n_cls = _classes(active, pair if demand.size == 0 else pair[:0])
+    for j in range(active.size):
         bw[j] = 0.0
-        if active[j]:
-            remaining += 1
-            for h in range(bound[j], bound[j + 1]):
-                r = hops[h]
-                if local[r] < 0:
-                    local[r] = n_used
-                    used[n_used] = r
-                    n_used += 1
-                at[h] = local[r]
-    if remaining == 0:
-        return                          # (no resource was numbered)
-    count = np.zeros(n_used, dtype=np.int64)
-    for j in range(n):
-        if active[j]:
-            for h in range(bound[j], bound[j + 1]):
-                count[at[h]] += 1
-    # The active transfers on each resource (CSR).
-    ptr = np.zeros(n_used + 1, dtype=np.int64)
-    for u in range(n_used):
-        ptr[u + 1] = ptr[u] + count[u]
-    members = np.empty(ptr[n_used], dtype=np.int64)
-    fill = ptr[:n_used].copy()
-    for j in range(n):
-        if active[j]:
-            for h in range(bound[j], bound[j + 1]):
-                members[fill[at[h]]] = j
-                fill[at[h]] += 1
+    if n_cls == 0:
+        return
+    used, at, cb, n_used = _class_resources(first, n_cls, n_flow, res, starts, move_res,
+                                            move_starts, local)
+    count, ptr, members = _members(at, cb, mult, n_cls, n_used)
     left = np.empty(n_used)             # capacity not yet given to frozen transfers
+    key = np.empty(n_used)              # fair level of the open resource at each position
+    open_res = np.arange(n_used)        # the open resources (carrying unfrozen transfers)
+    at_pos = np.arange(n_used)          # each resource's position among them
     for u in range(n_used):
         left[u] = cap[used[u]]
-    frozen = ~active
+        key[u] = max(left[u], 0.0) / count[u]
+    n_open, n_closed = n_used, 0
+    frozen = np.zeros(n_cls, dtype=np.bool_)
+    rate = np.empty(n_cls)
+    remaining = n_cls
     order = np.argsort(demand) if demand.size else np.empty(0, dtype=np.int64)
     d = 0
     bottleneck = np.empty(n_used, dtype=np.int64)
-    # The resources still carrying unfrozen transfers, dropped as they empty, so that a
-    # level costs the resources left rather than all those used (a resource never
-    # regains transfers).
-    open_res = np.arange(n_used)
-    n_open = n_used
+    touched = np.zeros(n_used, dtype=np.bool_)
+    changed = np.empty(n_used, dtype=np.int64)
     while remaining:
         level = np.inf
-        k = 0
         for i in range(n_open):
-            u = open_res[i]
-            if count[u] > 0:
-                open_res[k] = u
-                k += 1
-                level = min(level, max(left[u], 0.0) / count[u])
-        n_open = k
-        while d < order.size and frozen[order[d]]:
+            if key[i] < level:
+                level = key[i]
+        n_changed = 0
+        while d < order.size and (klass[order[d]] < 0 or frozen[klass[order[d]]]):
             d += 1
         if d < order.size and demand[order[d]] <= level:
+            # Freeze the transfers whose demand is the level (one transfer a class).
             level = demand[order[d]]
-            while d < order.size and (frozen[order[d]] or demand[order[d]] <= level):
-                j = order[d]
-                if not frozen[j]:
-                    # Freeze j at its demand (written out: a helper taking these arrays
-                    # cost reference counting per transfer).
-                    bw[j] = demand[j]
-                    frozen[j] = True
-                    for h in range(bound[j], bound[j + 1]):
-                        left[at[h]] -= bw[j]
-                        count[at[h]] -= 1
+            while d < order.size and (klass[order[d]] < 0 or frozen[klass[order[d]]]
+                                      or demand[order[d]] <= level):
+                c = klass[order[d]]
+                if c >= 0 and not frozen[c]:
+                    rate[c], frozen[c] = demand[order[d]], True
                     remaining -= 1
+                    for h in range(cb[c], cb[c + 1]):
+                        a = at[h]
+                        left[a] -= rate[c]
+                        count[a] -= 1
+                        if not touched[a]:
+                            touched[a] = True
+                            changed[n_changed] = a
+                            n_changed += 1
                 d += 1
-            continue
-        n_b = 0
-        limit = level * (1.0 + LEVEL_RTOL)
-        for i in range(n_open):
-            u = open_res[i]
-            if max(left[u], 0.0) / count[u] <= limit:
-                bottleneck[n_b] = used[u]       # by the world's id: ascending below
-                n_b += 1
-        bottleneck[:n_b].sort()
-        for b in range(n_b):
-            u = local[bottleneck[b]]
-            for q in range(ptr[u], ptr[u + 1]):
-                j = members[q]
-                if not frozen[j]:
-                    bw[j] = level           # freeze j at the level, as above
-                    frozen[j] = True
-                    for h in range(bound[j], bound[j + 1]):
-                        left[at[h]] -= level
-                        count[at[h]] -= 1
+        else:
+            n_b = 0
+            limit = level * (1.0 + LEVEL_RTOL)
+            for i in range(n_open):
+                if key[i] <= limit and count[open_res[i]] > 0:
+                    bottleneck[n_b] = used[open_res[i]]     # by the world's id: ascending
+                    n_b += 1
+            bottleneck[:n_b].sort()
+            for b in range(n_b):
+                u = local[bottleneck[b]]
+                for q in range(ptr[u], ptr[u + 1]):
+                    c = members[q]
+                    if frozen[c]:
+                        continue
+                    rate[c], frozen[c] = level, True
                     remaining -= 1
+                    m = mult[c]
+                    for h in range(cb[c], cb[c + 1]):
+                        a = at[h]
+                        x = left[a]
+                        for _ in range(m):      # once per transfer, as one by one
+                            x -= level
+                        left[a] = x
+                        count[a] -= m
+                        if not touched[a]:
+                            touched[a] = True
+                            changed[n_changed] = a
+                            n_changed += 1
+        for i in range(n_changed):
+            a = changed[i]
+            touched[a] = False
+            if count[a] > 0:
+                key[at_pos[a]] = max(left[a], 0.0) / count[a]
+            else:
+                key[at_pos[a]] = np.inf
+                n_closed += 1
+        if 4 * n_closed > n_open:       # drop the closed resources from the scans
+            k = 0
+            for i in range(n_open):
+                u = open_res[i]
+                if count[u] > 0:
+                    open_res[k], key[k], at_pos[u] = u, key[i], k
+                    k += 1
+            n_open, n_closed = k, 0
     for u in range(n_used):
         local[used[u]] = -1
+    for j in range(active.size):
+        if klass[j] >= 0:
+            bw[j] = rate[klass[j]]
 
 
+@njit(cache=True)
+def _classes(active, pair):  # pragma: no cover - compiled
+    """The classes of the active transfers: one per ``pair`` key, or one each (empty).
+
+    Returns:
+        Each transfer's class (-1: inactive), each class's first transfer and its number
+        of transfers, and the number of classes, numbered in the order first met.
+    """
+    n = active.size
+    klass = np.empty(n, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    mult = np.zeros(n, dtype=np.int64)
+    size = 16                           # open addressing, at most half full
+    while size < 2 * n:
+        size *= 2
+    slot_key = np.full(size if pair.size else 0, -1, dtype=np.int64)
+    slot_class = np.empty(slot_key.size, dtype=np.int64)
+    n_cls = 0
+    for j in range(n):
+        if not active[j]:
+            klass[j] = -1
+            continue
+        c = n_cls
+        if pair.size:
+            h = pair[j] * 0x9E3779B1
+            s = (h ^ (h >> 29)) & (size - 1)
+            while slot_key[s] >= 0 and slot_key[s] != pair[j]:
+                s = (s + 1) & (size - 1)
+            if slot_key[s] >= 0:
+                c = slot_class[s]
+            else:
+                slot_key[s], slot_class[s] = pair[j], c
+        if c == n_cls:
+            first[c] = j
+            n_cls += 1
+        klass[j] = c
+        mult[c] += 1
+    return klass, first, mult, n_cls
+
+
+@njit(cache=True)
+def _class_resources(first, n_cls, n_flow, res, starts, move_res, move_starts,
+                     local):  # pragma: no cover - compiled
+    """The resources of each class (of its first transfer), numbered through ``local``.
+
+    Returns:
+        The world's id of each resource used (``used[:n_used]``), each hop's resource as
+        numbered (``at``; class ``c``'s hops are ``at[cb[c]:cb[c + 1]]``), ``cb`` and
+        ``n_used``.
+    """
+    cb = np.empty(n_cls + 1, dtype=np.int64)
+    n_hop = 0
+    for c in range(n_cls):
+        cb[c] = n_hop
+        lo, hi = _hop_range(first[c], n_flow, starts, move_starts, res.size, move_res.size)
+        n_hop += hi - lo
+    cb[n_cls] = n_hop
+    used = np.empty(n_hop, dtype=np.int64)
+    at = np.empty(n_hop, dtype=np.int64)
+    n_used = 0
+    for c in range(n_cls):
+        j = first[c]
+        lo, hi = _hop_range(j, n_flow, starts, move_starts, res.size, move_res.size)
+        for h in range(lo, hi):
+            r = res[h] if j < n_flow else move_res[h]     # (no array chosen: refcounts)
+            if local[r] < 0:
+                local[r] = n_used
+                used[n_used] = r
+                n_used += 1
+            at[cb[c] + h - lo] = local[r]
+    return used, at, cb, n_used
+
+
+@njit(cache=True, inline="always")
+def _hop_range(j, n_flow, starts, move_starts, n_res, n_move_res):  # pragma: no cover
+    """Where transfer ``j``'s resources are: ``res[lo:hi]``, or ``move_res`` for a move."""
+    if j < n_flow:
+        return starts[j], (starts[j + 1] if j + 1 < n_flow else n_res)
+    m = j - n_flow
+    return move_starts[m], (move_starts[m + 1] if m + 1 < move_starts.size else n_move_res)
+
+
+@njit(cache=True)
+def _members(at, cb, mult, n_cls, n_used):  # pragma: no cover - compiled
+    """Unfrozen transfers on each resource (``count``) and its classes (CSR ``ptr``)."""
+    count = np.zeros(n_used, dtype=np.int64)
+    ptr = np.zeros(n_used + 1, dtype=np.int64)
+    for c in range(n_cls):
+        for h in range(cb[c], cb[c + 1]):
+            count[at[h]] += mult[c]
+            ptr[at[h] + 1] += 1
+    for u in range(n_used):
+        ptr[u + 1] += ptr[u]
+    members = np.empty(ptr[n_used], dtype=np.int64)
+    fill = ptr[:n_used].copy()
+    for c in range(n_cls):
+        for h in range(cb[c], cb[c + 1]):
+            members[fill[at[h]]] = c
+            fill[at[h]] += 1
+    return count, ptr, members
 @njit(cache=True)
 def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
              local):  # pragma: no cover - compiled
@@ -238,8 +351,14 @@ def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
     bw = np.empty(active.size)
     n_flow = f.src.size
     if maxmin:
+        n = reachable.size              # a pair's key: src * n + dst, flows' then moves'
+        pair = np.empty(active.size, dtype=np.int64)
+        for j in range(n_flow):
+            pair[j] = f.src[j] * n + f.dst[j]
+        for m in range(move_src.size):
+            pair[n_flow + m] = move_src[m] * n + move_dst[m]
         maxmin_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, cap, active, demand,
-                      bw, local)
+                      bw, local, pair)
     else:
         users = np.zeros(cap.size, dtype=np.int64)
         for h in range(f.res.size):
