@@ -112,13 +112,13 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
     Each level is computed from the capacity left, not accumulated, so rates are exact
     to rounding.
 
-    Transfers of one route (equal ``pair`` keys; ``pair`` empty: none) cross the same
-    resources, so without demands they rise and freeze together: they are filled as one
-    *class*, whose freezing takes its level from each of its resources once per transfer,
-    as transfer by transfer. Within a level every such subtraction is of the level
-    itself, so the order does not matter and the rates are the same bit for bit; the
-    work follows the routes in use rather than the transfers (a busy pair carries many
-    inputs at once).
+    Transfers of one route (equal ``pair`` keys, at least 0; ``pair`` empty: none)
+    cross the same resources, so without demands they rise and freeze together: they
+    are filled as one *class*, whose freezing takes its level from each of its
+    resources once per transfer, as transfer by transfer. Within a level every such
+    subtraction is of the level itself, so the order does not matter and the rates are
+    the same bit for bit; the work follows the routes in use rather than the transfers
+    (a busy pair carries many inputs at once).
 
     Only the resources some active transfer crosses are worked on, numbered in the order
     first met through ``local`` (per resource of the world: -1, as it is left), so that
