@@ -122,14 +122,19 @@ def test_traffic_is_accounted_alike_by_sweep_and_by_transfers(seed):
     assert results[0][1][2] == np.bincount(src, weights=moved, minlength=8).tolist()
 
 
+def random_paths(rng, n_res, n, longest):
+    """``n`` paths over distinct resources among ``n_res``, of 1 to ``longest`` each."""
+    return [rng.choice(n_res, size=int(rng.integers(1, min(n_res, longest) + 1)),
+                       replace=False) for _ in range(n)]
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_random_allocations_are_max_min_fair(seed):
     # Max-min fairness is unique and equivalent to: every transfer crosses a full resource
     # on which it gets the most, or gets its demand. Check it, and feasibility, exactly.
     rng = np.random.default_rng(seed)
     n_res, n = int(rng.integers(1, 12)), int(rng.integers(1, 40))
-    paths = [rng.choice(n_res, size=int(rng.integers(1, min(n_res, 4) + 1)), replace=False)
-             for _ in range(n)]
+    paths = random_paths(rng, n_res, n, 4)
     cap = rng.uniform(0.5, 20.0, n_res).round(2)
     active = rng.random(n) < 0.85
     demand = np.where(rng.random(n) < 0.3, rng.uniform(0.1, 5.0, n), np.inf)
@@ -155,8 +160,7 @@ def test_transfers_of_one_route_filled_as_a_class_get_the_same_rates_bit_for_bit
     # exactly the rate it gets filled one by one, and a class's transfers one rate.
     rng = np.random.default_rng(seed)
     n_res, n_routes = int(rng.integers(2, 30)), int(rng.integers(1, 12))
-    routes = [rng.choice(n_res, size=int(rng.integers(1, min(n_res, 6) + 1)), replace=False)
-              for _ in range(n_routes)]
+    routes = random_paths(rng, n_res, n_routes, 6)
     n = int(rng.integers(1, 200))
     route = rng.integers(0, n_routes, n)
     moves = int(rng.integers(0, n + 1))
@@ -179,8 +183,7 @@ def test_no_transfer_gets_less_under_max_min_than_under_equal_sharing(seed):
     # cause is in what it decided, not in a transfer's rate at the same instant.
     rng = np.random.default_rng(100 + seed)
     n_res, n = int(rng.integers(1, 12)), int(rng.integers(1, 40))
-    paths = [rng.choice(n_res, size=int(rng.integers(1, min(n_res, 4) + 1)), replace=False)
-             for _ in range(n)]
+    paths = random_paths(rng, n_res, n, 4)
     cap = rng.uniform(0.5, 20.0, n_res).round(2)
     active = rng.random(n) < 0.85
     maxmin = solve(paths, cap, active)
