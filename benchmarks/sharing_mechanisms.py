@@ -41,14 +41,16 @@ PAIRS = (("flutter+mantri", "flutter"), ("pingan", "flutter"), ("pingan", "flutt
 RULES = ("equal", "equal-active", "maxmin")
 
 
-def allocate_equal_active(flows, move_src, move_dst, cap, reachable, maxmin, demand):
+def allocate_equal_active(flows, move_src, move_dst, cap, reachable, maxmin, demand, local):
     """``"equal"`` shares divided among the active transfers only (same signature)."""
     from geosim.engine.records import Flows
-    from geosim.engine.sharing import active_transfers, equal_shares, transfer_hops
+    from geosim.engine.sharing import active_transfers, equal_shares
     f = Flows(*flows)
     active = active_transfers(f.src, move_src, move_dst, reachable)
-    hops, bound = transfer_hops(f.src.size, f.res, f.starts, f.move_res, f.move_starts)
-    users = np.bincount(hops, weights=np.repeat(active, np.diff(bound)),
+    hops = np.concatenate((f.res, f.move_res))
+    per = np.concatenate((np.diff(f.starts, append=f.res.size),
+                          np.diff(f.move_starts, append=f.move_res.size)))
+    users = np.bincount(hops, weights=np.repeat(active, per),
                         minlength=cap.size).astype(np.int64)
     bw = np.empty(active.size)
     equal_shares(f.src.size, f.res, f.starts, f.move_res, f.move_starts,

@@ -40,23 +40,6 @@ LEVEL_RTOL = 1e-12
 
 
 @njit(cache=True)
-def transfer_hops(n_flow, res, starts, move_res, move_starts):  # pragma: no cover - compiled
-    """The resources of every transfer, flows then moves, in one layout.
-
-    Transfer ``j`` crosses ``hops[bound[j]:bound[j + 1]]``. (Loops index these directly:
-    a helper returning a transfer's array would cost reference counting per call.)
-    """
-    n_move = move_starts.size
-    bound = np.empty(n_flow + n_move + 1, dtype=np.int64)
-    for j in range(n_flow):
-        bound[j] = starts[j]
-    for m in range(n_move):
-        bound[n_flow + m] = res.size + move_starts[m]
-    bound[n_flow + n_move] = res.size + move_res.size
-    return np.concatenate((res, move_res)), bound
-
-
-@njit(cache=True)
 def active_transfers(flow_src, move_src, move_dst, reachable):  # pragma: no cover - compiled
     """Whether each transfer (flows, then moves) is active: its clusters are reachable."""
     n_flow, n_move = flow_src.size, move_src.size
@@ -328,6 +311,8 @@ def _members(at, cb, mult, n_cls, n_used):  # pragma: no cover - compiled
             members[fill[at[h]]] = c
             fill[at[h]] += 1
     return count, ptr, members
+
+
 @njit(cache=True)
 def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
              local):  # pragma: no cover - compiled
