@@ -58,11 +58,11 @@ cluster, slot, link, job, task or copy. What each invariant asserts, and why the
     resource that fills at the level it reached, the highest on it.
 ``tasks``
     Per task, the live-copy count equals the live copies of the task, and a task is
-    running exactly when it is not done and has a live copy; the job live-copy counts
-    and the ready count agree with the tables. A task is ready, running or done only
-    when every task it reads output from is done and its stage barrier has fallen
-    (pending count 0). A task has a finish time exactly when it is done, and it is not
-    in the future.
+    running exactly when it is not done and has a live copy; the job live-copy counts,
+    the jobs' counts of tasks not yet ready and the ready count agree with the tables. A
+    task is ready, running or done only when every task it reads output from is done and
+    its stage barrier has fallen (pending count 0). A task has a finish time exactly
+    when it is done, and it is not in the future.
 ``stage caps``
     Per stage, the ready and running counts agree with the task states, and a capped
     stage never has more tasks ready or running than its cap.
@@ -449,6 +449,9 @@ class _State:
         found, per_task, per_job = task_rules(
             self.live, self.copies, tuple(e.tasks), tuple(e.jobs), e.n_ready, wl.edge_src,
             wl.edge_dst, e.time)
+        waiting = np.bincount(e.task_job[e.task_state == WAITING], minlength=wl.n_jobs)
+        self.require("tasks", waiting == e.job_waiting, lambda j: (
+            f"job {j} counts {int(e.job_waiting[j])} tasks not ready, {int(waiting[j])} are"))
         if found[0] < 0:
             return
         state, src, dst, finish = e.task_state, wl.edge_src, wl.edge_dst, e.task_done

@@ -154,6 +154,7 @@ class GeoModel(mesa.Model):
         self.links = [LinkAgent(self, e) for e in range(self.world.n_links)]
         self.scheduler_agent = SchedulerAgent(self, scheduler)
         self.jobs: dict[int, JobAgent] = {}
+        self._alive = np.empty(0, dtype=np.int64)     # the keys of jobs, in arrival order
         scheduler.reset(self.view, streams["scheduler"])
         self._outages_seen = np.zeros(self.world.n_clusters, dtype=np.int64)
         self._last_boundary = 0.0
@@ -435,10 +436,13 @@ class GeoModel(mesa.Model):
         e = self.engine
         t = e.time
         view, now = self.view, self.boundary
-        for job in e.arrive(t):
+        arrived = e.arrive(t)
+        for job in arrived:
             self.jobs[job] = JobAgent(self, job)
-            now.arrivals += 1
-        now.alive_jobs = np.fromiter(self.jobs, dtype=np.int64, count=len(self.jobs))
+        if arrived:
+            now.arrivals += len(arrived)
+            self._alive = np.concatenate((self._alive, arrived))
+        now.alive_jobs = self._alive
         if self._places_data:
             now.announced = e.announce(t)
             if now.announced.size:
@@ -484,8 +488,10 @@ class GeoModel(mesa.Model):
         elif e.time - self._last_progress > guards.STALL_SECONDS \
                 or self.steps_run - self._progress_step > guards.STALL_STEPS:
             raise self.stalled(len(self.jobs))
-        for job in e.finished_jobs:
-            self.jobs.pop(job).remove()
+        if e.finished_jobs:
+            for job in e.finished_jobs:
+                self.jobs.pop(job).remove()
+            self._alive = self._alive[~np.isin(self._alive, e.finished_jobs)]
         self.jobs_done += len(e.finished_jobs)
         e.finished_jobs.clear()
 

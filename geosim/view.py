@@ -253,8 +253,8 @@ class SchedulerView:
 
     def runnable_counts(self, jobs: np.ndarray) -> np.ndarray:
         """Number of ready or running tasks of each job."""
-        return _runnable_counts(np.asarray(jobs, dtype=np.int64), self.job_task_ptr,
-                                self._e.task_state)
+        jobs = np.asarray(jobs, dtype=np.int64)
+        return self._e.job_left[jobs] - self._e.job_waiting[jobs]
 
     def stage_groups(self, jobs: np.ndarray, work: bool = False) -> dict[str, np.ndarray]:
         """The stages of ``jobs``, one entry per (job, stage), grouped by job in that order.
@@ -476,17 +476,6 @@ def _ready_of(jobs, ptr, state, limits, budget):  # pragma: no cover - compiled
         if n >= size:
             break
     return tasks[:n], pos[:n]
-
-
-@njit(cache=True)
-def _runnable_counts(jobs, ptr, state):  # pragma: no cover - compiled
-    """:meth:`SchedulerView.runnable_counts`: tasks of each job ready or running."""
-    out = np.zeros(jobs.size, dtype=np.int64)
-    for k in range(jobs.size):
-        for t in range(ptr[jobs[k]], ptr[jobs[k] + 1]):
-            if state[t] == READY or state[t] == RUNNING:
-                out[k] += 1
-    return out
 
 
 @njit(cache=True)

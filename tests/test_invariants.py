@@ -274,6 +274,11 @@ def _done_task_without_winner(model):
     cols["outcome"][np.flatnonzero(cols["outcome"][:n] == WON)[0]] = LOST
 
 
+def _job_waiting_count(model):
+    e = model.engine
+    e.job_waiting[next(iter(model.jobs))] -= 1
+
+
 def _jobs_done_count(model):
     model.jobs_done += 1
 
@@ -301,6 +306,7 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[GeoModel], None]]] = {
     "an input received beyond its size": ("transfers", _received_above_one),
     "a wrong live-copy count": ("tasks", _task_live_count),
     "a wrong ready count": ("tasks", _ready_count),
+    "a job's count of tasks not ready": ("tasks", _job_waiting_count),
     "a running task without a copy": ("tasks", _running_without_a_copy),
     "a task ready before its parents": ("tasks", _ready_before_its_parents),
     "executed work counted twice": ("work", _executed_counted_twice),
@@ -434,6 +440,7 @@ def test_a_stage_beyond_its_cap_fails():
     e.task_state[t], e.task_ready[t] = READY, e.time
     e.group_ready[g] += 1
     e.n_ready += 1
+    e.job_waiting[e.task_job[t]] -= 1
     with pytest.raises(InvariantError, match=f"cap {cap[g]}") as err:
         invariants.check(model)
     assert err.value.invariant == "stage caps"

@@ -130,8 +130,7 @@ class Engine:
             raise ValueError(f"data_lag must be >= 0, got {data_lag}")
         self.world, self.wl, self.dt, self.rng = world, workload, dt, rng
         self.data_lag = float(data_lag)
-        self.fetch = transfer == "fetch"
-        self.sharing = sharing
+        self.fetch, self.sharing = transfer == "fetch", sharing
         self.flows, self.flow_bw, self.flow_demand = _NO_FLOWS, NO_FLOAT, NO_FLOAT
         self.flow_active = np.empty(0, dtype=bool)
         self.last_span = dt
@@ -169,7 +168,7 @@ class Engine:
             left=np.diff(wl.task_ptr).astype(np.int64), done=np.full(n_jobs, np.nan),
             last=np.full(n_jobs, -np.inf), checkpoints=np.zeros(n_jobs, dtype=np.int64),
             work_left=np.bincount(wl.job_of_task, weights=wl.task_work, minlength=n_jobs),
-            live=np.zeros(n_jobs, dtype=np.int64))
+            live=np.zeros(n_jobs, dtype=np.int64), waiting=np.diff(wl.task_ptr).astype(np.int64))
         self.slots = SlotState(used=np.zeros(world.n_slots),
                                copies=np.zeros(world.n_slots, dtype=np.int64))
         # The records complete_kernel takes (their arrays are the engine's for the run).
@@ -223,6 +222,7 @@ class Engine:
     job_work_left = _field("jobs", "work_left", "Work each job still needs, checkpoints "
                                                 "counted (MI).")
     job_live = _field("jobs", "live", "Live copies of each job.")
+    job_waiting = _field("jobs", "waiting", "Tasks of each job not yet ready.")
     slot_used = _field("slots", "used", "Share of each slot in use.")
     slot_copies = _field("slots", "copies", "Copies on each slot.")
     raw_cluster = _field("graph", "raw_cluster", "Cluster holding each raw input.")
@@ -249,8 +249,7 @@ class Engine:
     move_got = _field("moves", "got", "Fraction of each running move arrived.")
     moved_mb = _field("moves", "moved_mb", "MB of raw input that reached its new cluster.")
     moves_done = _field("moves", "done", "Moves completed.")
-    moves_abandoned = _field("moves", "abandoned", "Moves still running when their job "
-                                                   "arrived.")
+    moves_abandoned = _field("moves", "abandoned", "Moves still running when their job arrived.")
     gate_out = _field("traffic", "gate_out", "MB/s out of each cluster in the last span.")
     gate_in = _field("traffic", "gate_in", "MB/s into each cluster in the last span.")
     egress_mb = _field("traffic", "egress", "MB out of each cluster since the last sample.")
@@ -281,9 +280,8 @@ class Engine:
 
     def reset_traffic(self) -> None:
         """Zero the egress, ingress and link counters (after a sample read them)."""
-        self.traffic.egress[:] = 0.0
-        self.traffic.ingress[:] = 0.0
-        self.traffic.link[:] = 0.0
+        for counter in (self.traffic.egress, self.traffic.ingress, self.traffic.link):
+            counter[:] = 0.0
 
     def apply_pool_outcome(self, live: np.ndarray, n_copies: int, next_job: int,
                            time: float) -> None:
@@ -306,6 +304,7 @@ class Engine:
         jobs.last[done] = self.task_done[done]
         jobs.left[done] = 0
         jobs.live[:] = self.task_live
+        jobs.waiting[:] = np.bincount(self.task_job, self.task_state == WAITING, jobs.left.size)
         self.n_ready = int(np.count_nonzero(self.task_state == READY))
         self.next_job = int(next_job)
         self.next_announced = max(self.next_announced, self.next_job)
@@ -418,6 +417,7 @@ class Engine:
         self.task_state[tasks] = READY
         self.task_ready[tasks] = at
         self.n_ready += tasks.size
+        np.subtract.at(self.jobs.waiting, self.task_job[tasks], 1)
         if self.staged:
             self.stages.count_ready(tasks)
         self.task_home[tasks] = self._homes(tasks)

@@ -44,8 +44,8 @@ class TaskState(NamedTuple):
 class JobState(NamedTuple):
     """Per job: the state of its execution.
 
-    Unfinished tasks, finishing time, last task's end, checkpoints, work left (MI) and
-    live copies.
+    Unfinished tasks, finishing time, last task's end, checkpoints, work left (MI), live
+    copies and tasks not yet ready (so ``left - waiting`` are ready or running).
     """
 
     left: np.ndarray
@@ -54,6 +54,7 @@ class JobState(NamedTuple):
     checkpoints: np.ndarray
     work_left: np.ndarray
     live: np.ndarray
+    waiting: np.ndarray
 
 
 class SlotState(NamedTuple):
