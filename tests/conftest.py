@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -92,3 +95,13 @@ def uniform_world(slots: int, n_clusters: int = 3, **clusters: Any) -> dict[str,
 def world_dict():
     """Factory returning a fresh copy of a scenario dict."""
     return lambda builder=geo_world, **kw: copy.deepcopy(builder(**kw))
+
+
+def benchmark_module(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The script ``benchmarks/<name>.py`` loaded as a module, its siblings importable."""
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    monkeypatch.syspath_prepend(str(folder))               # as a script sees its siblings
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -8,26 +8,14 @@ activity step by step.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
+from conftest import benchmark_module
 
 from geosim import GeoModel, load_scenario
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def bench(name: str, monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))     # as a script sees its siblings
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_widened_links_are_wider_in_the_engine_and_stay_so_after_redraws(monkeypatch):
-    hubs = bench("edge_hubs", monkeypatch)
+    hubs = benchmark_module("edge_hubs", monkeypatch)
     model = hubs._model(30, 4, seed=3)
     world = model.world
     before = world.resource_capacity().copy()
@@ -50,7 +38,7 @@ def test_widened_links_are_wider_in_the_engine_and_stay_so_after_redraws(monkeyp
 
 
 def test_activity_counts_follow_the_engine_step_by_step(monkeypatch):
-    activity = bench("edge_activity", monkeypatch)
+    activity = benchmark_module("edge_activity", monkeypatch)
     wall, counts = activity.run("fifo", 30, 3)
     assert wall > 0
     scenario = load_scenario(activity.SCENARIO, {**activity.EDGE, "topology.n_clusters": 30,

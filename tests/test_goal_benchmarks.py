@@ -8,23 +8,15 @@ limit.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import benchmark_module
 
 import geosim
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def bench(name: str, monkeypatch):
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))     # as a script sees its siblings
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +26,7 @@ def small_result():
 
 
 def test_a_tables_digest_moves_with_one_bit_of_any_table(monkeypatch, small_result):
-    hashes = bench("reference_hashes", monkeypatch)
+    hashes = benchmark_module("reference_hashes", monkeypatch)
     before = hashes.tables_digest(small_result)
     assert hashes.tables_digest(small_result) == before
     for name in ("jobs", "copies", "links"):
@@ -48,7 +40,7 @@ def test_a_tables_digest_moves_with_one_bit_of_any_table(monkeypatch, small_resu
 
 
 def test_reference_runs_of_a_checkout_against_itself_are_the_same(monkeypatch, capsys):
-    hashes = bench("reference_hashes", monkeypatch)
+    hashes = benchmark_module("reference_hashes", monkeypatch)
     monkeypatch.setattr("sys.argv", ["reference_hashes.py", "--against", str(ROOT),
                                      "quickstart-fair"])
     assert hashes.main() == 0
@@ -58,7 +50,7 @@ def test_reference_runs_of_a_checkout_against_itself_are_the_same(monkeypatch, c
 
 
 def test_every_reference_case_names_a_scenario_and_a_registered_scheduler(monkeypatch):
-    hashes = bench("reference_hashes", monkeypatch)
+    hashes = benchmark_module("reference_hashes", monkeypatch)
     for scenario, scheduler, overrides in hashes.CASES.values():
         loaded = geosim.load_scenario(ROOT / "scenarios" / scenario, overrides)
         assert loaded is not None
@@ -67,14 +59,14 @@ def test_every_reference_case_names_a_scenario_and_a_registered_scheduler(monkey
 
 
 def test_a_goal_is_met_by_its_median(monkeypatch):
-    goals = bench("goals", monkeypatch)
+    goals = benchmark_module("goals", monkeypatch)
     assert goals.verdict([0.9, 1.0, 1.1], 1.0) == "met"
     assert goals.verdict([0.9, 1.1, 1.2], 1.0) == "by the minimum only"
     assert goals.verdict([1.1, 1.2, 1.3], 1.0) == "not met"
 
 
 def test_an_unknown_goal_is_refused(monkeypatch, capsys):
-    goals = bench("goals", monkeypatch)
+    goals = benchmark_module("goals", monkeypatch)
     monkeypatch.setattr("sys.argv", ["goals.py", "fastest"])
     with pytest.raises(SystemExit) as stop:
         goals.main()
