@@ -65,6 +65,7 @@ def _core(case: str, extra: dict | None = None) -> dict:
 
 
 def _startup(case: str, figure: str, repeat: int) -> list[float]:
+    """``repeat`` samples of ``bench_startup.py``'s ``figure`` (of its ``case``)."""
     bench_startup.measure(case, ROOT)          # untimed: bytecode written, files cached
     return [v for _ in range(repeat) for v in bench_startup.measure(case, ROOT)[figure]]
 
@@ -92,9 +93,7 @@ def measure(goal: str, repeat: int) -> list[tuple[str, list[float], float, str]]
         return [("quickstart run, fifo, whole process",
                  _startup("run", "geosim run (quickstart, fifo)", repeat), 1.2, "s")]
     if goal == "world-002":
-        bench_startup.measure("world", ROOT)
-        fresh = [v for _ in range(repeat) for v in bench_startup.measure("world", ROOT)[
-            "002 world, fresh process: the call alone"]]
+        fresh = _startup("world", "002 world, fresh process: the call alone", repeat)
         warm = bench_startup.measure("warm", ROOT)["002 world, warm call"]
         return [("002 world, the call in a fresh process", fresh, 0.5, "s"),
                 ("002 world, the call warm", warm, 0.2, "s")]
