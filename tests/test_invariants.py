@@ -120,9 +120,15 @@ def _two_copies_on_one_slot(model):
     old = cols["slot"][second]
     e.slot_used[old] -= cols["share"][second]
     e.slot_copies[old] -= 1
+    e.slots.busy[model.world.slot_cluster[old]] -= e.slot_copies[old] == 0
     cols["slot"][second] = cols["slot"][first]
     e.slot_used[cols["slot"][first]] += cols["share"][second]
     e.slot_copies[cols["slot"][first]] += 1
+
+
+def _busy_count_off_its_slots(model):
+    cols, live = _live(model)
+    model.engine.slots.busy[cols["cluster"][live[0]]] -= 1
 
 
 def _share_above_one(model):
@@ -292,6 +298,7 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[GeoModel], None]]] = {
     "extra share on a busy slot": ("slots", _extra_share_on_a_busy_slot),
     "an idle slot marked busy": ("slots", _extra_busy_slot),
     "two copies on one slot": ("slots", _two_copies_on_one_slot),
+    "a cluster's busy slots miscounted": ("slots", _busy_count_off_its_slots),
     "a share above 1": ("copies", _share_above_one),
     "an ended copy still live": ("copies", _ended_copy_still_live),
     "a copy on an unreachable cluster": ("reachability", _copy_on_unreachable_cluster),

@@ -10,7 +10,6 @@ import pytest
 
 import geosim.threads as threads
 from geosim import processes
-from geosim.engine.launch import free_count, free_count_wide
 from geosim.engine.step import apply, apply_wide, finish_kernel, rates, rates_wide
 from geosim.engine.tables import CopyCols, InputCols
 from geosim.engine.transfers import (
@@ -126,24 +125,6 @@ def test_keyed_means_in_parts_with_repeats():
                                        t1, t0, w, out, parts)
             np.testing.assert_array_equal(out, exp)
         np.testing.assert_array_equal(proc.count, serial.count)
-
-
-def test_free_slot_counts_in_parts():
-    rng = np.random.default_rng(6)
-    n_slots, n_clusters = 600, 40
-    slot_cluster = np.sort(rng.integers(0, n_clusters, n_slots))
-    slots = np.bincount(slot_cluster, minlength=n_clusters)
-    copy_slot = rng.integers(0, n_slots, 900).astype(np.int32)
-    slot_copies = np.bincount(copy_slot, minlength=n_slots)
-    assert (slot_copies > 1).any()                        # shared slots counted once
-    slot_used = np.where(rng.random(n_slots) < 0.9, 1.0, 0.0)
-    reachable = rng.random(n_clusters) < 0.8
-    live = np.sort(rng.choice(900, 700, replace=False))
-    args = (live, copy_slot, slot_used, slot_copies, slot_cluster, slots, reachable, 1e-9)
-    want = free_count(*args)
-    assert want.min() >= 0 and (want[~reachable] == 0).all()
-    for parts in PARTS:
-        np.testing.assert_array_equal(free_count_wide(*args, parts), want)
 
 
 @pytest.mark.parametrize("weight", [None, "length"])

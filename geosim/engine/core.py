@@ -32,9 +32,9 @@ from geosim.engine.base import (
 )
 from geosim.engine.checkpoint import checkpoint_copies
 from geosim.engine.launch import (
-    count_free,
     launch_check,
     launch_kernel,
+    leave_slots,
     new_copy_factors,
     pick_slots,
     take_slots,
@@ -169,8 +169,8 @@ class Engine:
             last=np.full(n_jobs, -np.inf), checkpoints=np.zeros(n_jobs, dtype=np.int64),
             work_left=np.bincount(wl.job_of_task, weights=wl.task_work, minlength=n_jobs),
             live=np.zeros(n_jobs, dtype=np.int64), waiting=np.diff(wl.task_ptr).astype(np.int64))
-        self.slots = SlotState(used=np.zeros(world.n_slots),
-                               copies=np.zeros(world.n_slots, dtype=np.int64))
+        self.slots = SlotState(np.zeros(world.n_slots), np.zeros(world.n_slots, dtype=np.int64),
+                               world.slot_cluster, np.zeros(world.n_clusters, dtype=np.int64))
         # The records complete_kernel takes (their arrays are the engine's for the run).
         self._records = (tuple(self.tasks), tuple(self.jobs), tuple(self.slots),
                          tuple(self.graph), tuple(self.stages.groups))
@@ -306,6 +306,8 @@ class Engine:
         jobs.live[:] = self.task_live
         jobs.waiting[:] = np.bincount(self.task_job, self.task_state == WAITING, jobs.left.size)
         self.n_ready = int(np.count_nonzero(self.task_state == READY))
+        busy = self.slots.busy
+        busy[:] = np.bincount(self.world.slot_cluster[self.slot_copies > 0], minlength=busy.size)
         self.next_job = int(next_job)
         self.next_announced = max(self.next_announced, self.next_job)
         self.time = float(time)
@@ -313,8 +315,7 @@ class Engine:
     # ------------------------------------------------------------------ queries
     def free_slots(self) -> np.ndarray:
         """Whole free slots per cluster (0 for unreachable clusters)."""
-        return count_free(self.live, self.copies.cols["slot"], self.slot_used, self.slot_copies,
-                          self.world.slot_cluster, self.world.slots, self.reachable, EPS)
+        return np.where(self.reachable, self.world.slots - self.slots.busy, 0)
 
     def inputs_of(self, tasks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Inputs of ready tasks: raw data, then parents' outputs where the parents ran.
@@ -457,7 +458,7 @@ class Engine:
         least spare share that still fits it (best fit), ties broken at random.
 
         Raises:
-            SchedulingError: A task not ready or running, a share outside (0, 1], an
+            SchedulingError: A task not ready or running, a share outside (EPS, 1], an
                 unreachable cluster, or slots that cannot take the copies.
             IndexError: A task or cluster that does not exist.
         """
@@ -474,8 +475,8 @@ class Engine:
         if code == 2:
             raise SchedulingError(f"task {tasks[at]} is not ready "
                                   f"(state {self.task_state[tasks[at]]})")
-        if not 0.0 < share <= 1.0:
-            raise SchedulingError(f"share {share} outside (0, 1]")
+        if not EPS < share <= 1.0:
+            raise SchedulingError(f"share {share} outside ({EPS:g}, 1]")
         if code == 3:
             raise IndexError(f"cluster {clusters[at]} does not exist")
         if code == 4:
@@ -546,7 +547,7 @@ class Engine:
         used = self.slot_used
         before = used[slots]                  # touched slots only: the cost of the copies
         np.add.at(used, slots, share - cols["share"][copies])
-        if not 0.0 < share <= 1.0 or np.any(used[slots] > 1.0 + EPS):
+        if not EPS < share <= 1.0 or np.any(used[slots] > 1.0 + EPS):
             used[slots] = before              # a repeated slot has one value before: exact
             raise SchedulingError(f"share {share:g} does not fit slots {np.unique(slots)}")
         cols["share"][copies] = share
@@ -574,8 +575,7 @@ class Engine:
         t = cols["task"][copies]
         cols["wasted"][copies] += np.where(
             lost, (cols["progress"][copies] - cols["base"][copies]) * self.task_work[t], 0.0)
-        np.subtract.at(self.slot_used, cols["slot"][copies], cols["share"][copies])
-        np.subtract.at(self.slot_copies, cols["slot"][copies], 1)
+        leave_slots(cols["slot"][copies], cols["share"][copies], tuple(self.slots))
         np.subtract.at(self.task_live, t, 1)
         np.subtract.at(self.job_live, self.task_job[t], 1)
         # Every ended copy is live, and ``live`` ascends.

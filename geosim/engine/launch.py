@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from geosim.engine.base import (
     EPS,
@@ -15,12 +14,10 @@ from geosim.engine.base import (
     RUNNING,
     SchedulingError,
     rank_in_runs,
-    sorted_unique,
 )
 from geosim.engine.draw import whole_slot_assign, whole_slot_plan
 from geosim.engine.records import Groups, JobState, SlotState, TaskState
 from geosim.engine.tables import CopyCols
-from geosim.threads import part_bounds, wide
 from geosim.variability import copy_factors, keyed_uniforms
 
 
@@ -84,92 +81,16 @@ def new_copy_factors(tasks: np.ndarray, task_copies: np.ndarray, task_cv: np.nda
 
 
 # ---------------------------------------------------------------------- compiled kernels
-def count_free(live: np.ndarray, copy_slot: np.ndarray, slot_used: np.ndarray,
-               slot_copies: np.ndarray, slot_cluster: np.ndarray, slots: np.ndarray,
-               reachable: np.ndarray, eps: float) -> np.ndarray:
-    """:func:`free_count`, or for many live copies :func:`free_count_wide`: the same counts."""
-    if wide(live.size):
-        return free_count_wide(live, copy_slot, slot_used, slot_copies, slot_cluster, slots,
-                               reachable, eps, numba.get_num_threads())
-    return free_count(live, copy_slot, slot_used, slot_copies, slot_cluster, slots,
-                      reachable, eps)
-
-
 @njit(cache=True)
-def free_count(live, copy_slot, slot_used, slot_copies, slot_cluster, slots, reachable,
-               eps):  # pragma: no cover - compiled
-    """Whole free slots (used share at most ``eps``) per cluster, 0 where unreachable.
-
-    Only a slot that holds a live copy is in use (one that holds none is back at 0 up to
-    rounding, far below ``eps``; the invariants check the used shares against the live
-    copies), so the count starts from every reachable cluster's slots and takes away
-    the slots of the live copies whose share in use exceeds ``eps``: it costs the
-    clusters and the copies, not the slots. A slot with one live copy
-    (``slot_copies``) is taken away at its copy; slots shared by several are taken away
-    once each, after sorting only them.
-    """
-    taken = np.zeros(slots.size, dtype=np.int64)
-    shared = np.empty(live.size, dtype=np.int64)
-    n_shared = _taken(0, live.size, live, copy_slot, slot_used, slot_copies, slot_cluster,
-                      reachable, eps, taken, shared)
-    free = np.zeros(slots.size, dtype=np.int64)
-    for c in range(slots.size):
-        if reachable[c]:
-            free[c] = slots[c] - taken[c]
-    for s in sorted_unique(shared[:n_shared]):
-        free[slot_cluster[s]] -= 1
-    return free
-
-
-@njit(cache=True)
-def _taken(lo, hi, live, copy_slot, slot_used, slot_copies, slot_cluster, reachable, eps,
-           taken, shared):  # pragma: no cover - compiled
-    """Slots in use by the live copies ``lo:hi`` of reachable clusters.
-
-    Slots with one live copy are counted per cluster into ``taken``; slots shared by
-    several are listed from ``shared[lo]`` on. Returns how many were listed.
-    """
-    n = lo
-    for p in range(lo, hi):
-        s = copy_slot[live[p]]
-        c = slot_cluster[s]
-        if reachable[c] and slot_used[s] > eps:
-            if slot_copies[s] == 1:
-                taken[c] += 1
-            else:
-                shared[n] = s
-                n += 1
-    return n - lo
-
-
-@njit(cache=True, parallel=True)
-def free_count_wide(live, copy_slot, slot_used, slot_copies, slot_cluster, slots, reachable,
-                    eps, parts):  # pragma: no cover - compiled
-    """:func:`free_count` with the live copies split into ``parts`` among the threads.
-
-    Each part counts into its own row; the counts are integers, so their sum is exact.
-    """
-    bounds = part_bounds(live.size, parts)
-    taken = np.zeros((parts, slots.size), dtype=np.int64)
-    shared = np.empty(live.size, dtype=np.int64)
-    found = np.empty(parts, dtype=np.int64)
-    for k in prange(parts):
-        found[k] = _taken(bounds[k], bounds[k + 1], live, copy_slot, slot_used, slot_copies,
-                          slot_cluster, reachable, eps, taken[k], shared)
-    free = np.zeros(slots.size, dtype=np.int64)
-    for c in range(slots.size):
-        if reachable[c]:
-            free[c] = slots[c]
-            for k in range(parts):
-                free[c] -= taken[k, c]
-    n_shared = 0
-    for k in range(parts):
-        for i in range(bounds[k], bounds[k] + found[k]):
-            shared[n_shared] = shared[i]
-            n_shared += 1
-    for s in sorted_unique(shared[:n_shared]):
-        free[slot_cluster[s]] -= 1
-    return free
+def leave_slots(slots, shares, slot):  # pragma: no cover - compiled
+    """Take copies of ``shares`` off ``slots``, in order (the engine's :class:`SlotState`)."""
+    slot = SlotState(*slot)
+    for i in range(slots.size):
+        s = slots[i]
+        slot.used[s] -= shares[i]
+        slot.copies[s] -= 1
+        if slot.copies[s] == 0:
+            slot.busy[slot.cluster[s]] -= 1
 
 
 @njit(cache=True)
@@ -242,6 +163,8 @@ def launch_kernel(tasks, clusters, slots, share, row, now, copies, task, job, sl
         c = row + i
         s = slots[i]
         slot.copies[s] += 1
+        if slot.copies[s] == 1:
+            slot.busy[slot.cluster[s]] += 1
         copies.task[c] = t
         copies.slot[c] = s
         copies.cluster[c] = clusters[i]

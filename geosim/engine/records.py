@@ -58,10 +58,16 @@ class JobState(NamedTuple):
 
 
 class SlotState(NamedTuple):
-    """Per slot: the share of it in use and the number of copies on it."""
+    """Per slot its share in use, copies and cluster; per cluster its slots holding a copy.
+
+    The count per cluster (``busy``) is kept as copies start and end, so that the free
+    slots are read without a pass over the copies.
+    """
 
     used: np.ndarray
     copies: np.ndarray
+    cluster: np.ndarray
+    busy: np.ndarray
 
 
 class Graph(NamedTuple):

@@ -529,7 +529,10 @@ def end_copies(ending, at, winners, tasks, copies, task, job, slot,
     for i in range(ending.size):
         c = ending[i]
         t = copies.task[c]
-        slot.copies[copies.slot[c]] -= 1
+        s = copies.slot[c]
+        slot.copies[s] -= 1
+        if slot.copies[s] == 0:
+            slot.busy[slot.cluster[s]] -= 1
         task.live[t] -= 1
         job.live[task.job[t]] -= 1
 
