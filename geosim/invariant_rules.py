@@ -146,6 +146,8 @@ def slot_rules(live: np.ndarray, copies: tuple, slots: tuple, slot_cluster: np.n
     1. Per cluster, the busy share is at most its slots (``capacity``).
     2. Per cluster, the engine's count of free slots (``counted``) is that of its slots
        (0 when unreachable).
+    3. The engine's count of slots holding more than one copy is theirs (no offender
+       named; ``first``: how many hold more than one).
 
     Returns:
         The rule found, then per slot the live copies' share and count, per cluster the
@@ -179,6 +181,9 @@ def slot_rules(live: np.ndarray, copies: tuple, slots: tuple, slot_cluster: np.n
     first, bad = _first_bad(counted == free)
     if bad:
         return (2, first, bad), used, count, busy, free
+    shared = np.count_nonzero(count > 1)
+    if s.shared[0] != shared:
+        return (3, shared, 1), used, count, busy, free
     return (-1, -1, 0), used, count, busy, free
 
 

@@ -379,6 +379,8 @@ class _State:
                                      f"{int(world.slots[c])}")),
                 ("slots", lambda c: (f"cluster {c} counts {int(counted[c])} free slots, "
                                      f"its slots hold {int(free[c])}")),
+                ("slots", lambda n: (f"{int(e.slots.shared[0])} slots are counted holding "
+                                     f"more than one copy; {n} do")),
             ])
         # Every live copy runs at its slot's VM power of this period (keyed power draws it
         # only for the slots read).

@@ -121,6 +121,7 @@ def _two_copies_on_one_slot(model):
     e.slot_used[old] -= cols["share"][second]
     e.slot_copies[old] -= 1
     e.slots.busy[model.world.slot_cluster[old]] -= e.slot_copies[old] == 0
+    e.slots.shared[0] += e.slot_copies[cols["slot"][first]] == 2
     cols["slot"][second] = cols["slot"][first]
     e.slot_used[cols["slot"][first]] += cols["share"][second]
     e.slot_copies[cols["slot"][first]] += 1
@@ -129,6 +130,10 @@ def _two_copies_on_one_slot(model):
 def _busy_count_off_its_slots(model):
     cols, live = _live(model)
     model.engine.slots.busy[cols["cluster"][live[0]]] -= 1
+
+
+def _shared_slots_miscounted(model):
+    model.engine.slots.shared[0] += 1
 
 
 def _share_above_one(model):
@@ -299,6 +304,7 @@ CORRUPTIONS: dict[str, tuple[str, Callable[[GeoModel], None]]] = {
     "an idle slot marked busy": ("slots", _extra_busy_slot),
     "two copies on one slot": ("slots", _two_copies_on_one_slot),
     "a cluster's busy slots miscounted": ("slots", _busy_count_off_its_slots),
+    "shared slots miscounted": ("slots", _shared_slots_miscounted),
     "a share above 1": ("copies", _share_above_one),
     "an ended copy still live": ("copies", _ended_copy_still_live),
     "a copy on an unreachable cluster": ("reachability", _copy_on_unreachable_cluster),

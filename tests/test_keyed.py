@@ -12,8 +12,9 @@ from scipy import stats
 
 from geosim.keyed import gamma, stream_key, uniform
 from geosim.model import GeoModel
-from geosim.processes import AlternatingRenewal, gamma_draw, uniform_draw
+from geosim.processes import AlternatingRenewal, KeyedRenewal, gamma_draw, uniform_draw
 from geosim.scenario import load_scenario
+from geosim.testing import closed_world
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "pingan-medium.toml"
 KEY = np.uint64(0x1234_5678_9ABC_DEF0)
@@ -114,6 +115,16 @@ def test_an_entity_asked_twice_in_one_span_gets_one_average():
     assert out[0] == keyed(seed=4, n=5).advance_mean(80.0, 0.0, np.array([3]))[0]
 
 
+def test_entities_known_distinct_get_the_same_averages():
+    rng = np.random.default_rng(8)
+    plain, known = keyed(seed=5, n=300), keyed(seed=5, n=300)
+    for t in range(0, 400, 7):
+        want = rng.permutation(300)[:120]
+        np.testing.assert_array_equal(plain.advance_mean(t + 7.0, float(t), want),
+                                      known.advance_mean(t + 7.0, float(t), want, True))
+    np.testing.assert_array_equal(plain.count, known.count)
+
+
 def test_current_reads_only_the_entities_asked():
     proc = keyed(seed=6, n=1000)
     level, change = proc.current(np.array([5, 9]), 500.0)
@@ -149,3 +160,30 @@ def test_the_pool_loop_reads_keyed_periods_as_changes():
     b = GeoModel(load_scenario(path, {**base, "run.record_interval": 0.0}), "srpt+r").run()
     assert a.jobs["finished"].all() and a.jobs.equals(b.jobs)
     assert len(a.clusters) > 0 and len(b.clusters) == 0
+
+
+def test_slots_holding_several_copies_are_not_asked_as_distinct(monkeypatch):
+    # Multitasking Fair puts several copies on a slot; while one does, the engine must not
+    # tell the process that the slots it asks are distinct. The run is the one whose
+    # process is never told so.
+    world = closed_world(slots=3, rate=0.3, n_jobs=60, availability=True,
+                         scheduler="fair", params={"multitasking": True})
+
+    def run_tables():
+        scenario = load_scenario(world, {"clusters.slot_streams": "keyed"})
+        result = GeoModel(scenario, check_invariants=True).run()
+        return result.jobs, result.copies
+
+    want = run_tables()
+    shared = []
+    advance_mean = KeyedRenewal.advance_mean
+
+    def never_told(self, t_end, t_start, entities, distinct=False):
+        shared.append(np.unique(entities).size < len(entities))
+        assert not (distinct and shared[-1])
+        return advance_mean(self, t_end, t_start, entities)
+
+    monkeypatch.setattr(KeyedRenewal, "advance_mean", never_told)
+    jobs, copies = run_tables()
+    assert any(shared) and not all(shared)
+    assert jobs.equals(want[0]) and copies.equals(want[1])

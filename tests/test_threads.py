@@ -106,13 +106,16 @@ def test_flow_listing_and_layout_in_parts():
             np.testing.assert_array_equal(a, b)
 
 
-def test_keyed_means_in_parts_with_repeats():
+@pytest.mark.parametrize("distinct", [False, True])
+def test_keyed_means_in_parts(distinct):
+    # With repeats, in any order; or each entity asked once (``distinct``).
     def process():
         return KeyedRenewal(500, (0.34, 9.4), (0.19, 4.0), (2.0, 3.0), (0.0, 0.3), 1.0,
                             np.random.default_rng(4))
     rng = np.random.default_rng(5)
     spans = [(t, t + rng.uniform(0.01, 30.0)) for t in np.cumsum(rng.uniform(0, 20, 12))]
-    wants = [rng.integers(0, 500, 700) for _ in spans]        # repeats, in any order
+    wants = [rng.permutation(500)[:300] if distinct else rng.integers(0, 500, 700)
+             for _ in spans]
     serial = process()
     expected = [serial.advance_mean(t1, t0, w) for (t0, t1), w in zip(spans, wants,
                                                                        strict=True)]
@@ -122,7 +125,7 @@ def test_keyed_means_in_parts_with_repeats():
             out = np.empty(w.size)
             proc.epoch += 1
             processes._keyed_mean_wide(*proc._state(), proc._stamp, proc._acc, proc.epoch,
-                                       t1, t0, w, out, parts)
+                                       t1, t0, w, out, distinct, parts)
             np.testing.assert_array_equal(out, exp)
         np.testing.assert_array_equal(proc.count, serial.count)
 

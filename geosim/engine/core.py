@@ -39,7 +39,7 @@ from geosim.engine.launch import (
     pick_slots,
     take_slots,
 )
-from geosim.engine.records import Flows, Graph, JobState, SlotState, TaskState
+from geosim.engine.records import Flows, Graph, JobState, TaskState, new_slot_state, recount_slots
 from geosim.engine.records import field_property as _field
 from geosim.engine.sharing import SHARING_RULES, allocate
 from geosim.engine.stages import Stages
@@ -169,8 +169,7 @@ class Engine:
             last=np.full(n_jobs, -np.inf), checkpoints=np.zeros(n_jobs, dtype=np.int64),
             work_left=np.bincount(wl.job_of_task, weights=wl.task_work, minlength=n_jobs),
             live=np.zeros(n_jobs, dtype=np.int64), waiting=np.diff(wl.task_ptr).astype(np.int64))
-        self.slots = SlotState(np.zeros(world.n_slots), np.zeros(world.n_slots, dtype=np.int64),
-                               world.slot_cluster, np.zeros(world.n_clusters, dtype=np.int64))
+        self.slots = new_slot_state(world.slot_cluster, world.n_clusters)
         # The records complete_kernel takes (their arrays are the engine's for the run).
         self._records = (tuple(self.tasks), tuple(self.jobs), tuple(self.slots),
                          tuple(self.graph), tuple(self.stages.groups))
@@ -306,8 +305,7 @@ class Engine:
         jobs.live[:] = self.task_live
         jobs.waiting[:] = np.bincount(self.task_job, self.task_state == WAITING, jobs.left.size)
         self.n_ready = int(np.count_nonzero(self.task_state == READY))
-        busy = self.slots.busy
-        busy[:] = np.bincount(self.world.slot_cluster[self.slot_copies > 0], minlength=busy.size)
+        recount_slots(self.slots)
         self.next_job = int(next_job)
         self.next_announced = max(self.next_announced, self.next_job)
         self.time = float(time)
@@ -760,9 +758,11 @@ class Engine:
         avail = world.availability
         factor = NO_FLOAT
         if avail is not None:
-            # Every slot moves on; only the slots of live copies are averaged.
+            # Every slot moves on; only the slots of live copies are averaged (no slot
+            # twice while none holds two copies).
             if live.size:
-                factor = avail.advance_mean(t_end, t, self.copies.cols["slot"][live])
+                factor = avail.advance_mean(t_end, t, self.copies.cols["slot"][live],
+                                            not self.slots.shared[0])
             else:
                 avail.advance(t_end)
         self.completed = []

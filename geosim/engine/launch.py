@@ -91,6 +91,8 @@ def leave_slots(slots, shares, slot):  # pragma: no cover - compiled
         slot.copies[s] -= 1
         if slot.copies[s] == 0:
             slot.busy[slot.cluster[s]] -= 1
+        elif slot.copies[s] == 1:
+            slot.shared[0] -= 1
 
 
 @njit(cache=True)
@@ -165,6 +167,8 @@ def launch_kernel(tasks, clusters, slots, share, row, now, copies, task, job, sl
         slot.copies[s] += 1
         if slot.copies[s] == 1:
             slot.busy[slot.cluster[s]] += 1
+        elif slot.copies[s] == 2:
+            slot.shared[0] += 1
         copies.task[c] = t
         copies.slot[c] = s
         copies.cluster[c] = clusters[i]

@@ -58,16 +58,32 @@ class JobState(NamedTuple):
 
 
 class SlotState(NamedTuple):
-    """Per slot its share in use, copies and cluster; per cluster its slots holding a copy.
+    """Per slot its share in use, copies and cluster; the slots holding copies, counted.
 
-    The count per cluster (``busy``) is kept as copies start and end, so that the free
-    slots are read without a pass over the copies.
+    The counts (per cluster the slots holding a copy, ``busy``; the slots holding more
+    than one, ``shared[0]``) are kept as copies start and end, so that the free slots
+    are read, and whether two live copies share a slot known, without a pass over the
+    copies.
     """
 
     used: np.ndarray
     copies: np.ndarray
     cluster: np.ndarray
     busy: np.ndarray
+    shared: np.ndarray
+
+
+def new_slot_state(slot_cluster: np.ndarray, n_clusters: int) -> SlotState:
+    """The slots of a world with nothing on them (``slot_cluster``: each slot's cluster)."""
+    n = slot_cluster.size
+    return SlotState(np.zeros(n), np.zeros(n, dtype=np.int64), slot_cluster,
+                     np.zeros(n_clusters, dtype=np.int64), np.zeros(1, dtype=np.int64))
+
+
+def recount_slots(slots: SlotState) -> None:
+    """Count the slots holding a copy, and those holding several, from the copies per slot."""
+    slots.busy[:] = np.bincount(slots.cluster[slots.copies > 0], minlength=slots.busy.size)
+    slots.shared[0] = np.count_nonzero(slots.copies > 1)
 
 
 class Graph(NamedTuple):

@@ -533,6 +533,8 @@ def end_copies(ending, at, winners, tasks, copies, task, job, slot,
         slot.copies[s] -= 1
         if slot.copies[s] == 0:
             slot.busy[slot.cluster[s]] -= 1
+        elif slot.copies[s] == 1:
+            slot.shared[0] -= 1
         task.live[t] -= 1
         job.live[task.job[t]] -= 1
 
