@@ -556,7 +556,7 @@ class Engine:
         Returns:
             The number of copies killed.
         """
-        if clusters.size == 0 or self.live.size == 0:
+        if clusters.size == 0 or not self.slots.busy[clusters].any():   # no copy there
             return 0
         hit = np.zeros(self.world.n_clusters, dtype=bool)
         hit[clusters] = True
