@@ -377,8 +377,7 @@ class AlternatingRenewal:
             entities: Entity ids whose averages are wanted (taken as int64, so that one
                 compiled kernel serves every caller: the copies table's 32-bit slot ids
                 would load a second one).
-            distinct: No entity is asked twice (as :meth:`KeyedRenewal.advance_mean`; it
-                changes nothing here).
+            distinct: Ignored: every entity moves (:meth:`KeyedRenewal.advance_mean`).
 
         Returns:
             The time-average level over ``[t_start, t_end]`` of each of ``entities``.
@@ -552,9 +551,8 @@ class KeyedRenewal:
 
         Each of ``entities`` is first brought to ``t_start``; the averages are exact
         integrals of the piecewise-constant level, computed as
-        :meth:`AlternatingRenewal.advance_mean` computes them. ``distinct`` says that no
-        entity is asked twice (the caller knows it), so that none is looked for among
-        those asked before: the same averages, with fewer reads.
+        :meth:`AlternatingRenewal.advance_mean` computes them. With ``distinct`` (no entity
+        asked twice, as the caller knows) no repeat is looked for: the same averages.
         """
         entities = np.asarray(entities, dtype=np.int64)
         out = np.empty(entities.size)
@@ -656,14 +654,12 @@ def _keyed_mean_part(lo, hi, on, level, next_change, count, key, params, stamp, 
     span = max(t_end - t_start, 1e-300)
     for j in range(lo, hi):
         e = want[j]
-        if distinct:
-            pass
-        elif first.size == 0:
+        if not distinct and first.size == 0:
             if stamp[e] == epoch:
                 out[j] = acc[e]
                 continue
             stamp[e] = epoch
-        elif not first[j]:
+        elif not distinct and not first[j]:
             continue
         total = 0.0
         seg = t_start

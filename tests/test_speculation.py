@@ -38,7 +38,7 @@ class _Dip:
             out[self.slots] = self.level
         return out
 
-    def advance_mean(self, t_end, t, slots):
+    def advance_mean(self, t_end, t, slots, distinct=False):
         return self.advance(t_end, t)[slots]
 
 
