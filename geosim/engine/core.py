@@ -34,7 +34,6 @@ from geosim.engine.checkpoint import checkpoint_copies
 from geosim.engine.launch import (
     launch_check,
     launch_kernel,
-    leave_slots,
     new_copy_factors,
     pick_slots,
     take_slots,
@@ -47,6 +46,7 @@ from geosim.engine.step import (
     WITHIN,
     change_that_matters,
     complete_kernel,
+    leave_slots,
     next_event_kernel,
     run_step,
     stream_demand,

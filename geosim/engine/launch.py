@@ -82,20 +82,6 @@ def new_copy_factors(tasks: np.ndarray, task_copies: np.ndarray, task_cv: np.nda
 
 # ---------------------------------------------------------------------- compiled kernels
 @njit(cache=True)
-def leave_slots(slots, shares, slot):  # pragma: no cover - compiled
-    """Take copies of ``shares`` off ``slots``, in order (the engine's :class:`SlotState`)."""
-    slot = SlotState(*slot)
-    for i in range(slots.size):
-        s = slots[i]
-        slot.used[s] -= shares[i]
-        slot.copies[s] -= 1
-        if slot.copies[s] == 0:
-            slot.busy[slot.cluster[s]] -= 1
-        elif slot.copies[s] == 1:
-            slot.shared[0] -= 1
-
-
-@njit(cache=True)
 def launch_check(tasks, clusters, task_state, reachable):  # pragma: no cover - compiled
     """First problem with a launch: ``(code, index)``, code 0 when there is none.
 

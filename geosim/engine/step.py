@@ -525,18 +525,33 @@ def end_copies(ending, at, winners, tasks, copies, task, job, slot,
             else 0.0
     for i in range(ending.size):
         c = ending[i]
-        slot.used[copies.slot[c]] -= copies.share[c]
+        leave_slot(slot, copies.slot[c], copies.share[c])
     for i in range(ending.size):
-        c = ending[i]
-        t = copies.task[c]
-        s = copies.slot[c]
-        slot.copies[s] -= 1
-        if slot.copies[s] == 0:
-            slot.busy[slot.cluster[s]] -= 1
-        elif slot.copies[s] == 1:
-            slot.shared[0] -= 1
+        t = copies.task[ending[i]]
         task.live[t] -= 1
         job.live[task.job[t]] -= 1
+
+
+@njit(cache=True)
+def leave_slot(slot, s, share):  # pragma: no cover - compiled
+    """Take a copy of ``share`` off slot ``s`` of the engine's :class:`SlotState`.
+
+    The counts of slots holding a copy (per cluster) and holding several follow.
+    """
+    slot.used[s] -= share
+    slot.copies[s] -= 1
+    if slot.copies[s] == 0:
+        slot.busy[slot.cluster[s]] -= 1
+    elif slot.copies[s] == 1:
+        slot.shared[0] -= 1
+
+
+@njit(cache=True)
+def leave_slots(slots, shares, slot):  # pragma: no cover - compiled
+    """:func:`leave_slot` of each of ``slots`` in order (``slot``: the records, a tuple)."""
+    slot = SlotState(*slot)
+    for i in range(slots.size):
+        leave_slot(slot, slots[i], shares[i])
 
 
 @njit(cache=True)
