@@ -22,7 +22,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit, objmode
+
+from geosim.jit import njit, objmode
 
 
 def levels(k: int) -> np.ndarray:

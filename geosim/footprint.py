@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
-from numba import njit
 
 from geosim.errors import GeosimError
 from geosim.guards import GIB
+from geosim.jit import njit
 from geosim.monitor import DENSE_KEYS, DENSE_PAIRS_BYTES, WINDOW
 from geosim.routes import (
     FULL_ROWS,

@@ -11,10 +11,10 @@ checked run.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from geosim.engine import ALIVE, DONE, EPS, READY, RUNNING, WAITING, WON, CopyCols
 from geosim.engine.records import JobState, SlotState, TaskState
+from geosim.jit import njit
 
 #: Tolerance of shares and progress (absolute, fractions of a slot or of a task).
 SHARE_TOL = 1e-9

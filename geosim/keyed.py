@@ -17,7 +17,8 @@ value (the attempts of its rejection loop included) has its own ``attempt`` coor
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from geosim.jit import njit
 
 #: SplitMix64's multipliers and increment (the golden ratio in 64 bits).
 M1 = np.uint64(0xBF58476D1CE4E5B9)

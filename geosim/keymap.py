@@ -10,7 +10,8 @@ indexed by ``row * columns + column``: memory in proportion to the entries used.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from geosim.jit import njit
 
 #: Fibonacci hashing's multiplier (2^64 / golden ratio).
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

@@ -55,7 +55,6 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from geosim.distributions import (
     expected_max,
@@ -68,6 +67,7 @@ from geosim.distributions import (
     sample_atoms,
     thresholds,
 )
+from geosim.jit import njit
 from geosim.monitor import DENSE_PAIRS_BYTES, Monitor
 from geosim.routes import FULL_ROWS
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
+from geosim.jit import njit
 from geosim.sortedkeys import insert_sorted
 
 

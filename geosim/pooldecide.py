@@ -18,9 +18,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from geosim.engine import ALIVE, DONE, KILLED, READY, RUNNING, WON
+from geosim.jit import njit
 
 #: Tolerance of progress comparisons (a copy at its task's best progress, less this).
 EPS = 1e-9

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from geosim.engine import DONE, LOST, READY, WON
 from geosim.guards import RunGuards
+from geosim.jit import njit
 from geosim.pooldecide import EPS, catch_up, compact, decide, end_copy, set_rate
 from geosim.series import CLUSTER_INDEX, CLUSTER_SERIES
 

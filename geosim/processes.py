@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 import numba
 import numpy as np
-from numba import njit, prange
 
+from geosim.jit import njit, prange
 from geosim.keyed import gamma, normal_above, stream_key, uniform
 from geosim.threads import part_bounds, wide
 

@@ -29,8 +29,8 @@ import itertools
 
 import networkx as nx
 import numpy as np
-from numba import njit, prange
 
+from geosim.jit import njit, prange
 from geosim.sortedkeys import insert_sorted
 from geosim.threads import wide
 

@@ -12,7 +12,8 @@ entries instead of a sort of them all, or a scan per entry.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from geosim.jit import njit
 
 
 @njit(cache=True)

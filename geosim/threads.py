@@ -20,7 +20,8 @@ import os
 
 import numba
 import numpy as np
-from numba import njit
+
+from geosim.jit import njit
 
 #: Elements (live copies, transfers, slots asked for) from which a kernel's wide variant
 #: is used.

@@ -33,9 +33,9 @@ mean is :func:`truncated_factor_mean`, slightly off 1 for tasks near the bounds.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from scipy import special
 
+from geosim.jit import njit
 from geosim.keyed import GOLDEN, M1, M2, mix64, unit
 
 #: The families of :func:`copy_factors`.

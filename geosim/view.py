@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
-from numba import njit
 
 from geosim.engine import (
     DONE,
@@ -25,6 +24,7 @@ from geosim.engine import (
     in_sorted,
     rank_in_runs,
 )
+from geosim.jit import njit
 from geosim.monitor import Monitor, MonitorView
 from geosim.routes import HopCounts, RouteView
 from geosim.state import reachable_slots

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from geosim.jit import njit
 
 # Task states.
 WAITING, READY, RUNNING, DONE = 0, 1, 2, 3

@@ -11,7 +11,8 @@ generator and the stream stays the one NumPy's ``choice`` would consume.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from geosim.jit import njit
 
 
 @njit(cache=True)

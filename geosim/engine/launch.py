@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from geosim.engine.base import (
     EPS,
@@ -18,6 +17,7 @@ from geosim.engine.base import (
 from geosim.engine.draw import whole_slot_assign, whole_slot_plan
 from geosim.engine.records import Groups, JobState, SlotState, TaskState
 from geosim.engine.tables import CopyCols
+from geosim.jit import njit
 from geosim.variability import copy_factors, keyed_uniforms
 
 

@@ -27,10 +27,10 @@ compiled pass.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from geosim.engine.base import fmin
 from geosim.engine.records import Flows
+from geosim.jit import njit
 
 #: The sharing rules, the scenario's ``links.sharing``.
 SHARING_RULES = ("equal", "maxmin")

@@ -15,11 +15,11 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-from numba import njit, prange
 
 from geosim.engine.base import ALIVE, DONE, LOST, WON, fmax, fmin, sorted_unique
 from geosim.engine.records import Flows, Graph, Groups, JobState, SlotState, TaskState
 from geosim.engine.tables import CopyCols, InputCols
+from geosim.jit import njit, prange
 from geosim.threads import part_bounds, wide
 
 #: :func:`change_that_matters` asks whether a copy could reach a limit within this

@@ -37,7 +37,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from geosim.engine.base import fmin
 from geosim.engine.records import Flows
@@ -55,6 +54,7 @@ from geosim.engine.step import (
 )
 from geosim.engine.tables import CopyCols, InputCols
 from geosim.engine.transfers import account_kernel, flow_kernel
+from geosim.jit import njit
 from geosim.processes import renewal_mean, renewal_sync
 
 #: Why :func:`run_subspans` returned (see the module docstring).

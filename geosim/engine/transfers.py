@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from numba import njit, prange
 
 from geosim.engine.base import EPS, SchedulingError
 from geosim.engine.records import Flows, Graph, Traffic
 from geosim.engine.tables import CopyCols, InputCols
+from geosim.jit import njit, prange
 from geosim.routes import Routes
 from geosim.threads import part_bounds, wide
 

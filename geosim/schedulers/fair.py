@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from geosim.jit import njit
 from geosim.params import Field
 from geosim.schedulers.base import Scheduler
 from geosim.schedulers.placement import fill_in_order

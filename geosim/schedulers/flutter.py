@@ -12,8 +12,8 @@ totally unimodular, so the integer program is solved through linear programs (§
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from geosim.jit import njit
 from geosim.modeler import source_rows
 from geosim.params import Field
 from geosim.schedulers.compose import Placement

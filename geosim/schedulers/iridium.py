@@ -9,8 +9,8 @@ shuffle is as short as possible, a linear program (:func:`reduce_fractions`).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from geosim.jit import njit
 from geosim.modeler import PairTable
 from geosim.params import Field
 from geosim.schedulers.compose import Placement

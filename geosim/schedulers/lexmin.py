@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from scipy import sparse
 from scipy.sparse.csgraph import maximum_flow
+
+from geosim.jit import njit
 
 
 def lexmin_assign(cost: np.ndarray, cap: np.ndarray) -> np.ndarray:

@@ -17,10 +17,10 @@ of each phase that completed, the atoms of ``t_new``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from scipy.special import ndtri
 
 from geosim.distributions import merged_atoms, numpy_exp, row_min_quantiles, row_quantiles
+from geosim.jit import njit
 from geosim.modeler import pair_row, source_rows
 from geosim.sortedkeys import next_in_order
 from geosim.variability import keyed_uniforms

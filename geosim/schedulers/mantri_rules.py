@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
+from geosim.jit import njit
 from geosim.modeler import PairTable
 from geosim.schedulers.mantri_rows import lazy_argmin
 

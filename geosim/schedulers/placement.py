@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numba import njit
 
+from geosim.jit import njit
 from geosim.view import READY, SchedulerView, concat_ranges, rank_in_runs
 
 #: Most hop rows :func:`locality_clusters` fetches at once.

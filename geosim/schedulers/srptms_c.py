@@ -50,8 +50,8 @@ from __future__ import annotations
 from math import inf
 
 import numpy as np
-from numba import njit
 
+from geosim.jit import njit
 from geosim.params import Field
 from geosim.schedulers.base import Scheduler
 from geosim.schedulers.registry import register

@@ -9,8 +9,8 @@ arithmetic, exact minima and maxima, and sums in NumPy's own order
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from geosim.jit import njit
 from geosim.schedulers.pingan.kernels import _stable_order
 from geosim.view import READY, RUNNING
 

@@ -8,7 +8,6 @@ compiled kernels here fill it and read rates, flows and quantile atoms from it.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, objmode
 
 from geosim import keymap
 from geosim.distributions import (
@@ -20,6 +19,7 @@ from geosim.distributions import (
     survival_steps,
     thresholds,
 )
+from geosim.jit import njit, objmode
 from geosim.modeler import PairTable, PerformanceModel, pair_row, source_rows
 from geosim.schedulers.pingan.kernels import _max, _min, _most_groups
 from geosim.schedulers.pingan.reservations import _takeable

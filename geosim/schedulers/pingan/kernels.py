@@ -9,11 +9,11 @@ arithmetic, exact minima and maxima, and sums in NumPy's own order
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, objmode
 
 from geosim.distributions import (
     row_mean,
 )
+from geosim.jit import njit, objmode
 
 
 @njit(cache=True)

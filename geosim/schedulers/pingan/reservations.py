@@ -9,7 +9,8 @@ bandwidth for it.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from geosim.jit import njit
 
 
 @njit(cache=True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 
 from geosim.distributions import (
     merge_row,
     numpy_exp,
     pairwise_sum,
 )
+from geosim.jit import njit
 from geosim.schedulers.pingan.candidates import _fill_quantiles
 from geosim.schedulers.pingan.kernels import (
     _gain_order,
