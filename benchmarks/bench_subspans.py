@@ -42,7 +42,7 @@ from numba import njit
 import geosim.engine.core as core
 from geosim import GeoModel, load_scenario
 from geosim.engine.records import Flows
-from geosim.engine.sharing import allocate
+from geosim.engine.sharing import allocate, empty_memory
 from geosim.engine.step import apply, finish_kernel, first_event, rates
 from geosim.engine.tables import CopyCols, InputCols
 from geosim.engine.transfers import account_kernel, flow_kernel
@@ -63,11 +63,11 @@ def _flows(k, live, copies, inputs, routes, n_clusters, eps):
 
 
 @njit
-def _allocate(k, flows, cap, reachable, maxmin):
+def _allocate(k, flows, cap, reachable, maxmin, memory):
     local = np.full(cap.size, -1, dtype=np.int64)
-    for _ in range(k):
-        bw, _active = allocate(flows, NO_MOVE, NO_MOVE, cap, reachable, maxmin,
-                               np.empty(0), local)
+    for _ in range(k):      # a whole allocation each time: from the same (empty) memory
+        bw, _active, _memory = allocate(flows, NO_MOVE, NO_MOVE, cap, reachable, maxmin,
+                                        np.empty(0), local, memory)
     return bw
 
 
@@ -159,7 +159,8 @@ def kernel_times(args: tuple, repeat: int) -> dict[str, float]:
     out = {}
     out["flow structure"], flows = timed(_flows, live, copies, inputs, routes, n_clusters,
                                          eps)
-    out["allocation"], bw = timed(_allocate, flows, cap, reachable, maxmin)
+    out["allocation"], bw = timed(_allocate, flows, cap, reachable, maxmin,
+                                     empty_memory(cap.size))
     out["rates and next event"], r = timed(_rates, live, copies, inputs, task_work, power,
                                            level, fetch, flows, bw)
     if avail[0].size:

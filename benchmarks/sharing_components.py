@@ -1,18 +1,19 @@
-"""How the WAN's active transfers split into independent groups under max-min sharing.
+"""How much of each max-min allocation the recomputation of touched groups skips.
 
 Two active transfers are in one group (a connected component) when they cross a common
 link or gate, directly or through other transfers. Max-min allocations of different
-groups do not affect each other, so an allocation recomputed only for the group a change
-touches would save the work of the other groups. This script measures how much that
-could be: it runs ``scenarios/pingan-medium.toml`` under ``links.sharing = "maxmin"``
-(on the shipped 100-cluster topology, or on a Barabási–Albert world of N clusters) and,
-every ``--every`` steps, counts the groups of the step's active transfers, the share of
-them in the largest group, and the share a recomputation of the touched group alone
-would skip if a change fell on each group in proportion to its transfers
-(``1 - sum(share_g ** 2)``). Prints one line per world and scheduler.
+groups do not affect each other, so the engine fills anew only the groups a change
+touched and keeps the others' rates (``geosim.engine.sharing.maxmin_shares``). This
+script runs ``scenarios/pingan-medium.toml`` under ``links.sharing = "maxmin"``, slotted
+(on the shipped 100-cluster topology, or on a Barabási–Albert world of N clusters), and
+at every allocation works out, from the engine's memory of the one before, the groups
+of the active transfers' classes (transfers of one pair of clusters) and which of them
+are filled anew. Prints one line per world and scheduler: allocations, active transfers
+and groups per allocation, the largest group's share of the transfers, and the share of
+the transfers (over all allocations) whose rates were kept.
 
     python benchmarks/sharing_components.py [--clusters 100 1000] [--jobs 300]
-        [--schedulers fair 'pingan[epsilon=0.6]'] [--every 50]
+        [--schedulers fair 'pingan[epsilon=0.6]']
 """
 
 from __future__ import annotations
@@ -21,39 +22,48 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
+import geosim.engine.core as core
 from geosim import GeoModel, load_scenario
+from geosim.engine import sharing
+from geosim.engine.records import Flows
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def groups(model: GeoModel) -> tuple[int, int, int, float] | None:
-    """Active transfers, their groups, the largest group's size and the share skipped.
+def kept(flows: tuple, cap: np.ndarray, reachable: np.ndarray, demand: np.ndarray,
+         local: np.ndarray, memory: tuple) -> tuple[int, int, float, int] | None:
+    """Active transfers, groups, the largest group's size and the transfers kept.
 
-    None when the step has no active transfer.
+    Works on copies of the memory's per-resource counts, so the allocation that follows
+    sees the memory untouched. None without an active transfer.
     """
-    e = model.engine
-    flows = e.flows
-    if flows is None or flows.idx.size == 0:
-        return None
-    n = flows.idx.size
-    active = e.flow_active[:n]
+    f = Flows(*flows)
+    no_move = np.empty(0, dtype=np.int64)
+    active = sharing.active_transfers(f.src, no_move, no_move, reachable)
     if not active.any():
         return None
-    owner = np.repeat(np.arange(n), np.diff(np.append(flows.starts, flows.res.size)))
-    keep = active[owner]
-    crosses = csr_matrix((np.ones(int(keep.sum())), (owner[keep], flows.res[keep])),
-                         shape=(n, model.world.resource_capacity().size))
-    _, label = connected_components(crosses @ crosses.T, directed=False)
-    sizes = np.bincount(label[active])
-    share = sizes / sizes.sum()
-    return (int(active.sum()), int(np.count_nonzero(sizes)), int(sizes.max()),
-            float(1.0 - np.sum(share ** 2)))
+    pair = f.src * reachable.size + f.dst
+    klass, first, mult, n_cls, _, _ = sharing._classes(
+        active, pair if demand.size == 0 else pair[:0])
+    used, at, cb, n_used = sharing._class_resources(first, n_cls, f.src.size, f.res,
+                                                    f.starts, no_move, no_move, local)
+    count, _, _ = sharing._members(at, cb, mult, n_cls, n_used)
+    rate = np.full(n_cls, np.nan)
+    dirty = sharing._changes((*memory[:4], memory[4].copy(), memory[5].copy()), pair,
+                             first, mult, n_cls, used, n_used, count, cap, rate)
+    group = sharing._groups(at, cb, n_cls, n_used)
+    local[used[:n_used]] = -1
+    redo = np.zeros(n_used, dtype=bool)
+    redo[group[at[cb[:-1]][np.isnan(rate)]]] = True
+    redo[group[:n_used][dirty]] = True
+    cls_group = group[at[cb[:-1]]]
+    sizes = np.bincount(cls_group, weights=mult[:n_cls], minlength=n_used)
+    n_kept = 0 if demand.size else int(sizes[~redo].sum())
+    return int(mult[:n_cls].sum()), int(np.count_nonzero(sizes)), int(sizes.max()), n_kept
 
 
-def measure(clusters: int, scheduler: str, jobs: int, every: int) -> str:
+def measure(clusters: int, scheduler: str, jobs: int) -> str:
     overrides = {"workload.n_jobs": jobs, "links.sharing": "maxmin"}
     if clusters != 100:
         overrides.update({"topology.generator": "barabasi_albert",
@@ -61,17 +71,26 @@ def measure(clusters: int, scheduler: str, jobs: int, every: int) -> str:
     model = GeoModel(load_scenario(ROOT / "scenarios" / "pingan-medium.toml", overrides),
                      scheduler=scheduler)
     seen = []
-    while model.running:
-        model.step()
-        if model.steps_run % every == 0 and (g := groups(model)) is not None:
-            seen.append(g)
+
+    def observed(flows, move_src, move_dst, cap, reachable, maxmin, demand, local, memory):
+        if move_src.size == 0 and (k := kept(flows, cap, reachable, demand, local,
+                                             memory)) is not None:
+            seen.append(k)
+        return sharing.allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
+                                local, memory)
+
+    core.allocate = observed
+    try:
+        while model.running:
+            model.step()
+    finally:
+        core.allocate = sharing.allocate
     s = np.array(seen, dtype=float)
     world = "shipped topology" if clusters == 100 else "Barabási–Albert"
-    return (f"{clusters} clusters ({world}), {scheduler}: {len(s)} samples, "
+    return (f"{clusters} clusters ({world}), {scheduler}: {len(s)} allocations, "
             f"{s[:, 0].mean():.0f} active transfers, {s[:, 1].mean():.1f} groups, "
-            f"largest {100 * (s[:, 2] / s[:, 0]).mean():.1f}% of the transfers, "
-            f"{100 * s[:, 3].mean():.1f}% skipped by a recomputation of the touched group "
-            "(means)")
+            f"largest {100 * (s[:, 2] / s[:, 0]).mean():.1f}% of the transfers (means); "
+            f"{100 * s[:, 3].sum() / s[:, 0].sum():.1f}% of the transfers kept their rates")
 
 
 def main() -> None:
@@ -79,11 +98,10 @@ def main() -> None:
     parser.add_argument("--clusters", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--schedulers", nargs="+", default=["fair", "pingan[epsilon=0.6]"])
     parser.add_argument("--jobs", type=int, default=300)
-    parser.add_argument("--every", type=int, default=50)
     args = parser.parse_args()
     for clusters in args.clusters:
         for scheduler in args.schedulers:
-            print(measure(clusters, scheduler, args.jobs, args.every), flush=True)
+            print(measure(clusters, scheduler, args.jobs), flush=True)
 
 
 if __name__ == "__main__":

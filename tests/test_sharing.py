@@ -8,17 +8,20 @@ import pytest
 from test_engine import MoveThenPin, PinTo, make_workload, two_cluster_scenario
 
 from geosim import GeoModel, load_scenario
-from geosim.engine.sharing import equal_shares, maxmin_shares
+from geosim.engine.sharing import empty_memory, equal_shares, maxmin_shares
 from geosim.engine.transfers import account_kernel
 from geosim.invariants import InvariantError
 
 NONE = np.empty(0, dtype=np.int64)
 
 
-def solve(paths, cap, active=None, demand=None, rule="maxmin", moves=0, pair=None):
+def solve(paths, cap, active=None, demand=None, rule="maxmin", moves=0, pair=None,
+          memory=None, remember=False):
     """Bandwidths of transfers crossing ``paths`` (the last ``moves`` of them as moves).
 
     ``pair``: each transfer's route key for max-min's classes (default: none).
+    ``memory``: max-min's memory of an allocation before (default: none); with
+    ``remember``, the new memory is returned too.
     """
     n = len(paths)
     active = np.ones(n, dtype=bool) if active is None else np.asarray(active)
@@ -37,9 +40,12 @@ def solve(paths, cap, active=None, demand=None, rule="maxmin", moves=0, pair=Non
     if rule == "maxmin":
         local = np.full(cap.size, -1, dtype=np.int64)
         pair = NONE if pair is None else np.asarray(pair, dtype=np.int64)
-        maxmin_shares(len(flows), res, starts, move_res, move_starts, cap, active, demand, bw,
-                      local, pair)
+        memory = empty_memory(cap.size) if memory is None else memory
+        memory = maxmin_shares(len(flows), res, starts, move_res, move_starts, cap, active,
+                               demand, bw, local, pair, memory)
         assert (local == -1).all()          # the scratch is left as found
+        if remember:
+            return bw, memory
     else:
         users = np.bincount(np.concatenate(lists), minlength=cap.size)
         equal_shares(len(flows), res, starts, move_res, move_starts, users, cap, active, bw)
@@ -175,6 +181,70 @@ def test_transfers_of_one_route_filled_as_a_class_get_the_same_rates_bit_for_bit
         assert np.unique(grouped[on]).size <= 1
 
 
+def test_groups_are_filled_apart_and_an_untouched_one_keeps_its_rates():
+    # Routes 0 and 1 share resource 1; route 2 is alone on resources 3 and 4.
+    routes = {0: [0, 1], 1: [1, 2], 2: [3, 4]}
+    cap = np.array([3.0, 10.0, 4.0, 6.0, 9.0])
+    pair = [0, 0, 1, 2, 2]
+    bw, memory = solve([routes[p] for p in pair], cap, pair=pair, remember=True)
+    assert bw.tolist() == [1.5, 1.5, 4.0, 3.0, 3.0]
+    # The memory holds each route's transfers and rate; mark route 2's rate.
+    mult, rate = memory[2], memory[3]
+    assert mult[:3].tolist() == [2, 1, 2] and rate.tolist() == [1.5, 4.0, 3.0]
+    rate[2] = 7.0
+    # One more transfer on route 1 touches routes 0 and 1's group only: route 2's rate is
+    # taken from the memory (the mark shows it), the others' are filled anew.
+    pair = [0, 0, 1, 1, 2, 2]
+    bw, memory = solve([routes[p] for p in pair], cap, pair=pair, memory=memory,
+                       remember=True)
+    assert bw.tolist() == [1.5, 1.5, 2.0, 2.0, 7.0, 7.0]
+    # A bandwidth sample changing resource 4 touches route 2's group: filled anew.
+    cap = cap.copy()
+    cap[4] = 5.0
+    bw, memory = solve([routes[p] for p in pair], cap, pair=pair, memory=memory,
+                       remember=True)
+    assert bw.tolist() == [1.5, 1.5, 2.0, 2.0, 2.5, 2.5]
+    # Route 0 ends: resource 1, which route 1 shares, frees capacity for it.
+    memory[3][:] = -1.0
+    bw = solve([routes[p] for p in pair[2:]], cap, pair=pair[2:], memory=memory)
+    assert bw.tolist() == [2.0, 2.0, -1.0, -1.0]      # route 1 is held by resource 2
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_an_allocation_from_its_memory_equals_a_whole_one_bit_for_bit(seed):
+    # Transfers start and end, sources become unreachable and reachable again, link
+    # bandwidths are sampled anew: at every change the allocation that fills only the
+    # groups the change touched must equal a whole allocation to the last bit.
+    rng = np.random.default_rng(seed)
+    n_res, n_routes = int(rng.integers(4, 40)), int(rng.integers(2, 25))
+    routes = random_paths(rng, n_res, n_routes, 4)
+    cap = (rng.uniform(0.1, 50.0, n_res) * np.pi).round(int(rng.integers(0, 3)))
+    cap[cap == 0.0] = 1.0
+    route = list(rng.integers(0, n_routes, int(rng.integers(0, 30))))
+    active = list(rng.random(len(route)) < 0.9)
+    memory = None
+    for _ in range(25):
+        change = rng.integers(0, 4)
+        if change == 0 or not route:
+            k = int(rng.integers(1, 6))
+            route += list(rng.integers(0, n_routes, k))
+            active += [True] * k
+        elif change == 1:
+            drop = rng.random(len(route)) < 0.3
+            route = [r for r, d in zip(route, drop, strict=True) if not d]
+            active = [a for a, d in zip(active, drop, strict=True) if not d]
+        elif change == 2:
+            flip = rng.random(len(route)) < 0.2
+            active = [a != f for a, f in zip(active, flip, strict=True)]
+        else:
+            cap = cap.copy()
+            cap[rng.integers(0, n_res)] *= rng.choice([0.5, 2.0])
+        paths = [routes[r] for r in route]
+        whole = solve(paths, cap, active, pair=route)
+        bw, memory = solve(paths, cap, active, pair=route, memory=memory, remember=True)
+        assert bw.tobytes() == whole.tobytes()
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_no_transfer_gets_less_under_max_min_than_under_equal_sharing(seed):
     # Each transfer's max-min rate is at least the smallest of capacity over users on its
@@ -251,8 +321,8 @@ def test_the_invariants_catch_an_allocation_that_is_not_max_min(tmp_path, monkey
     import geosim.engine.core as core
     real = core.allocate
     monkeypatch.setattr(core, "allocate",
-                        lambda flows, src, dst, cap, reach, maxmin, demand, local:
-                        real(flows, src, dst, cap, reach, False, demand, local))
+                        lambda flows, src, dst, cap, reach, maxmin, demand, local, memory:
+                        real(flows, src, dst, cap, reach, False, demand, local, memory))
     wl = make_workload([0.0, 0.0], [10.0, 10.0], raw=[[(1, 20.0)], [(2, 20.0)]])
     model = GeoModel(path_world(tmp_path), PinTo(0), workload=wl, check_invariants=True)
     model.engine.set_reachable([True, True, False])

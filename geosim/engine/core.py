@@ -40,7 +40,7 @@ from geosim.engine.launch import (
 )
 from geosim.engine.records import Flows, Graph, JobState, TaskState, new_slot_state, recount_slots
 from geosim.engine.records import field_property as _field
-from geosim.engine.sharing import SHARING_RULES, allocate
+from geosim.engine.sharing import SHARING_RULES, allocate, empty_memory
 from geosim.engine.stages import Stages
 from geosim.engine.step import (
     WITHIN,
@@ -194,6 +194,7 @@ class Engine:
         n, n_res = world.n_clusters, 2 * world.n_links + 2 * world.n_clusters
         self._account_scratch = (np.zeros(n), np.zeros(n), np.zeros(n_res))
         self._res_local = np.full(n_res, -1, dtype=np.int64)
+        self._maxmin_memory = empty_memory(n_res)     # the last max-min allocation's
         self._gates_used = False          # the gates hold a span's traffic (to be zeroed)
         self._wan_mb = 0.0
         self._slot_end = 0.0       # end of the span being advanced (children ready then)
@@ -333,8 +334,7 @@ class Engine:
     def remaining_work(self, jobs: np.ndarray) -> np.ndarray:
         """Work (MI) each job still needs.
 
-        That is the work of its unfinished tasks, less checkpointed progress and the
-        progress of each task's most advanced live copy.
+        Its unfinished tasks' work, less checkpoints and each one's most advanced live copy.
         """
         left = self.job_work_left[jobs].copy()
         live = self.live
@@ -620,9 +620,9 @@ class Engine:
         key = (self.reach_version, link_bw.epoch if link_bw is not None else 0)
         held = self._alloc_key
         if demand.size or held is None or held[0] is not flows or held[1:] != key:
-            self._alloc = allocate(tuple(flows), self.moves.src, self.moves.dst,
-                                   self.world.resource_capacity(), self.reachable, maxmin,
-                                   demand, self._res_local)
+            *self._alloc, self._maxmin_memory = allocate(
+                tuple(flows), self.moves.src, self.moves.dst, self.world.resource_capacity(),
+                self.reachable, maxmin, demand, self._res_local, self._maxmin_memory)
             self._alloc_key = None if demand.size else (flows, *key)
         self.flows, self.flow_demand = flows, demand
         self.flow_bw, self.flow_active = self._alloc
@@ -709,7 +709,7 @@ class Engine:
         world, avail = self.world, self.world.availability
         flows = self._flows if self._flows is not None else _NO_FLOWS
         (code, t, epoch, n_spans, wan, span_len, flows, flows_ok, bw, active, demand, ending,
-         ending_at, win_at, tasks, times, kind, block, ended) = run_subspans(
+         ending_at, win_at, tasks, times, kind, block, ended, self._maxmin_memory) = run_subspans(
             self.time, stop, TIME_RESOLUTION, EPS, self.live, self.copies.kernel_arg,
             self.inputs.kernel_arg, self.task_work, world.power.level,
             NO_RENEWAL if avail is None else avail.kernel_arg,
@@ -717,8 +717,8 @@ class Engine:
             0 if avail is None else avail.epoch, pending, self._wan_mb, tuple(flows),
             self._flows is not None, world.routes.pair_table(), world.n_clusters,
             world.resource_capacity(), self.reachable, self.sharing == "maxmin", self.fetch,
-            tuple(self.traffic), self._account_scratch, self._res_local, *self._scratch(),
-            self._records, through and not (self.staged or self.capped))
+            tuple(self.traffic), self._account_scratch, self._res_local, self._maxmin_memory,
+            *self._scratch(), self._records, through and not (self.staged or self.capped))
         if avail is not None:
             avail.epoch = epoch
             if code == NEED_BLOCK:

@@ -20,8 +20,10 @@ move: both ends); an inactive one gets bandwidth 0.
   copy back, the transfer uses less than it was given, and the difference is not passed
   on within the span.
 
-Both rules are computed for every span over all the transfers of that span, in one
-compiled pass.
+Both rules are computed in one compiled pass whenever the transfers, the reachable
+clusters or the links' bandwidths change. Max-min fills each group of transfers linked
+through common resources on its own, and only the groups such a change touched: the
+others keep their rates from the allocation before (:func:`maxmin_shares`).
 """
 
 from __future__ import annotations
@@ -84,8 +86,8 @@ def _path_min(share, hops, lo, hi):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, demand, bw, local,
-                  pair):  # pragma: no cover - compiled
-    """``"maxmin"`` sharing into ``bw``, by progressive filling.
+                  pair, memory):  # pragma: no cover - compiled
+    """``"maxmin"`` sharing into ``bw``, by progressive filling; returns the new ``memory``.
 
     All unfrozen transfers rise together. The next level is the smallest of every
     resource's fair level (capacity left over its unfrozen transfers) and the smallest
@@ -95,6 +97,13 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
     Each level is computed from the capacity left, not accumulated, so rates are exact
     to rounding.
 
+    Transfers that share no resource, directly or through other transfers, do not
+    affect each other's rates: each such *group* (a connected component of transfers
+    and resources) is filled on its own, and fair levels within :data:`LEVEL_RTOL` of
+    each other count as one bottleneck only within a group. A group's rates thus depend
+    on its own transfers and capacities alone, so one that no change touched keeps the
+    rates it had, to the last bit (``memory``).
+
     Transfers of one route (equal ``pair`` keys, at least 0; ``pair`` empty: none)
     cross the same resources, so without demands they rise and freeze together: they
     are filled as one *class*, whose freezing takes its level from each of its
@@ -103,42 +112,95 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
     the same bit for bit; the work follows the routes in use rather than the transfers
     (a busy pair carries many inputs at once).
 
+    ``memory`` (:func:`empty_memory`) holds the previous allocation's classes (by pair
+    key: transfers and rate) and each resource's number of transfers and capacity when
+    it was last in use; the memory returned is this allocation's. Without demands, a
+    group is filled only if a change touched it: one of its classes is new or has gained
+    or lost transfers (a transfer started or ended, or its source became reachable or
+    not), or one of its resources has another capacity (a bandwidth sample) or number of
+    transfers (a class that crossed it is gone). The other groups keep their classes'
+    rates. With demands (streamed inputs, which follow their copies' speed) every group
+    is filled.
+
     Only the resources some active transfer crosses are worked on, numbered in the order
     first met through ``local`` (per resource of the world: -1, as it is left), so that
     the cost follows the transfers, not the size of the world: scratch of the size of
-    the world, made per call, cost more than the filling on 10 000 clusters. Each
-    resource's fair level is kept and worked out anew only when a transfer on it
-    freezes, and a level scans only the resources that still carry unfrozen transfers.
+    the world, made per call, cost more than the filling on 10 000 clusters.
     """
-    klass, first, mult, n_cls = _classes(active, pair if demand.size == 0 else pair[:0])
+    klass, first, mult, n_cls, slot_key, slot_class = _classes(
+        active, pair if demand.size == 0 else pair[:0])
     for j in range(active.size):
         bw[j] = 0.0
+    count_seen, cap_seen = memory[4], memory[5]
+    rate = np.full(n_cls, np.nan)       # kept from the memory (else NaN), or filled
+    out = (slot_key, slot_class, mult, rate, count_seen, cap_seen)
     if n_cls == 0:
-        return
+        return out
     used, at, cb, n_used = _class_resources(first, n_cls, n_flow, res, starts, move_res,
                                             move_starts, local)
     count, ptr, members = _members(at, cb, mult, n_cls, n_used)
+    dirty = _changes(memory, pair, first, mult, n_cls, used, n_used, count, cap, rate)
+    n_kept = 0
+    for c in range(n_cls):
+        n_kept += rate[c] == rate[c]
+    if n_kept < n_cls or dirty.any():
+        group = _groups(at, cb, n_cls, n_used)
+        redo = np.zeros(n_used, dtype=np.bool_)     # per group (its root): filled anew
+        for c in range(n_cls):
+            if rate[c] != rate[c]:
+                redo[group[at[cb[c]]]] = True
+        for u in range(n_used):
+            if dirty[u]:
+                redo[group[u]] = True
+        order = np.argsort(demand) if demand.size else np.empty(0, dtype=np.int64)
+        _fill(group, redo, order, demand, klass, cap, used, local, at, cb, mult, count, ptr,
+              members, rate)
+    for j in range(active.size):
+        if klass[j] >= 0:
+            bw[j] = rate[klass[j]]
+    for u in range(n_used):
+        local[used[u]] = -1
+    return out
+
+
+@njit(cache=True)
+def _fill(group, redo, order, demand, klass, cap, used, local, at, cb, mult, count, ptr,
+          members, rate):  # pragma: no cover - compiled
+    """Progressive filling into ``rate`` of the groups to fill anew (``redo[group]``).
+
+    The groups are filled together, but a bottleneck's level freezes only the resources
+    of its own group within :data:`LEVEL_RTOL` of it, so each group's rates are those it
+    would get alone. Each resource's fair level is kept and worked out anew only when a
+    transfer on it freezes, and a level scans only the resources that still carry
+    unfrozen transfers.
+    """
+    n_used, n_cls = group.size, cb.size - 1
     left = np.empty(n_used)             # capacity not yet given to frozen transfers
     key = np.empty(n_used)              # fair level of the open resource at each position
-    open_res = np.arange(n_used)        # the open resources (carrying unfrozen transfers)
-    at_pos = np.arange(n_used)          # each resource's position among them
+    open_res = np.empty(n_used, dtype=np.int64)     # resources carrying unfrozen transfers
+    at_pos = np.empty(n_used, dtype=np.int64)       # each resource's position among them
+    n_open = 0
     for u in range(n_used):
-        left[u] = cap[used[u]]
-        key[u] = max(left[u], 0.0) / count[u]
-    n_open, n_closed = n_used, 0
-    frozen = np.zeros(n_cls, dtype=np.bool_)
-    rate = np.empty(n_cls)
-    remaining = n_cls
-    order = np.argsort(demand) if demand.size else np.empty(0, dtype=np.int64)
+        if redo[group[u]]:
+            open_res[n_open], at_pos[u] = u, n_open
+            left[u] = cap[used[u]]
+            key[n_open] = max(left[u], 0.0) / count[u]
+            n_open += 1
+    frozen = np.empty(n_cls, dtype=np.bool_)        # the kept groups' classes: as frozen
+    n_left = 0
+    for c in range(n_cls):
+        frozen[c] = not redo[group[at[cb[c]]]]
+        n_left += not frozen[c]
+    n_closed = 0
     d = 0
-    bottleneck = np.empty(n_used, dtype=np.int64)
+    bottleneck = np.empty(n_open, dtype=np.int64)
     touched = np.zeros(n_used, dtype=np.bool_)
     changed = np.empty(n_used, dtype=np.int64)
-    while remaining:
-        level = np.inf
+    while n_left:
+        level, lowest = np.inf, -1
         for i in range(n_open):
             if key[i] < level:
-                level = key[i]
+                level, lowest = key[i], i
         n_changed = 0
         while d < order.size and (klass[order[d]] < 0 or frozen[klass[order[d]]]):
             d += 1
@@ -150,7 +212,7 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
                 c = klass[order[d]]
                 if c >= 0 and not frozen[c]:
                     rate[c], frozen[c] = demand[order[d]], True
-                    remaining -= 1
+                    n_left -= 1
                     for h in range(cb[c], cb[c + 1]):
                         a = at[h]
                         left[a] -= rate[c]
@@ -163,9 +225,11 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
         else:
             n_b = 0
             limit = level * (1.0 + LEVEL_RTOL)
+            g = group[open_res[lowest]]
             for i in range(n_open):
-                if key[i] <= limit and count[open_res[i]] > 0:
-                    bottleneck[n_b] = used[open_res[i]]     # by the world's id: ascending
+                u = open_res[i]
+                if key[i] <= limit and count[u] > 0 and group[u] == g:
+                    bottleneck[n_b] = used[u]       # by the world's id: ascending
                     n_b += 1
             bottleneck[:n_b].sort()
             for b in range(n_b):
@@ -175,7 +239,7 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
                     if frozen[c]:
                         continue
                     rate[c], frozen[c] = level, True
-                    remaining -= 1
+                    n_left -= 1
                     m = mult[c]
                     for h in range(cb[c], cb[c + 1]):
                         a = at[h]
@@ -204,11 +268,85 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
                     open_res[k], key[k], at_pos[u] = u, key[i], k
                     k += 1
             n_open, n_closed = k, 0
+
+
+@njit(cache=True)
+def _groups(at, cb, n_cls, n_used):  # pragma: no cover - compiled
+    """Each resource's group (connected component of classes and resources), by its root.
+
+    Union-find over the classes' hops; a group is named by one of its resources (the
+    lowest-numbered).
+    """
+    parent = np.arange(n_used)
+    for c in range(n_cls):
+        a = _root(parent, at[cb[c]])
+        for h in range(cb[c] + 1, cb[c + 1]):
+            b = _root(parent, at[h])
+            if a != b:
+                a, b = min(a, b), max(a, b)
+                parent[b] = a
+    for u in range(n_used):             # roots are lower: each parent is final first
+        parent[u] = parent[parent[u]]
+    return parent
+
+
+@njit(cache=True, inline="always")
+def _root(parent, u):  # pragma: no cover - compiled
+    """The root of ``u``'s set, halving the path on the way."""
+    while parent[u] != u:
+        parent[u] = parent[parent[u]]
+        u = parent[u]
+    return u
+
+
+@njit(cache=True)
+def _changes(memory, pair, first, mult, n_cls, used, n_used, count, cap,
+             rate):  # pragma: no cover - compiled
+    """What changed since the allocation ``memory`` holds; the memory's counts updated.
+
+    A class whose pair had as many transfers then takes its rate from the memory into
+    ``rate`` (the others' stay NaN).
+
+    Returns:
+        Per resource in use, whether its capacity or its number of transfers changed (a
+        class that crossed it is gone, if no class on it is new or has other transfers).
+        The memory's capacity and count of each is then set to the current one.
+    """
+    slot_key, slot_class, m_mult, m_rate, count_seen, cap_seen = memory
+    size = slot_key.size
+    if size and pair.size:
+        for c in range(n_cls):
+            p = pair[first[c]]
+            s = _slot(p, size)
+            while slot_key[s] >= 0 and slot_key[s] != p:
+                s = (s + 1) & (size - 1)
+            if slot_key[s] == p and m_mult[slot_class[s]] == mult[c]:
+                rate[c] = m_rate[slot_class[s]]
+    dirty = np.empty(n_used, dtype=np.bool_)
     for u in range(n_used):
-        local[used[u]] = -1
-    for j in range(active.size):
-        if klass[j] >= 0:
-            bw[j] = rate[klass[j]]
+        r = used[u]
+        dirty[u] = count[u] != count_seen[r] or cap[r] != cap_seen[r]
+        count_seen[r], cap_seen[r] = count[u], cap[r]
+    return dirty
+
+
+def empty_memory(n_res: int) -> tuple:
+    """The max-min memory before a first allocation, for a world of ``n_res`` resources.
+
+    :func:`maxmin_shares`'s memory: the open-addressing table of the classes' pair keys
+    (keys, classes), each class's transfers and rate, and each resource's transfers and
+    capacity when it was last in use.
+    """
+    no_int = np.empty(0, dtype=np.int64)
+    return (no_int, no_int, no_int, np.empty(0), np.zeros(n_res, dtype=np.int64),
+            np.full(n_res, np.nan))
+
+
+@njit(cache=True, inline="always")
+def _slot(key, size):  # pragma: no cover - compiled
+    """The first slot to probe for ``key`` in an open-addressing table of ``size``."""
+    h = key * 0x9E3779B1
+    return (h ^ (h >> 29)) & (size - 1)
 
 
 @njit(cache=True)
@@ -217,7 +355,8 @@ def _classes(active, pair):  # pragma: no cover - compiled
 
     Returns:
         Each transfer's class (-1: inactive), each class's first transfer and its number
-        of transfers, and the number of classes, numbered in the order first met.
+        of transfers, the number of classes, numbered in the order first met, and the
+        open-addressing table of the pair keys (keys, classes; empty without keys).
     """
     n = active.size
     klass = np.empty(n, dtype=np.int64)
@@ -235,8 +374,7 @@ def _classes(active, pair):  # pragma: no cover - compiled
             continue
         c = n_cls
         if pair.size:
-            h = pair[j] * 0x9E3779B1
-            s = (h ^ (h >> 29)) & (size - 1)
+            s = _slot(pair[j], size)
             while slot_key[s] >= 0 and slot_key[s] != pair[j]:
                 s = (s + 1) & (size - 1)
             if slot_key[s] >= 0:
@@ -248,7 +386,7 @@ def _classes(active, pair):  # pragma: no cover - compiled
             n_cls += 1
         klass[j] = c
         mult[c] += 1
-    return klass, first, mult, n_cls
+    return klass, first, mult, n_cls, slot_key, slot_class
 
 
 @njit(cache=True)
@@ -314,8 +452,8 @@ def _members(at, cb, mult, n_cls, n_used):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
-             local):  # pragma: no cover - compiled
+def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand, local,
+             memory):  # pragma: no cover - compiled
     """Bandwidth (MB/s) of every transfer of a span: the flows', then the moves'.
 
     Args:
@@ -327,9 +465,11 @@ def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
         maxmin: ``"maxmin"`` sharing (else ``"equal"``).
         demand: The most each transfer can use (``"maxmin"`` only; empty: no limit).
         local: -1 per resource (``"maxmin"``'s scratch, left as found).
+        memory: The previous max-min allocation (:func:`maxmin_shares`).
 
     Returns:
-        The bandwidths, and whether each transfer is active.
+        The bandwidths, whether each transfer is active, and the memory of this
+        allocation (``memory`` as it was under ``"equal"``).
     """
     f = Flows(*flows)
     active = active_transfers(f.src, move_src, move_dst, reachable)
@@ -342,8 +482,8 @@ def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
             pair[j] = f.src[j] * n + f.dst[j]
         for m in range(move_src.size):
             pair[n_flow + m] = move_src[m] * n + move_dst[m]
-        maxmin_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, cap, active, demand,
-                      bw, local, pair)
+        memory = maxmin_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, cap,
+                               active, demand, bw, local, pair, memory)
     else:
         users = np.zeros(cap.size, dtype=np.int64)
         for h in range(f.res.size):
@@ -352,5 +492,5 @@ def allocate(flows, move_src, move_dst, cap, reachable, maxmin, demand,
             users[f.move_res[h]] += 1
         equal_shares(n_flow, f.res, f.starts, f.move_res, f.move_starts, users, cap, active,
                      bw)
-    return bw, active
+    return bw, active, memory
 

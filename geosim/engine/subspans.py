@@ -82,8 +82,8 @@ class Completions(NamedTuple):
 @njit(cache=True)
 def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, power, avail,
                  max_level, epoch, pending, wan_mb, flows, flows_ok, routes, n_clusters, cap,
-                 reachable, maxmin, fetch, traffic, scratch, local, best_time, best_pos,
-                 records, through):  # pragma: no cover - compiled
+                 reachable, maxmin, fetch, traffic, scratch, local, memory, best_time,
+                 best_pos, records, through):  # pragma: no cover - compiled
     """Run exact sub-spans from ``t`` until a completion, ``stop`` or a need of Python.
 
     Args:
@@ -112,18 +112,18 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         traffic: The traffic counters' records.
         scratch: The accounting scratch (three zeroed arrays).
         local: Max-min's scratch (-1 per resource).
+        memory: The last max-min allocation (:func:`~geosim.engine.sharing.maxmin_shares`).
         best_time: Per-task scratch of the completion kernel (NaN).
         best_pos: Per-task scratch of the completion kernel (-1).
         records: The engine's task, job, slot and graph records and its stage groups.
         through: End completions here and run on; False hands back at each.
 
     Returns:
-        The code, the time, the epoch, the sub-spans run, MB moved over the WAN in all,
-        the last sub-span's length, the flows and whether they are up to date, the last
-        sub-span's bandwidths, activity and demands, the completion outputs of
-        :func:`~geosim.engine.step.step_kernel` (ending positions and instants, winners'
-        positions, tasks and instants), the block needed (kind, last block), then the
-        completions the loop ended (:class:`Completions`, as a tuple).
+        The code, time, epoch, sub-spans run, WAN MB in all, last sub-span's length, flows
+        and whether they are up to date, last sub-span's bandwidths, activity and demands,
+        :func:`~geosim.engine.step.step_kernel`'s completion outputs (ending positions and
+        instants, winners' positions, tasks and instants), the block needed (kind, last
+        block), the completions ended (:class:`Completions`, a tuple), the max-min memory.
     """
     with_avail = avail[0].size > 0
     keys, ids, dense, ptr, route_res, route_epoch = routes
@@ -146,7 +146,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
                                   route_res, route_epoch, n_clusters, 1.0 - eps)
                 if out[-1].size:
                     return (NEED_ROUTES, t, epoch, n_spans, wan_mb + wan, span_len, flows, False,
-                            bw, active, demand) + none + (_trim(live, ended, n_ended),)
+                            bw, active, demand) + none + (_trim(live, ended, n_ended), memory)
                 flows = out[:-1]
                 flows_ok = True
                 have_alloc = False
@@ -155,9 +155,9 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
                 level = np.empty(slots.size)
                 for p in range(slots.size):
                     level[p] = avail[1][slots[p]]
-            bw, active, demand, have_alloc, _ = _allocation(
+            bw, active, demand, have_alloc, _, memory = _allocation(
                 live, copies, inputs, task_work, power, level, flows, cap, reachable, maxmin,
-                fetch, bw, active, demand, have_alloc, local)
+                fetch, bw, active, demand, have_alloc, local, memory)
             # next_event_kernel, keeping the rates for the span when they are the same.
             r = rates(live, CopyCols(*copies), InputCols(*inputs), task_work, power, level,
                       fetch, True, Flows(*flows), bw)
@@ -186,11 +186,11 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
             if kind >= 0:
                 return (NEED_BLOCK, t, epoch, n_spans, wan_mb + wan, span_len, flows, flows_ok,
                         bw, active, demand, no_int, no_float, no_int, no_int, no_float, kind, block,
-                        _trim(live, ended, n_ended))
+                        _trim(live, ended, n_ended), memory)
         pending[1] = -1.0
-        bw, active, demand, have_alloc, new_bw = _allocation(
+        bw, active, demand, have_alloc, new_bw, memory = _allocation(
             live, copies, inputs, task_work, power, factor, flows, cap, reachable, maxmin,
-            fetch, bw, active, demand, have_alloc, local)
+            fetch, bw, active, demand, have_alloc, local, memory)
         f = Flows(*flows)
         has_flows = f.idx.size > 0
         if fresh and not new_bw and _same(factor, level):
@@ -216,7 +216,7 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
         if win_at.size and not through:
             return (COMPLETED, t, epoch, n_spans, wan_mb + wan, span_len, flows, flows_ok, bw,
                     active, demand, ending, ending_at, win_at, done_tasks, done_time, -1, -1,
-                    _trim(live, ended, n_ended))
+                    _trim(live, ended, n_ended), memory)
         if win_at.size:
             live, ended = _end_tasks(live, ending, ending_at, win_at, done_tasks, done_time,
                                      copies, records, best_pos, t, ended, n_ended)
@@ -225,11 +225,11 @@ def run_subspans(t, stop, resolution, eps, live, copies, inputs, task_work, powe
             flows_ok = have_alloc = False
             if live.size == 0:
                 return (COMPLETED, t, epoch, n_spans, wan_mb, span_len, flows, flows_ok, bw,
-                        active, demand) + none + (_trim(live, ended, n_ended),)
+                        active, demand) + none + (_trim(live, ended, n_ended), memory)
             continue    # even at ``stop``: a last sub-span (of length 0) on the copies left
         if last:
             return (REACHED, t, epoch, n_spans, wan_mb + wan, span_len, flows, flows_ok, bw,
-                    active, demand) + none + (_trim(live, ended, n_ended),)
+                    active, demand) + none + (_trim(live, ended, n_ended), memory)
 
 
 @njit(cache=True)
@@ -314,24 +314,26 @@ def _trim(live, ended, n_ended):  # pragma: no cover - compiled
 
 @njit(cache=True)
 def _allocation(live, copies, inputs, task_work, power, factor, flows, cap, reachable, maxmin,
-                fetch, bw, active, demand, have_alloc, local):  # pragma: no cover - compiled
+                fetch, bw, active, demand, have_alloc, local,
+                memory):  # pragma: no cover - compiled
     """The bandwidths of a sub-span, as ``Engine._bandwidths`` computes them.
 
-    Also returns whether they were computed anew. Without demands the allocation of the
-    same flows is kept (the reachable clusters and link bandwidths do not change within a
-    step); streamed inputs under max-min ask for what their copy can process, which the
-    availability factor changes.
+    Also returns whether they were computed anew, and the max-min memory. Without
+    demands the allocation of the same flows is kept (the reachable clusters and link
+    bandwidths do not change within a step); streamed inputs under max-min ask for what
+    their copy can process, which the availability factor changes.
     """
     f = Flows(*flows)
     no_move = np.empty(0, dtype=np.int64)
     if maxmin and not fetch and f.idx.size:
         demand = stream_demand(live, copies, inputs, task_work, power, factor, flows, 0)
     elif have_alloc:
-        return bw, active, np.empty(0), True, False
+        return bw, active, np.empty(0), True, False, memory
     else:
         demand = np.empty(0)
-    bw, active = allocate(flows, no_move, no_move, cap, reachable, maxmin, demand, local)
-    return bw, active, demand, demand.size == 0, True
+    bw, active, memory = allocate(flows, no_move, no_move, cap, reachable, maxmin, demand, local,
+                                  memory)
+    return bw, active, demand, demand.size == 0, True, memory
 
 
 @njit(cache=True)
