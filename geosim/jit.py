@@ -46,7 +46,16 @@ _COMMENT = re.compile(r"#[^\n]*")
 
 def _source_file(module: str) -> str | None:
     """The source file of geosim module ``module`` (a module or a package), if any."""
-    base = os.path.join(_ROOT, *module.split(".")[1:])
+    return _locate(_ROOT, module)
+
+
+@functools.cache
+def _locate(root: str, module: str) -> str | None:
+    """:func:`_source_file` under ``root``, kept for the process.
+
+    Files that are there stay there: only their contents are followed.
+    """
+    base = os.path.join(root, *module.split(".")[1:])
     for path in (base + ".py", os.path.join(base, "__init__.py")):
         if os.path.isfile(path):
             return path
