@@ -140,14 +140,12 @@ def maxmin_shares(n_flow, res, starts, move_res, move_starts, cap, active, deman
                                             move_starts, local)
     count, ptr, members = _members(at, cb, mult, n_cls, n_used)
     dirty = _changes(memory, pair, first, mult, n_cls, used, n_used, count, cap, rate)
-    n_kept = 0
-    for c in range(n_cls):
-        n_kept += rate[c] == rate[c]
-    if n_kept < n_cls or dirty.any():
+    new = np.isnan(rate)                # classes not kept from the memory
+    if new.any() or dirty.any():
         group = _groups(at, cb, n_cls, n_used)
         redo = np.zeros(n_used, dtype=np.bool_)     # per group (its root): filled anew
         for c in range(n_cls):
-            if rate[c] != rate[c]:
+            if new[c]:
                 redo[group[at[cb[c]]]] = True
         for u in range(n_used):
             if dirty[u]:
@@ -313,13 +311,10 @@ def _changes(memory, pair, first, mult, n_cls, used, n_used, count, cap,
         The memory's capacity and count of each is then set to the current one.
     """
     slot_key, slot_class, m_mult, m_rate, count_seen, cap_seen = memory
-    size = slot_key.size
-    if size and pair.size:
+    if slot_key.size and pair.size:
         for c in range(n_cls):
             p = pair[first[c]]
-            s = _slot(p, size)
-            while slot_key[s] >= 0 and slot_key[s] != p:
-                s = (s + 1) & (size - 1)
+            s = _find(slot_key, p)
             if slot_key[s] == p and m_mult[slot_class[s]] == mult[c]:
                 rate[c] = m_rate[slot_class[s]]
     dirty = np.empty(n_used, dtype=np.bool_)
@@ -343,10 +338,17 @@ def empty_memory(n_res: int) -> tuple:
 
 
 @njit(cache=True, inline="always")
-def _slot(key, size):  # pragma: no cover - compiled
-    """The first slot to probe for ``key`` in an open-addressing table of ``size``."""
+def _find(slot_key, key):  # pragma: no cover - compiled
+    """The slot of ``key`` in an open-addressing table of keys, or the free one it takes.
+
+    The table's size is a power of two and it is never full; free slots hold -1.
+    """
+    mask = slot_key.size - 1
     h = key * 0x9E3779B1
-    return (h ^ (h >> 29)) & (size - 1)
+    s = (h ^ (h >> 29)) & mask
+    while slot_key[s] >= 0 and slot_key[s] != key:
+        s = (s + 1) & mask
+    return s
 
 
 @njit(cache=True)
@@ -374,9 +376,7 @@ def _classes(active, pair):  # pragma: no cover - compiled
             continue
         c = n_cls
         if pair.size:
-            s = _slot(pair[j], size)
-            while slot_key[s] >= 0 and slot_key[s] != pair[j]:
-                s = (s + 1) & (size - 1)
+            s = _find(slot_key, pair[j])
             if slot_key[s] >= 0:
                 c = slot_class[s]
             else:
