@@ -20,7 +20,13 @@ This script runs a scenario with PingAn and measures, without changing the run:
   of the two for each task; and the same for the sampled tasks whose ``m``-th bound is
   tied and for the others.
 
+With ``--ties lowest`` or ``--ties random`` the run's candidates among tied bounds are
+chosen by that rule instead (ties to the lowest index, or to the lowest of a random rank
+per cluster drawn from ``--seed``), to isolate what the choice among ties does to the
+run's flowtimes; ``--seeds`` runs several seeds of the scenario.
+
     python benchmarks/pingan_candidates.py [SCENARIO] [--jobs N] [--set KEY=VALUE ...]
+        [--ties argpartition|lowest|random] [--seeds S ...]
 """
 
 from __future__ import annotations
@@ -40,17 +46,28 @@ ROOT = Path(__file__).resolve().parents[1]
 class Probe:
     """Counts of ties and sampled scan depths, gathered while a run goes on."""
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, ties: str = "argpartition"):
+        self.ties = ties
+        self.rank: np.ndarray | None = None
         self.rows = self.tied = self.differ = 0
         # In tied rows: candidates among the 1% lowest-numbered clusters, as chosen and
         # under ties to the lowest index, and all candidates.
         self.low_tied = self.low_lowest = self.tied_picks = 0
         self.depth: list[tuple[float, float, bool]] = []  # speed order, transfer order, tie
         self._rng = np.random.default_rng(seed)
+        self._seed = seed
 
     def top(self, score: np.ndarray, m: int) -> np.ndarray:
         """``candidates._top``, counting ties at the ``m``-th value and differing sets."""
-        out = _TOP(score, m)
+        if self.ties == "argpartition":
+            out = _TOP(score, m)
+        else:                       # by score, then by index or by a random rank
+            if self.rank is None:
+                n = score.shape[1]
+                self.rank = (np.arange(n) if self.ties == "lowest"
+                             else np.random.default_rng(self._seed).permutation(n))
+            rank = np.broadcast_to(self.rank, score.shape)
+            out = np.ascontiguousarray(np.lexsort((rank, score), axis=-1)[:, :m])
         self.rows += score.shape[0]
         if score.shape[1] > m:
             part = np.partition(score, (m - 1, m), axis=1)
@@ -114,9 +131,9 @@ _TOP = candidates._top
 
 
 def measure(scenario: Path, overrides: dict, scheduler: str = "pingan",
-            seed: int = 0) -> tuple[Probe, float]:
+            seed: int = 0, ties: str = "argpartition") -> tuple[Probe, float]:
     """Run ``scenario`` with ``scheduler`` under the probe: it and the mean flowtime."""
-    probe = Probe(seed)
+    probe = Probe(seed, ties)
     lookup = candidates._RowCache.lookup
 
     def probed(cache, version, reach_epoch, tasks, g_ptr, g_src, g_size, task_type,
@@ -141,12 +158,22 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=150)
     parser.add_argument("--scheduler", default="pingan")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--ties", choices=("argpartition", "lowest", "random"),
+                        default="argpartition")
+    parser.add_argument("--seed", type=int, default=0, help="of the sample and the ranks")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[None],
+                        help="run seeds (default: the scenario's)")
     args = parser.parse_args()
-    overrides = dict(parse_override(item) for item in args.set)
-    overrides["workload.n_jobs"] = args.jobs
-    probe, mean = measure(Path(args.scenario), overrides, args.scheduler)
-    print(f"{Path(args.scenario).name}, {args.jobs} jobs, {args.scheduler} "
-          f"(mean flowtime {mean:.2f} s):\n{probe.report()}")
+    for run_seed in args.seeds:
+        overrides = dict(parse_override(item) for item in args.set)
+        overrides["workload.n_jobs"] = args.jobs
+        if run_seed is not None:
+            overrides["run.seed"] = run_seed
+        probe, mean = measure(Path(args.scenario), overrides, args.scheduler, args.seed,
+                              args.ties)
+        print(f"{Path(args.scenario).name}, {args.jobs} jobs, {args.scheduler}, seed "
+              f"{run_seed if run_seed is not None else 'as given'}, ties {args.ties} "
+              f"(mean flowtime {mean:.2f} s):\n{probe.report()}", flush=True)
 
 
 if __name__ == "__main__":

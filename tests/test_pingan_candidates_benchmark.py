@@ -37,3 +37,17 @@ def test_the_probed_run_is_the_run_and_its_counts_are_consistent(monkeypatch):
     depth = np.array(probe.depth)
     assert depth.size and ((depth[:, :2] >= 0) & (depth[:, :2] <= 1)).all()
     assert "rows searched" in probe.report()
+
+
+def test_the_tie_rules_rank_by_score_then_by_index_or_a_seeded_rank(monkeypatch):
+    bench = benchmark_module("pingan_candidates", monkeypatch)
+    score = np.array([[0.0, 0.0, 0.0, 1.0, -1.0]])
+    lowest = bench.Probe(ties="lowest").top(score, 3)
+    assert lowest.tolist() == [[4, 0, 1]]            # the best, then ties by index
+    first = bench.Probe(seed=5, ties="random")
+    picks = first.top(score, 3)
+    assert picks[0, 0] == 4 and set(picks[0, 1:]) < {0, 1, 2}
+    tied = [0, 1, 2]
+    want = sorted(tied, key=lambda c: first.rank[c])[:2]
+    assert picks[0, 1:].tolist() == want
+    assert np.array_equal(bench.Probe(seed=5, ties="random").top(score, 3), picks)
