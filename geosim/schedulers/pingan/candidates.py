@@ -30,7 +30,11 @@ BOUND_CACHE_BYTES = 256 * 2**20
 
 
 def _top(score: np.ndarray, m: int) -> np.ndarray:
-    """Columns of the ``m`` lowest values of each row (any order)."""
+    """Columns of the ``m`` lowest values of each row (any order).
+
+    Among values tied at the ``m``-th, the columns are those ``argpartition``'s
+    introselect keeps (``benchmarks/pingan_candidates.py`` counts such rows).
+    """
     return np.argpartition(score, m - 1, axis=1)[:, :m]
 
 

@@ -153,8 +153,10 @@ class PingAn(Scheduler):
     input is local); and exact expectations are computed for the ``candidates`` clusters
     with the highest upper bound ``min(E[V^P], E[V^T])`` (harmonic means with
     ``"mean-time"``) among reachable clusters and among clusters with a free slot (all
-    clusters when ``2 · candidates >= n_clusters``). Copies of one task are independent draws, as in
-    the paper. PingAn does not checkpoint: a copy lost to an outage restarts from zero.
+    clusters when ``2 · candidates >= n_clusters``); among clusters tied at the last
+    candidate's bound, NumPy's ``argpartition`` chooses. Copies of one task are
+    independent draws, as in the paper. PingAn does not checkpoint: a copy lost to an
+    outage restarts from zero.
 
     Args:
         epsilon: ε in (0, 1): the admitted fraction of jobs and, unless ``floor`` is
