@@ -58,7 +58,7 @@ class Probe:
         self._seed = seed
 
     def top(self, score: np.ndarray, m: int) -> np.ndarray:
-        """``candidates._top``, counting ties at the ``m``-th value and differing sets."""
+        """``candidates._top`` (or the ``ties`` rule's choice), counting ties and changes."""
         if self.ties == "argpartition":
             out = _TOP(score, m)
         else:                       # by score, then by index or by a random rank
