@@ -4,19 +4,24 @@ A few kernels have a *wide* variant (``parallel=True``) that runs the same per-e
 loops over the parts of :func:`part_bounds`, one part per thread: the live copies'
 rates and progress (:mod:`geosim.engine.step`), their slots' availability
 (:mod:`geosim.processes`), the listing of their transfers
-(:mod:`geosim.engine.transfers`) and the shortest-path trees of new sources
-(:mod:`geosim.routes`). Each element is written by one part only and no floating-point
-sum crosses parts, so a wide kernel gives the same numbers bit for bit whatever the
-number of threads. Engines call them only from :data:`WIDE_FROM` elements (below, the
-threads' wake-up costs more than it saves) and when Numba has more than one thread: by
-default one per core; ``NUMBA_NUM_THREADS`` sets it, and the worker processes of a sweep
-run on one thread each (:func:`one_thread`), the sweep's parallelism being its
-processes.
+(:mod:`geosim.engine.transfers`), the shortest-path trees of new sources
+(:mod:`geosim.routes`) and PingAn's bounds on its candidates' rates
+(:mod:`geosim.schedulers.pingan.candidates`). A NumPy call that releases the GIL and
+treats the rows of an array independently (PingAn's ``argpartition``) runs on parts of
+the rows in a pool of threads (:func:`map_rows`). Each element is written by one part
+only and no floating-point sum crosses parts, so a wide kernel gives the same numbers
+bit for bit whatever the number of threads. Engines call them only from
+:data:`WIDE_FROM` elements (below, the threads' wake-up costs more than it saves) and
+when Numba has more than one thread: by default one per core; ``NUMBA_NUM_THREADS`` sets
+it, and the worker processes of a sweep run on one thread each (:func:`one_thread`), the
+sweep's parallelism being its processes.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -38,6 +43,36 @@ def wide(n: int) -> bool:
     """Whether work on ``n`` elements should go to a wide kernel."""
     # The size is asked first: reading the threads starts Numba's pool of threads.
     return n >= WIDE_FROM and numba.get_num_threads() > 1
+
+
+#: The pool of :func:`map_rows`: (process id, threads) and its executor.
+_POOL: tuple[tuple[int, int], ThreadPoolExecutor] | None = None
+
+
+def map_rows(func: Callable[[np.ndarray], np.ndarray], a: np.ndarray,
+             parts: int | None = None) -> np.ndarray:
+    """``func(a)`` computed on parts of ``a``'s rows, one part per thread, in order.
+
+    For a NumPy call that releases the GIL and computes each row of its result from the
+    same row of ``a`` alone: the result is ``func(a)``'s whatever the number of parts.
+
+    Args:
+        func: The call, from an array of rows to an array of as many rows.
+        a: Its argument.
+        parts: How many parts (at most one per row); by default one per Numba thread.
+            One part is ``func(a)`` itself.
+    """
+    global _POOL
+    parts = min(numba.get_num_threads() if parts is None else parts, a.shape[0])
+    if parts < 2:
+        return func(a)
+    key = (os.getpid(), parts)
+    if _POOL is None or _POOL[0] != key:
+        if _POOL is not None and _POOL[0][0] == key[0]:
+            _POOL[1].shutdown(wait=False)
+        _POOL = (key, ThreadPoolExecutor(parts, thread_name_prefix="geosim-rows"))
+    b = part_bounds(a.shape[0], parts)
+    return np.concatenate(list(_POOL[1].map(lambda k: func(a[b[k]:b[k + 1]]), range(parts))))
 
 
 def one_thread() -> None:

@@ -19,9 +19,11 @@ from geosim.engine.transfers import (
     list_flows_wide,
 )
 from geosim.model import GeoModel
+from geosim.modeler import PairTable
 from geosim.processes import KeyedRenewal
 from geosim.routes import Routes, trees_kernel, trees_kernel_wide
 from geosim.scenario import load_scenario
+from geosim.schedulers.pingan import candidates
 from geosim.testing import geo_world
 
 PARTS = (1, 2, 3, 7)
@@ -150,6 +152,50 @@ def test_trees_in_parts(weight):
     np.testing.assert_array_equal(depth, depth2)
 
 
+def test_map_rows_gives_the_call_over_all_rows():
+    # Ties everywhere: argpartition's choice among them is the whole call's in every part.
+    a = np.random.default_rng(4).integers(0, 5, size=(23, 300)).astype(float)
+
+    def top(x):
+        return np.argpartition(x, 7, axis=1)[:, :8]
+
+    for parts in PARTS + (40,):
+        np.testing.assert_array_equal(threads.map_rows(top, a, parts), top(a))
+
+
+def _bound_inputs(rng, n=61, n_tasks=9, kept=6):
+    """Inputs of PingAn's kept bounds: tasks with 0–3 input groups, some entries kept."""
+    n_groups = rng.integers(0, 4, n_tasks)
+    g_ptr = np.concatenate(([0], np.cumsum(n_groups))).astype(np.int64)
+    g_src = rng.integers(0, n, g_ptr[-1]).astype(np.int64)
+    g_size = rng.choice([50.0, 100.0, 400.0], g_ptr[-1])
+    keys = np.sort(rng.choice(n * n, 300, replace=False)).astype(np.int64)
+    fallback = np.where(rng.random(n) < 0.5, rng.integers(0, 300, n), -1).astype(np.int64)
+    bw = PairTable(keys, fallback, rng.random(n).round(1), 300 + n,
+                   rng.choice([1.0, 2.0, 5.0], 300 + 2 * n))
+    speed = rng.choice([0.5, 1.0, 2.0], (n, 3))
+    tasks = rng.permutation(40)[:n_tasks].astype(np.int64)
+    slots = rng.permutation(n_tasks).astype(np.int64)          # entries kept below ``kept``
+    return (np.arange(n_tasks, dtype=np.int64), slots, tasks,
+            rng.integers(0, 3, 40).astype(np.int64), rng.choice([10.0, 30.0], 40), g_ptr,
+            g_src, g_size, speed, bw, np.zeros((kept, n)), rng.random(n_tasks) < 0.3,
+            rng.random(n) < 0.8)
+
+
+def test_pingan_bounds_in_parts():
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        args = _bound_inputs(rng)
+        serial = copy.deepcopy(args)
+        want = candidates._kept_bounds(*serial, 1, 0)
+        for parts in PARTS:
+            run = copy.deepcopy(args)
+            got = candidates._kept_bounds(*run, parts, 0)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(run[10], serial[10])    # the kept bounds
+            np.testing.assert_array_equal(run[11], serial[11])    # which are kept
+
+
 def _tables(world, monkeypatch, wide_from):
     monkeypatch.setattr(threads, "WIDE_FROM", wide_from)
     result = GeoModel(load_scenario(world)).run()
@@ -158,9 +204,11 @@ def _tables(world, monkeypatch, wide_from):
 
 
 @pytest.mark.skipif(numba.get_num_threads() < 2, reason="one thread: no wide kernel runs")
-@pytest.mark.parametrize("variant", ["fetch", "stream", "keyed"])
+@pytest.mark.parametrize("variant", ["fetch", "stream", "keyed", "pingan"])
 def test_a_run_with_every_kernel_wide_gives_the_same_tables(variant, monkeypatch):
     world = geo_world(n_clusters=10, n_jobs=10, rate=0.2, scheduler="fair")
+    if variant == "pingan":       # enough clusters for a search of 8 candidates
+        world = geo_world(n_clusters=24, n_jobs=10, rate=0.2, scheduler="pingan")
     if variant == "stream":
         world["links"] = {"transfer": "stream"}
     if variant == "keyed":

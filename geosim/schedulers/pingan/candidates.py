@@ -7,9 +7,10 @@ compiled kernels here fill it and read rates, flows and quantile atoms from it.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-from geosim import keymap
+from geosim import keymap, threads
 from geosim.distributions import (
     merge_row,
     numpy_exp,
@@ -19,10 +20,11 @@ from geosim.distributions import (
     survival_steps,
     thresholds,
 )
-from geosim.jit import njit, objmode
+from geosim.jit import njit, objmode, prange
 from geosim.modeler import PairTable, PerformanceModel, pair_row, source_rows
 from geosim.schedulers.pingan.kernels import _max, _min, _most_groups
 from geosim.schedulers.pingan.reservations import _takeable
+from geosim.threads import map_rows, part_bounds, wide
 
 #: Memory for the kept upper bounds (one per task and cluster): about 32 000 tasks' on
 #: 1 000 clusters, 3 200 on 10 000.
@@ -33,9 +35,15 @@ def _top(score: np.ndarray, m: int) -> np.ndarray:
     """Columns of the ``m`` lowest values of each row (any order).
 
     Among values tied at the ``m``-th, the columns are those ``argpartition``'s
-    introselect keeps (``benchmarks/pingan_candidates.py`` counts such rows).
+    introselect keeps (``benchmarks/pingan_candidates.py`` counts such rows). From
+    :data:`~geosim.threads.WIDE_FROM` values on, the rows are split among the threads
+    (:func:`~geosim.threads.map_rows`): each row's columns, and their order, are those
+    of the call over all rows.
     """
-    return np.argpartition(score, m - 1, axis=1)[:, :m]
+    def top(part: np.ndarray) -> np.ndarray:
+        return np.argpartition(part, m - 1, axis=1)[:, :m]
+
+    return map_rows(top, score) if wide(score.size) else top(score)
 
 
 class _RowCache:
@@ -165,11 +173,13 @@ class _RowCache:
             self.reach_epoch = reach_epoch
             self.cand_ok[: self.n_slots] = False
         self.reserve(tasks.size, g_ptr[-1], 0)
+        # Bounds of many tasks on many clusters are computed on every thread.
+        parts = numba.get_num_threads() if wide(tasks.size * self.n_clusters) else 1
         slots, self.n_slots, self.n_groups, cand = _find_candidates(
             tasks, g_ptr, g_src, g_size, self.task_slot, self.slot_task, self.n_slots,
             self.g_lo, self.g_hi, self.g_src, self.g_size, self.n_groups,
             self.cand, self.cand_ok, self.bound, self.bound_ok, task_type, task_work, speed_b,
-            bw_b, reach, free, find)
+            bw_b, reach, free, find, parts, threads.WIDE_FROM)
         return slots, cand
 
     def rates(self, model: PerformanceModel, slots: np.ndarray, tasks: np.ndarray,
@@ -408,15 +418,15 @@ def _cache_slots(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, g_l
 @njit(cache=True)
 def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, g_lo,
                      g_hi, c_src, c_size, n_groups, c_cand, cand_ok, c_bound, bound_ok,
-                     task_type, task_work, speed_b, bw_b, reach, free,
-                     find):  # pragma: no cover - compiled
+                     task_type, task_work, speed_b, bw_b, reach, free, find, parts,
+                     wide_from):  # pragma: no cover - compiled
     """The entries and candidates of :meth:`_RowCache.lookup`.
 
     Candidates are the columns of :func:`_top` (:func:`_argtop`) of :func:`_neg_bounds`
     over the reachable clusters, for tasks without them stored, then, where some
     reachable candidate has no free slot (:func:`_any_unfit`), those over the clusters
     with a free slot, for all tasks. The bounds are kept in the entries (``c_bound``,
-    where ``bound_ok``).
+    where ``bound_ok``), and computed in ``parts`` parts (:func:`_kept_bounds`).
 
     Returns:
         The entries, the entries and groups now in use, and the candidates.
@@ -430,7 +440,8 @@ def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots,
     m = c_cand.shape[1]
     if miss.size:
         top = _argtop(_kept_bounds(miss, slots, tasks, task_type, task_work, g_ptr, g_src,
-                                   g_size, speed_b, bw_b, c_bound, bound_ok, reach), m)
+                                   g_size, speed_b, bw_b, c_bound, bound_ok, reach, parts,
+                                   wide_from), m)
         _store_candidates(top, miss, slots, cand, c_cand, cand_ok)
     if not _any_unfit(cand, free, reach):
         return slots, n_slots, n_groups, cand
@@ -439,7 +450,7 @@ def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots,
         fits[c] = free[c] > 0
     more = _argtop(_kept_bounds(np.arange(tasks.size), slots, tasks, task_type, task_work,
                                 g_ptr, g_src, g_size, speed_b, bw_b, c_bound, bound_ok,
-                                fits), m)
+                                fits, parts, wide_from), m)
     both = np.empty((tasks.size, 2 * m), dtype=np.int64)
     both[:, :m] = cand
     both[:, m:] = more
@@ -448,15 +459,42 @@ def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots,
 
 @njit(cache=True)
 def _kept_bounds(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size, speed_b, bw_b,
-                 c_bound, bound_ok, mask):  # pragma: no cover - compiled
+                 c_bound, bound_ok, mask, parts, wide_from):  # pragma: no cover - compiled
     """:func:`_neg_bounds` of tasks ``rows``, each bound computed once per entry and kept.
 
     Entries past the rows of ``c_bound`` (its memory budget) have theirs computed anew.
+    From ``wide_from`` values on, the rows are split into ``parts`` parts, one per thread
+    (:func:`_kept_bounds_wide`); each row is computed as in one part (a task's entry is
+    its own: no two rows write the same entry).
     """
     n = speed_b.shape[0]
     neg = np.empty((rows.size, n))
+    if parts > 1 and rows.size > 1 and rows.size * n >= wide_from:
+        _kept_bounds_wide(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size,
+                          speed_b, bw_b, c_bound, bound_ok, mask, neg, parts)
+    else:
+        _kept_range(0, rows.size, rows, slots, tasks, task_type, task_work, g_ptr, g_src,
+                    g_size, speed_b, bw_b, c_bound, bound_ok, mask, neg)
+    return neg
+
+
+@njit(cache=True, parallel=True)
+def _kept_bounds_wide(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size, speed_b,
+                      bw_b, c_bound, bound_ok, mask, neg, parts):  # pragma: no cover - compiled
+    """:func:`_kept_range` over ``parts`` parts of ``rows``, in parallel (:mod:`geosim.threads`)."""
+    b = part_bounds(rows.size, parts)
+    for k in prange(parts):
+        _kept_range(b[k], b[k + 1], rows, slots, tasks, task_type, task_work, g_ptr, g_src,
+                    g_size, speed_b, bw_b, c_bound, bound_ok, mask, neg)
+
+
+@njit(cache=True)
+def _kept_range(lo, hi, rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size, speed_b,
+                bw_b, c_bound, bound_ok, mask, neg):  # pragma: no cover - compiled
+    """Rows ``lo:hi`` of :func:`_kept_bounds` into ``neg``."""
+    n = speed_b.shape[0]
     spare = np.empty(n)
-    for x in range(rows.size):
+    for x in range(lo, hi):
         i = rows[x]
         s = slots[i]
         kept = s < c_bound.shape[0]
@@ -468,7 +506,6 @@ def _kept_bounds(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size,
             bound_ok[s] = kept
         for c in range(n):
             neg[x, c] = -row[c] if mask[c] else np.inf
-    return neg
 
 
 @njit(cache=True)
