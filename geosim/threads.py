@@ -8,7 +8,8 @@ rates and progress (:mod:`geosim.engine.step`), their slots' availability
 (:mod:`geosim.routes`) and PingAn's bounds on its candidates' rates
 (:mod:`geosim.schedulers.pingan.candidates`). A NumPy call that releases the GIL and
 treats the rows of an array independently (PingAn's ``argpartition``) runs on parts of
-the rows in a pool of threads (:func:`map_rows`). Each element is written by one part
+the rows in a pool of threads (:func:`map_rows`), from :data:`ROWS_WIDE_FROM` elements
+(:func:`wide_rows`). Each element is written by one part
 only and no floating-point sum crosses parts, so a wide kernel gives the same numbers
 bit for bit whatever the number of threads. Engines call them only from
 :data:`WIDE_FROM` elements (below, the threads' wake-up costs more than it saves) and
@@ -37,6 +38,12 @@ WIDE_FROM = 16_384
 # 1 800 steps of edge-10k 5% slower (81.7 s against 78.0 s, 137 s of CPU against 99 s).
 # It must be set before Numba starts its threads.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+#: Elements from which a split by rows (:func:`map_rows`, PingAn's bounds) is used: a
+#: pool's dispatch costs about 0.1 ms, and a pass that only copies its rows runs near
+#: memory speed, so below about 100 000 elements one thread was as fast (2026-12-03).
+ROWS_WIDE_FROM = 131_072
 
 
 def wide(n: int) -> bool:
@@ -73,6 +80,11 @@ def map_rows(func: Callable[[np.ndarray], np.ndarray], a: np.ndarray,
         _POOL = (key, ThreadPoolExecutor(parts, thread_name_prefix="geosim-rows"))
     b = part_bounds(a.shape[0], parts)
     return np.concatenate(list(_POOL[1].map(lambda k: func(a[b[k]:b[k + 1]]), range(parts))))
+
+
+def wide_rows(n: int) -> bool:
+    """Whether work on ``n`` elements split by rows should go to the threads."""
+    return n >= ROWS_WIDE_FROM and numba.get_num_threads() > 1
 
 
 def one_thread() -> None:

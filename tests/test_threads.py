@@ -42,6 +42,10 @@ def test_wide_needs_many_elements_and_threads(monkeypatch):
     monkeypatch.setattr(threads, "WIDE_FROM", 10)
     assert not threads.wide(9)
     assert threads.wide(10) == (numba.get_num_threads() > 1)
+    assert not threads.wide_rows(threads.ROWS_WIDE_FROM - 1)
+    monkeypatch.setattr(threads, "ROWS_WIDE_FROM", 10)
+    assert not threads.wide_rows(9)
+    assert threads.wide_rows(10) == (numba.get_num_threads() > 1)
 
 
 def _busy_model(**links):
@@ -196,8 +200,9 @@ def test_pingan_bounds_in_parts():
             np.testing.assert_array_equal(run[11], serial[11])    # which are kept
 
 
-def _tables(world, monkeypatch, wide_from):
+def _tables(world, monkeypatch, wide_from, rows_wide_from):
     monkeypatch.setattr(threads, "WIDE_FROM", wide_from)
+    monkeypatch.setattr(threads, "ROWS_WIDE_FROM", rows_wide_from)
     result = GeoModel(load_scenario(world)).run()
     return [pd.util.hash_pandas_object(getattr(result, name)).sum()
             for name in ("jobs", "tasks", "copies")]
@@ -214,5 +219,5 @@ def test_a_run_with_every_kernel_wide_gives_the_same_tables(variant, monkeypatch
     if variant == "keyed":
         world["clusters"] = {"slot_streams": "keyed"}
         world["run"]["record_interval"] = 0.0
-    serial = _tables(world, monkeypatch, threads.WIDE_FROM)
-    assert _tables(world, monkeypatch, 0) == serial
+    serial = _tables(world, monkeypatch, threads.WIDE_FROM, threads.ROWS_WIDE_FROM)
+    assert _tables(world, monkeypatch, 0, 0) == serial

@@ -24,7 +24,7 @@ from geosim.jit import njit, objmode, prange
 from geosim.modeler import PairTable, PerformanceModel, pair_row, source_rows
 from geosim.schedulers.pingan.kernels import _max, _min, _most_groups
 from geosim.schedulers.pingan.reservations import _takeable
-from geosim.threads import map_rows, part_bounds, wide
+from geosim.threads import map_rows, part_bounds, wide_rows
 
 #: Memory for the kept upper bounds (one per task and cluster): about 32 000 tasks' on
 #: 1 000 clusters, 3 200 on 10 000.
@@ -36,14 +36,14 @@ def _top(score: np.ndarray, m: int) -> np.ndarray:
 
     Among values tied at the ``m``-th, the columns are those ``argpartition``'s
     introselect keeps (``benchmarks/pingan_candidates.py`` counts such rows). From
-    :data:`~geosim.threads.WIDE_FROM` values on, the rows are split among the threads
+    :data:`~geosim.threads.ROWS_WIDE_FROM` values on, the rows are split among the threads
     (:func:`~geosim.threads.map_rows`): each row's columns, and their order, are those
     of the call over all rows.
     """
     def top(part: np.ndarray) -> np.ndarray:
         return np.argpartition(part, m - 1, axis=1)[:, :m]
 
-    return map_rows(top, score) if wide(score.size) else top(score)
+    return map_rows(top, score) if wide_rows(score.size) else top(score)
 
 
 class _RowCache:
@@ -174,12 +174,12 @@ class _RowCache:
             self.cand_ok[: self.n_slots] = False
         self.reserve(tasks.size, g_ptr[-1], 0)
         # Bounds of many tasks on many clusters are computed on every thread.
-        parts = numba.get_num_threads() if wide(tasks.size * self.n_clusters) else 1
+        parts = numba.get_num_threads() if wide_rows(tasks.size * self.n_clusters) else 1
         slots, self.n_slots, self.n_groups, cand = _find_candidates(
             tasks, g_ptr, g_src, g_size, self.task_slot, self.slot_task, self.n_slots,
             self.g_lo, self.g_hi, self.g_src, self.g_size, self.n_groups,
             self.cand, self.cand_ok, self.bound, self.bound_ok, task_type, task_work, speed_b,
-            bw_b, reach, free, find, parts, threads.WIDE_FROM)
+            bw_b, reach, free, find, parts, threads.ROWS_WIDE_FROM)
         return slots, cand
 
     def rates(self, model: PerformanceModel, slots: np.ndarray, tasks: np.ndarray,
@@ -463,7 +463,7 @@ def _kept_bounds(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size,
     """:func:`_neg_bounds` of tasks ``rows``, each bound computed once per entry and kept.
 
     Entries past the rows of ``c_bound`` (its memory budget) have theirs computed anew.
-    From ``wide_from`` values on, the rows are split into ``parts`` parts, one per thread
+    From ``wide_from`` bounds on, the rows are split into ``parts`` parts, one per thread
     (:func:`_kept_bounds_wide`); each row is computed as in one part (a task's entry is
     its own: no two rows write the same entry).
     """
