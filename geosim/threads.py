@@ -8,14 +8,14 @@ rates and progress (:mod:`geosim.engine.step`), their slots' availability
 (:mod:`geosim.routes`) and PingAn's bounds on its candidates' rates
 (:mod:`geosim.schedulers.pingan.candidates`). A NumPy call that releases the GIL and
 treats the rows of an array independently (PingAn's ``argpartition``) runs on parts of
-the rows in a pool of threads (:func:`map_rows`), from :data:`ROWS_WIDE_FROM` elements
-(:func:`wide_rows`). Each element is written by one part
+the rows in a pool of threads (:func:`map_rows`). Each element is written by one part
 only and no floating-point sum crosses parts, so a wide kernel gives the same numbers
 bit for bit whatever the number of threads. Engines call them only from
-:data:`WIDE_FROM` elements (below, the threads' wake-up costs more than it saves) and
-when Numba has more than one thread: by default one per core; ``NUMBA_NUM_THREADS`` sets
-it, and the worker processes of a sweep run on one thread each (:func:`one_thread`), the
-sweep's parallelism being its processes.
+:data:`WIDE_FROM` elements (:data:`ROWS_WIDE_FROM` for a split by rows; below, the
+threads' wake-up costs more than it saves) and when Numba has more than one thread: by
+default one per core; ``NUMBA_NUM_THREADS`` sets it, and the worker processes of a sweep
+run on one thread each (:func:`one_thread`), the sweep's parallelism being its
+processes.
 """
 
 from __future__ import annotations
@@ -33,6 +33,11 @@ from geosim.jit import njit
 #: is used.
 WIDE_FROM = 16_384
 
+#: Elements from which a split by rows (:func:`map_rows`, PingAn's bounds) is used: a
+#: pool's dispatch costs about 0.1 ms, and a pass that only copies its rows runs near
+#: memory speed, so below about 100 000 elements one thread was as fast (2026-12-03).
+ROWS_WIDE_FROM = 131_072
+
 # Between parts the threads sleep rather than spin, unless the environment says
 # otherwise: spinning, OpenMP's default, took a second core's time and made the first
 # 1 800 steps of edge-10k 5% slower (81.7 s against 78.0 s, 137 s of CPU against 99 s).
@@ -40,16 +45,15 @@ WIDE_FROM = 16_384
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-#: Elements from which a split by rows (:func:`map_rows`, PingAn's bounds) is used: a
-#: pool's dispatch costs about 0.1 ms, and a pass that only copies its rows runs near
-#: memory speed, so below about 100 000 elements one thread was as fast (2026-12-03).
-ROWS_WIDE_FROM = 131_072
-
-
 def wide(n: int) -> bool:
     """Whether work on ``n`` elements should go to a wide kernel."""
     # The size is asked first: reading the threads starts Numba's pool of threads.
     return n >= WIDE_FROM and numba.get_num_threads() > 1
+
+
+def wide_rows(n: int) -> bool:
+    """Whether work on ``n`` elements split by rows should go to the threads."""
+    return n >= ROWS_WIDE_FROM and numba.get_num_threads() > 1
 
 
 #: The pool of :func:`map_rows`: (process id, threads) and its executor.
@@ -80,11 +84,6 @@ def map_rows(func: Callable[[np.ndarray], np.ndarray], a: np.ndarray,
         _POOL = (key, ThreadPoolExecutor(parts, thread_name_prefix="geosim-rows"))
     b = part_bounds(a.shape[0], parts)
     return np.concatenate(list(_POOL[1].map(lambda k: func(a[b[k]:b[k + 1]]), range(parts))))
-
-
-def wide_rows(n: int) -> bool:
-    """Whether work on ``n`` elements split by rows should go to the threads."""
-    return n >= ROWS_WIDE_FROM and numba.get_num_threads() > 1
 
 
 def one_thread() -> None:
