@@ -32,10 +32,12 @@ BOUND_CACHE_BYTES = 256 * 2**20
 
 
 def _top(score: np.ndarray, m: int) -> np.ndarray:
-    """Columns of the ``m`` lowest values of each row (any order).
+    """Columns of the ``m`` lowest values of each row, in ``argpartition``'s order.
 
     Among values tied at the ``m``-th, the columns are those ``argpartition``'s
-    introselect keeps (``benchmarks/pingan_candidates.py`` counts such rows). From
+    introselect keeps (``benchmarks/pingan_candidates.py`` counts such rows). Their order
+    matters too: the rounds order each task's candidates by a stable sort of their rates
+    (:func:`~geosim.schedulers.pingan.kernels._order`), so equal rates keep it. From
     :data:`~geosim.threads.ROWS_WIDE_FROM` values on, the rows are split among the threads
     (:func:`~geosim.threads.map_rows`): each row's columns, and their order, are those
     of the call over all rows.
