@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import inspect
 import json
 import time
 from pathlib import Path
@@ -40,6 +41,7 @@ import numpy as np
 from numba import njit
 
 import geosim.engine.core as core
+import geosim.engine.subspans as subspans
 from geosim import GeoModel, load_scenario
 from geosim.engine.records import Flows
 from geosim.engine.sharing import allocate, empty_memory
@@ -142,11 +144,24 @@ def run_and_capture(jobs: int, scheduler: str, at: int, overrides: dict) -> tupl
     return figures, seen["args"]
 
 
+#: The loop's arguments :func:`kernel_times` reads, by name.
+KERNEL_INPUTS = ("t", "eps", "live", "copies", "inputs", "task_work", "power", "avail",
+                 "epoch", "routes", "n_clusters", "cap", "reachable", "maxmin", "fetch",
+                 "traffic", "scratch", "best_time", "best_pos")
+
+
+def loop_arguments(args: tuple) -> dict:
+    """The captured arguments of the loop by its parameters' names."""
+    names = inspect.signature(subspans.run_subspans.py_func).parameters
+    return dict(zip(names, args, strict=True))
+
+
 def kernel_times(args: tuple, repeat: int) -> dict[str, float]:
     """Microseconds per call of each kernel a sub-span calls, on the captured state."""
-    (t, _stop, _res, eps, live, copies, inputs, task_work, power, avail, _max_level, epoch,
-     _pending, _wan_mb, _flows_in, _ok, routes, n_clusters, cap, reachable, maxmin, fetch,
-     traffic, scratch, _local, best_time, best_pos, _records, _through) = args
+    a = loop_arguments(args)
+    (t, eps, live, copies, inputs, task_work, power, avail, epoch, routes, n_clusters, cap,
+     reachable, maxmin, fetch, traffic, scratch, best_time, best_pos) = (
+        a[name] for name in KERNEL_INPUTS)
     slots = copies[1][live].astype(np.int64)
     level = avail[1][slots].copy() if avail[0].size else np.empty(0)
 

@@ -52,3 +52,14 @@ def test_activity_counts_follow_the_engine_step_by_step(monkeypatch):
     assert counts["steps"] == steps == model.result().summary["steps"]
     assert counts["copy-steps"] == copies > 0
     assert counts["transfer-resource-steps"] >= 3 * counts["transfer-steps"] > 0
+
+
+def test_subspan_benchmark_reads_the_loops_arguments_by_name(monkeypatch):
+    # bench_subspans.py captures the compiled loop's arguments and reads them by name: a
+    # parameter added to the loop must not leave it unpacking the wrong values.
+    bench = benchmark_module("bench_subspans", monkeypatch)
+    figures, captured = bench.run_and_capture(8, "fair", 3, {})
+    assert figures["loop calls"] >= 3 and figures["sub-spans"] >= figures["loop calls"] - 1
+    args = bench.loop_arguments(captured)
+    assert set(bench.KERNEL_INPUTS) <= set(args)
+    assert args["live"].size and args["avail"][2].size > 0
