@@ -41,8 +41,13 @@ PAIRS = (("flutter+mantri", "flutter"), ("pingan", "flutter"), ("pingan", "flutt
 RULES = ("equal", "equal-active", "maxmin")
 
 
-def allocate_equal_active(flows, move_src, move_dst, cap, reachable, maxmin, demand, local):
-    """``"equal"`` shares divided among the active transfers only (same signature)."""
+def allocate_equal_active(flows, move_src, move_dst, cap, reachable, maxmin, demand, local,
+                          memory):
+    """``"equal"`` shares divided among the active transfers only.
+
+    The signature and the returns of :func:`geosim.engine.sharing.allocate` (``memory``,
+    max-min's, passes through as under ``"equal"``).
+    """
     from geosim.engine.records import Flows
     from geosim.engine.sharing import active_transfers, equal_shares
     f = Flows(*flows)
@@ -55,7 +60,7 @@ def allocate_equal_active(flows, move_src, move_dst, cap, reachable, maxmin, dem
     bw = np.empty(active.size)
     equal_shares(f.src.size, f.res, f.starts, f.move_res, f.move_starts,
                  np.maximum(users, 1), cap, active, bw)
-    return bw, active
+    return bw, active, memory
 
 
 def _run(task: tuple[str, str, int, int, str]) -> pd.DataFrame:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import benchmark_module
 from test_engine import MoveThenPin, PinTo, make_workload, two_cluster_scenario
 
 from geosim import GeoModel, load_scenario
+from geosim.engine import core
 from geosim.engine.sharing import empty_memory, equal_shares, maxmin_shares
 from geosim.engine.transfers import account_kernel
 from geosim.invariants import InvariantError
@@ -296,6 +298,23 @@ def test_a_transfer_from_an_unreachable_cluster_leaves_the_link_to_the_others(
         model.engine.set_reachable([True, True, model.engine.time >= 100.0])
         model.step()
     assert model.engine.job_done[0] == pytest.approx(completion)
+    assert model.engine.job_done[1] == pytest.approx(110.0)
+
+
+def test_the_equal_active_rule_of_the_mechanisms_benchmark_leaves_out_stalled_transfers(
+        tmp_path, monkeypatch):
+    # benchmarks/sharing_mechanisms.py's "equal-active" rule replaces the engine's
+    # allocation: equal shares among the active transfers only. In the case above it
+    # gives job 0 the whole link, as max-min does (it runs with the engine's contract).
+    bench = benchmark_module("sharing_mechanisms", monkeypatch)
+    monkeypatch.setattr(core, "allocate", bench.allocate_equal_active)
+    monkeypatch.setattr(core.Engine, "compiled_subspans", False)
+    wl = make_workload([0.0, 0.0], [10.0, 10.0], raw=[[(1, 20.0)], [(2, 20.0)]])
+    model = GeoModel(path_world(tmp_path, "equal"), PinTo(0), workload=wl)
+    while not model.done:
+        model.engine.set_reachable([True, True, model.engine.time >= 100.0])
+        model.step()
+    assert model.engine.job_done[0] == pytest.approx(10.0)
     assert model.engine.job_done[1] == pytest.approx(110.0)
 
 
