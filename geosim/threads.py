@@ -45,15 +45,18 @@ ROWS_WIDE_FROM = 131_072
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-def wide(n: int) -> bool:
-    """Whether work on ``n`` elements should go to a wide kernel."""
+def wide(n: int, start: int | None = None) -> bool:
+    """Whether work on ``n`` elements should go to the threads.
+
+    From ``start`` elements on (by default :data:`WIDE_FROM`), with more than one thread.
+    """
     # The size is asked first: reading the threads starts Numba's pool of threads.
-    return n >= WIDE_FROM and numba.get_num_threads() > 1
+    return n >= (WIDE_FROM if start is None else start) and numba.get_num_threads() > 1
 
 
 def wide_rows(n: int) -> bool:
     """Whether work on ``n`` elements split by rows should go to the threads."""
-    return n >= ROWS_WIDE_FROM and numba.get_num_threads() > 1
+    return wide(n, ROWS_WIDE_FROM)
 
 
 #: The pool of :func:`map_rows`: (process id, threads) and its executor.
