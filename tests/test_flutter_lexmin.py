@@ -13,6 +13,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from geosim.schedulers.flutter import lexmin_assign
+from geosim.schedulers.lexmin import _limit
 
 
 def sorted_placed(cost: np.ndarray, got: np.ndarray) -> tuple[int, list[float]]:
@@ -209,3 +210,20 @@ def test_lexmin_degenerate_inputs():
     # a tie among optima: the lowest-numbered columns, earlier rows first
     cost = np.array([[5.0, 5.0, 1.0], [5.0, 5.0, 1.0]])
     assert lexmin_assign(cost, np.array([1, 1, 1])).tolist() == [0, 2]
+
+
+def test_limit_is_the_cost_where_the_cheapest_columns_first_hold_k_slots():
+    """Level by level (up to 16 distinct costs) and by the sort beyond, the definition."""
+    rng = np.random.default_rng(3)
+    deep = 0
+    for _ in range(3000):
+        m = int(rng.integers(1, 60))
+        row = rng.choice(np.arange(int(rng.integers(1, 40)), dtype=float), m)
+        row[rng.random(m) < 0.1] = np.inf
+        cap = rng.integers(1, 4, m)
+        k = int(rng.integers(1, 3 * m))
+        levels = [v for v in np.unique(row[np.isfinite(row)]) if cap[row <= v].sum() >= k]
+        want = levels[0] if levels else np.inf
+        deep += np.unique(row[row <= want]).size > 16
+        assert _limit(row, cap, k) == want, (row.tolist(), cap.tolist(), k)
+    assert deep > 100                                 # the sort's path is taken too

@@ -14,14 +14,17 @@ from __future__ import annotations
 import numpy as np
 
 from geosim.jit import njit
-from geosim.modeler import source_rows
+from geosim.modeler import pair_row, source_rows
 from geosim.params import Field
 from geosim.schedulers.compose import Placement
-from geosim.schedulers.lexmin import assign_masked, lexmin_assign
+from geosim.schedulers.lexmin import assign_masked, cheapest_fit, lexmin_assign
 from geosim.view import WAITING, SchedulerView, first_of_runs
 
 #: Compute-time estimates of a task's finish time at a cluster.
 COMPUTES = ("uniform", "observed")
+
+#: How many of its fastest destinations are kept per source for the pruned search.
+FASTEST = 16
 
 
 class Flutter(Placement):
@@ -96,16 +99,30 @@ class Flutter(Placement):
         speed = self._speeds()
         work = np.asarray(view.task_work[tasks], dtype=float)
         types = np.asarray(view.task_type[tasks], dtype=np.int64)
+        top, n_top = self._fastest_lists(bandwidth)
         at = 0
         while at < tasks.size:
             lo, hi, status = _place_stages(jobs, at, pos, src, size, bandwidth, dense, speed,
-                                           types, work, free, out)
+                                           types, work, free, out, self.compute == "uniform",
+                                           top, n_top)
             if status == 2:  # pragma: no cover - an internal invariant broke
                 raise RuntimeError("Flutter's lexicographic assignment failed")
             if status == 1:
                 self._place_stage(view, tasks, lo, hi, free, out)
             at = hi
         return out
+
+    def _fastest_lists(self, bandwidth) -> tuple[np.ndarray, np.ndarray]:
+        """Each source's fastest destinations (:func:`_fastest_to`), kept per refresh.
+
+        Filled when a stage first reads a source (``-1``: not yet); new with every new
+        table of mean bandwidths.
+        """
+        if getattr(self, "_lists_of", None) is not bandwidth.values:
+            n = bandwidth.fallback.size
+            self._lists = (np.empty((n, FASTEST), dtype=np.int64), np.full(n, -1, dtype=np.int64))
+            self._lists_of = bandwidth.values
+        return self._lists
 
     def _speeds(self) -> np.ndarray:
         """The speed each compute estimate divides by, ``(types, clusters)``.
@@ -175,9 +192,161 @@ def _transfer(pos, src, size, bw, n_tasks):  # pragma: no cover - compiled
     return out
 
 
+@njit(cache=True)
+def _pair_mean(bw, dense, src, dst):  # pragma: no cover - compiled
+    """The mean bandwidth of pair ``src -> dst`` as :func:`_place_stages` reads it."""
+    if dense.size:
+        return dense[src * bw.fallback.size + dst]
+    return bw.values[pair_row(bw, src, dst)]
+
+
+@njit(cache=True)
+def _fastest_to(bw, dense, s, top, scratch, rows):  # pragma: no cover - compiled
+    """Fill ``top[s]`` with the clusters ``s`` sends to fastest; return how many.
+
+    The clusters ``c != s`` whose mean bandwidth from ``s`` is positive, the
+    ``top.shape[1]`` fastest of them by decreasing bandwidth. Fewer means that every other
+    cluster has none (its transfers from ``s`` never end).
+    """
+    m, k = bw.fallback.size, top.shape[1]
+    if dense.size:
+        row = dense[s * m:(s + 1) * m]
+    else:
+        row = scratch
+        source_rows(bw, s, rows)
+        for c in range(m):
+            row[c] = bw.values[rows[c]]
+    count = 0
+    for c in range(m):
+        v = row[c]
+        if c == s or not v > 0 or (count == k and not v > row[top[s, k - 1]]):
+            continue
+        if count < k:
+            count += 1
+        p = count - 1
+        while p > 0 and row[top[s, p - 1]] < v:
+            top[s, p] = top[s, p - 1]
+            p -= 1
+        top[s, p] = c
+    return count
+
+
+@njit(cache=True, error_model="numpy")
+def _exact_transfer(start, end, src, size, bw, dense, c):  # pragma: no cover - compiled
+    """A task's transfer estimate at cluster ``c``, computed as :func:`_place_stages` does."""
+    transfer = 0.0
+    for e in range(start, end):
+        if src[e] == c:
+            v = 0.0
+        else:
+            b = _pair_mean(bw, dense, src[e], c)
+            v = size[e] / b if b > 0 else np.inf
+        if v > transfer or v != v:                    # as np.maximum, NaN included
+            transfer = v
+    return transfer
+
+
+@njit(cache=True, error_model="numpy")
+def _cheapest_by_bounds(lo, hi, i, pos, src, size, bw, dense, speed, types, work, free, top,
+                        n_top, scratch, rows):  # pragma: no cover - compiled
+    """Each task's cheapest column of a stage, found without reading every cluster.
+
+    With one compute time for every cluster (``uniform``), a task's estimate at cluster
+    ``c`` is ``compute + max_s size_s / B[s, c]`` over the clusters ``s`` holding its
+    inputs (``size_s`` the largest there; 0 at ``c = s``). Every source's clusters
+    ``top[s]`` (:func:`_fastest_to`) are read in order of decreasing bandwidth, depth by
+    depth, as in Fagin's threshold algorithm: a cluster not yet read at depth ``d`` has
+    from every source at most the bandwidth of that source's ``d``-th cluster, so its
+    estimate is at least ``compute + max_s size_s / B[s, top[s, d]]`` (IEEE division and
+    addition are monotone, so the bound holds as computed). The clusters holding the
+    inputs, which pay nothing for them, are read first. The search stops once the
+    cheapest cluster read, with a free slot, is strictly below the bound: every other
+    cluster is dearer, so it is the first cheapest, as :func:`assign_masked` finds it on
+    the whole row. A task without inputs costs the same everywhere: its cheapest column
+    is the first with a free slot.
+
+    Returns:
+        Each task's cheapest column and its cost, or empty arrays when one task's is not
+        settled within ``top``'s depth (or it has no finite cost, or a size is negative or
+        NaN): the whole rows are then needed.
+    """
+    n, m, k = hi - lo, free.size, top.shape[1]
+    best = np.empty(n, dtype=np.int64)
+    low = np.empty(n)
+    none = (np.empty(0, dtype=np.int64), np.empty(0))
+    sources = np.empty(0, dtype=np.int64)
+    largest = np.empty(0)
+    for r in range(n):
+        start = i
+        while i < pos.size and pos[i] == lo + r:
+            i += 1
+        sp = speed[types[lo + r], 0]
+        compute = work[lo + r] / sp if sp > 0 else np.inf
+        if not np.isfinite(compute):
+            return none
+        found, lowest = -1, np.inf
+        if start == i:
+            for j in range(m):
+                if free[j] > 0:
+                    found, lowest = j, 0.0 + compute
+                    break
+            if found < 0:
+                return none
+            best[r], low[r] = found, lowest
+            continue
+        if sources.size < i - start:
+            sources, largest = np.empty(i - start, dtype=np.int64), np.empty(i - start)
+        n_src = 0
+        for a in range(start, i):
+            if not 0.0 <= size[a] < np.inf:           # NaN, negative or infinite: no bound
+                return none
+            at = 0
+            while at < n_src and sources[at] != src[a]:
+                at += 1
+            if at == n_src:
+                sources[at], largest[at] = src[a], size[a]
+                n_src += 1
+            largest[at] = max(largest[at], size[a])
+        for a in range(n_src):
+            h = sources[a]
+            if n_top[h] < 0:
+                n_top[h] = _fastest_to(bw, dense, h, top, scratch, rows)
+            if free[h] > 0:
+                cost = _exact_transfer(start, i, src, size, bw, dense, h) + compute
+                if np.isfinite(cost) and (cost < lowest or (cost == lowest and h < found)):
+                    found, lowest = h, cost
+        for d in range(k + 1):
+            bound, deep = 0.0, False
+            for a in range(n_src):
+                h = sources[a]
+                if d < n_top[h]:
+                    bound = max(bound, largest[a] / _pair_mean(bw, dense, h, top[h, d]))
+                elif n_top[h] < k:                    # the rest never receive from h
+                    bound = np.inf
+                else:
+                    deep = True                       # deeper than kept: no bound from h
+            if deep and bound < np.inf:
+                return none
+            if found >= 0 and lowest < bound + compute:
+                break
+            if bound == np.inf:                       # no finite cluster is left unread
+                return none
+            for a in range(n_src):
+                h = sources[a]
+                if d >= n_top[h]:
+                    continue
+                c = top[h, d]
+                if free[c] > 0:
+                    cost = _exact_transfer(start, i, src, size, bw, dense, c) + compute
+                    if np.isfinite(cost) and (cost < lowest or (cost == lowest and c < found)):
+                        found, lowest = c, cost
+        best[r], low[r] = found, lowest
+    return best, low
+
+
 @njit(cache=True, error_model="numpy")
 def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
-                  out):  # pragma: no cover - compiled
+                  out, uniform, top, n_top):  # pragma: no cover - compiled
     """:meth:`Flutter.place` from task ``at`` on: each stage's costs, then its assignment.
 
     A stage is a run of tasks of one job (``jobs``); the inputs of the task at position
@@ -190,7 +359,10 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
     compute time), masked as :func:`~geosim.schedulers.lexmin.mask_costs` masks them,
     and placed by :func:`~geosim.schedulers.lexmin.assign_masked` as
     :func:`lexmin_assign` places them; ``free`` and ``out`` are updated as
-    :meth:`Flutter.place` does.
+    :meth:`Flutter.place` does. When ``uniform``, each stage is first tried by
+    :func:`_cheapest_by_bounds` (each source's fastest destinations in ``top``, ``n_top``
+    of them, ``-1`` not yet listed): if it settles every task and they fit at their
+    cheapest clusters (step (1) of :func:`lexmin_assign`), the whole rows are not built.
 
     Returns:
         The stage where it stopped (``lo``, ``hi``) and why: 0 when done or out of slots
@@ -214,6 +386,25 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
         if not open_:
             return lo, n_tasks, 0
         n = hi - lo
+        best, low = rows[:0], scratch[:0]
+        if uniform:
+            best, low = _cheapest_by_bounds(lo, hi, i, pos, src, size, bw, dense, speed, types,
+                                            work, free, top, n_top, scratch, rows)
+        if best.size:
+            k = 0
+            for j in range(m):
+                if free[j] > 0:
+                    k += free[j]
+            got, fits = cheapest_fit(best, low, free, min(n, k))
+            if fits:
+                while i < pos.size and pos[i] < hi:
+                    i += 1
+                for r in range(n):
+                    out[lo + r] = got[r]
+                    if got[r] >= 0:
+                        free[got[r]] -= 1
+                lo = hi
+                continue
         transfer = np.zeros((n, m))
         while i < pos.size and pos[i] < hi:
             p, h = pos[i] - lo, src[i]

@@ -39,7 +39,12 @@ def lexmin_assign(cost: np.ndarray, cap: np.ndarray) -> np.ndarray:
     assignment the tie rule picks (each row at its lowest-numbered cheapest column, the
     earliest rows placed). (2) Otherwise each row keeps only the columns whose strictly
     cheaper columns hold fewer than ``k`` slots in all: in an optimum every strictly
-    cheaper column of a placed row is full, so no optimum is lost. (3)
+    cheaper column of a placed row is full, so no optimum is lost. Of the columns tied
+    at a row's highest cost kept, only the lowest-numbered ones holding ``k`` slots are
+    kept: the other ``k - 1`` rows leave one of their slots free, and moving the row
+    there keeps every cost and lowers its column, so the assignment the tie rule picks
+    never uses the others (a world whose unobserved pairs share one bandwidth ties
+    hundreds of columns there). (3)
     :func:`_lexmin_kernel` then works on the flow network source -> row -> column ->
     sink (capacities 1, 1 and ``cap``), with a flow of value ``k`` (an assignment); see
     there for why the result is exact.
@@ -86,10 +91,67 @@ def mask_costs(cost, cap):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def cheapest_fit(best, low, cap, k):  # pragma: no cover - compiled
+    """Step (1) of :func:`lexmin_assign`: the ``k`` cheapest rows at their cheapest columns.
+
+    Args:
+        best: Each row's cheapest column (the first among equals).
+        low: Each row's cost there.
+        cap: Slots per column.
+        k: Rows to place.
+
+    Returns:
+        The column of each row (``-1`` for a row left out) and whether that fits in
+        ``cap``; when it does not, step (2) is needed.
+    """
+    out = np.full(best.size, -1, dtype=np.int64)
+    chosen = np.argsort(low, kind="mergesort")[:k]
+    load = np.zeros(cap.size, dtype=np.int64)
+    fits = True
+    for r in chosen:
+        load[best[r]] += 1
+        fits = fits and load[best[r]] <= cap[best[r]]
+    if fits:
+        for r in chosen:
+            out[r] = best[r]
+    return out, fits
+
+
+@njit(cache=True)
+def _limit(row, cap, k):  # pragma: no cover - compiled
+    """The cost at which a row's columns, cheapest first, first hold ``k`` slots.
+
+    ``inf`` if its finite columns hold fewer. Found level by level (one pass over the
+    row per distinct cost, a few in practice), by a stable sort after 16 levels.
+    """
+    before, limit = 0, -np.inf
+    for _ in range(16):
+        level = np.inf
+        for v in row:
+            if limit < v < level:
+                level = v
+        if level == np.inf:
+            return np.inf
+        limit = level
+        for j in range(row.size):
+            if row[j] == limit:
+                before += cap[j]
+        if before >= k:
+            return limit
+    before = 0
+    for j in np.argsort(row, kind="mergesort"):
+        if row[j] == np.inf:
+            break
+        before += cap[j]
+        if before >= k:
+            return row[j]
+    return np.inf
+
+
+@njit(cache=True)
 def assign_masked(c, cap, k):  # pragma: no cover - compiled
     """Steps (1) to (3) of :func:`lexmin_assign` on the masked costs ``c``."""
     n, m = c.shape
-    out = np.full(n, -1, dtype=np.int64)
     # (1) everyone at their cheapest column (the first among equals)
     best = np.zeros(n, dtype=np.int64)
     low = np.empty(n)
@@ -98,38 +160,29 @@ def assign_masked(c, cap, k):  # pragma: no cover - compiled
             if c[r, j] < c[r, best[r]]:
                 best[r] = j
         low[r] = c[r, best[r]]
-    chosen = np.argsort(low, kind="mergesort")[:k]
-    load = np.zeros(m, dtype=np.int64)
-    fits = True
-    for r in chosen:
-        load[best[r]] += 1
-        fits = fits and load[best[r]] <= cap[best[r]]
+    out, fits = cheapest_fit(best, low, cap, k)
     if fits:
-        for r in chosen:
-            out[r] = best[r]
         return out
-    # (2) candidate columns: those up to the first whose cheaper columns hold k slots
-    limit = np.empty(n)
+    # (2) candidate columns: those up to the first whose cheaper columns hold k slots, and
+    # of the columns tied at that cost, the lowest-numbered ones holding k slots
     rptr = np.zeros(n + 1, dtype=np.int64)
+    keep = np.zeros((n, m), dtype=np.bool_)
     for r in range(n):
-        order = np.argsort(c[r], kind="mergesort")
-        before, count = 0, 0
-        for idx in range(m):
-            if before >= k:
-                break
-            count += 1
-            before += cap[order[idx]]
-        limit[r] = c[r, order[max(count - 1, 0)]]
+        limit, room = _limit(c[r], cap, k), 0
         for j in range(m):
-            if np.isfinite(c[r, j]) and c[r, j] <= limit[r]:
+            v = c[r, j]
+            if np.isfinite(v) and (v < limit or (v == limit and room < k)):
+                keep[r, j] = True
                 rptr[r + 1] += 1
+                if v == limit:
+                    room += cap[j]
         rptr[r + 1] += rptr[r]
     cols = np.empty(rptr[n], dtype=np.int64)
     vals = np.empty(rptr[n])
     for r in range(n):
         i = rptr[r]
         for j in range(m):
-            if np.isfinite(c[r, j]) and c[r, j] <= limit[r]:
+            if keep[r, j]:
                 cols[i], vals[i] = j, c[r, j]
                 i += 1
     lev = np.searchsorted(np.unique(vals), vals).astype(np.int64)
