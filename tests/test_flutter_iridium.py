@@ -231,7 +231,7 @@ def test_flutter_pruned_search_changes_no_placement(dense):
                                       np.empty(bw.shape[0]),
                                       np.empty(bw.shape[0], dtype=np.int64))
         settled += best.size > 0
-    assert settled > 500                              # the search did settle many stages
+    assert settled > 1000                             # most stages need no whole matrix
 
 
 def test_flutter_pruned_search_by_hand():
@@ -254,12 +254,11 @@ def test_flutter_pruned_search_by_hand():
     # 8 MB at cluster 0 and 8 MB at cluster 2: cluster 1 receives both at 8 MB/s (1 s),
     # cluster 0 would wait 8 s for cluster 2's, cluster 2 4 s for cluster 0's
     assert [x.tolist() for x in search([0, 0], [0, 2], [8.0, 8.0])] == [[1], [4.0]]
-    # cluster 1 full: the next fastest is cluster 2 itself (4 s); the lists, one deep,
-    # hold cluster 1 only, whose full slot gives no estimate, so the bound is needed
-    # deeper than kept: the whole row decides
+    # cluster 1 full: the next fastest is cluster 2 itself (4 s), whatever the depth
     full = np.array([1, 0, 1], dtype=np.int64)
-    assert [x.tolist() for x in search([0, 0], [0, 2], [8.0, 8.0], free=full)] == [[2], [7.0]]
-    assert search([0, 0], [0, 2], [8.0, 8.0], depth=1, free=full)[0].size == 0
+    for depth in (1, 16):
+        got = search([0, 0], [0, 2], [8.0, 8.0], depth=depth, free=full)
+        assert [x.tolist() for x in got] == [[2], [7.0]]
     # an input of size 0 costs nothing anywhere: every cluster ties, cluster 0 is first
     assert [x.tolist() for x in search([0], [2], [0.0])] == [[0], [3.0]]
 

@@ -201,6 +201,22 @@ def _pair_mean(bw, dense, src, dst):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def _source_means(bw, dense, s, scratch, rows):  # pragma: no cover - compiled
+    """The mean bandwidth from ``s`` to every cluster, as one row.
+
+    A row of ``dense`` when it is not empty, else gathered from the pair table ``bw``
+    into ``scratch`` (through ``rows``, work space of ``n``).
+    """
+    m = bw.fallback.size
+    if dense.size:
+        return dense[s * m:(s + 1) * m]
+    source_rows(bw, s, rows)
+    for c in range(m):
+        scratch[c] = bw.values[rows[c]]
+    return scratch
+
+
+@njit(cache=True)
 def _fastest_to(bw, dense, s, top, scratch, rows):  # pragma: no cover - compiled
     """Fill ``top[s]`` with the clusters ``s`` sends to fastest; return how many.
 
@@ -209,13 +225,7 @@ def _fastest_to(bw, dense, s, top, scratch, rows):  # pragma: no cover - compile
     cluster has none (its transfers from ``s`` never end).
     """
     m, k = bw.fallback.size, top.shape[1]
-    if dense.size:
-        row = dense[s * m:(s + 1) * m]
-    else:
-        row = scratch
-        source_rows(bw, s, rows)
-        for c in range(m):
-            row[c] = bw.values[rows[c]]
+    row = _source_means(bw, dense, s, scratch, rows)
     count = 0
     for c in range(m):
         v = row[c]
@@ -229,6 +239,25 @@ def _fastest_to(bw, dense, s, top, scratch, rows):  # pragma: no cover - compile
             p -= 1
         top[s, p] = c
     return count
+
+
+@njit(cache=True, error_model="numpy")
+def _add_input(h, size, bw, dense, scratch, rows, transfer):  # pragma: no cover - compiled
+    """Raise a task's transfer estimates ``transfer`` (one per cluster) by one input.
+
+    The input, ``size`` MB at cluster ``h``, takes ``size / B[h, c]`` to reach ``c``
+    (``inf`` without bandwidth, 0 at ``h``).
+    """
+    m = transfer.size
+    row = _source_means(bw, dense, h, scratch, rows)
+    for c in range(m):
+        if c == h:
+            v = 0.0
+        else:
+            b = row[c]
+            v = size / b if b > 0 else np.inf
+        if v > transfer[c] or v != v:                 # as np.maximum, NaN included
+            transfer[c] = v
 
 
 @njit(cache=True, error_model="numpy")
@@ -262,13 +291,16 @@ def _cheapest_by_bounds(lo, hi, i, pos, src, size, bw, dense, speed, types, work
     inputs, which pay nothing for them, are read first. The search stops once the
     cheapest cluster read, with a free slot, is strictly below the bound: every other
     cluster is dearer, so it is the first cheapest, as :func:`assign_masked` finds it on
-    the whole row. A task without inputs costs the same everywhere: its cheapest column
-    is the first with a free slot.
+    the whole row.
+
+    A task without inputs, whose search would read about as many clusters as there are
+    (many sources), whose inputs' sizes give no bound (negative, infinite or NaN), or
+    whose search goes deeper than ``top`` has its whole row read (:func:`_whole_row`).
 
     Returns:
-        Each task's cheapest column and its cost, or empty arrays when one task's is not
-        settled within ``top``'s depth (or it has no finite cost, or a size is negative or
-        NaN): the whole rows are then needed.
+        Each task's cheapest column and its cost, or empty arrays when a task has no
+        finite cost anywhere or its compute time is infinite (the stage's masking then
+        decides, in :func:`_place_stages`).
     """
     n, m, k = hi - lo, free.size, top.shape[1]
     best = np.empty(n, dtype=np.int64)
@@ -284,22 +316,11 @@ def _cheapest_by_bounds(lo, hi, i, pos, src, size, bw, dense, speed, types, work
         compute = work[lo + r] / sp if sp > 0 else np.inf
         if not np.isfinite(compute):
             return none
-        found, lowest = -1, np.inf
-        if start == i:
-            for j in range(m):
-                if free[j] > 0:
-                    found, lowest = j, 0.0 + compute
-                    break
-            if found < 0:
-                return none
-            best[r], low[r] = found, lowest
-            continue
         if sources.size < i - start:
             sources, largest = np.empty(i - start, dtype=np.int64), np.empty(i - start)
-        n_src = 0
+        n_src, bounded = 0, True
         for a in range(start, i):
-            if not 0.0 <= size[a] < np.inf:           # NaN, negative or infinite: no bound
-                return none
+            bounded = bounded and 0.0 <= size[a] < np.inf     # else no bound from size
             at = 0
             while at < n_src and sources[at] != src[a]:
                 at += 1
@@ -307,41 +328,75 @@ def _cheapest_by_bounds(lo, hi, i, pos, src, size, bw, dense, speed, types, work
                 sources[at], largest[at] = src[a], size[a]
                 n_src += 1
             largest[at] = max(largest[at], size[a])
-        for a in range(n_src):
-            h = sources[a]
-            if n_top[h] < 0:
-                n_top[h] = _fastest_to(bw, dense, h, top, scratch, rows)
-            if free[h] > 0:
-                cost = _exact_transfer(start, i, src, size, bw, dense, h) + compute
-                if np.isfinite(cost) and (cost < lowest or (cost == lowest and h < found)):
-                    found, lowest = h, cost
-        for d in range(k + 1):
-            bound, deep = 0.0, False
-            for a in range(n_src):
-                h = sources[a]
-                if d < n_top[h]:
-                    bound = max(bound, largest[a] / _pair_mean(bw, dense, h, top[h, d]))
-                elif n_top[h] < k:                    # the rest never receive from h
-                    bound = np.inf
-                else:
-                    deep = True                       # deeper than kept: no bound from h
-            if deep and bound < np.inf:
-                return none
-            if found >= 0 and lowest < bound + compute:
-                break
-            if bound == np.inf:                       # no finite cluster is left unread
-                return none
-            for a in range(n_src):
-                h = sources[a]
-                if d >= n_top[h]:
-                    continue
-                c = top[h, d]
-                if free[c] > 0:
-                    cost = _exact_transfer(start, i, src, size, bw, dense, c) + compute
-                    if np.isfinite(cost) and (cost < lowest or (cost == lowest and c < found)):
-                        found, lowest = c, cost
+        if n_src == 0 or not bounded or n_src * (k + 1) >= m:     # nothing to search by
+            found, lowest = _whole_row(start, i, src, size, bw, dense, compute, free,
+                                       scratch, rows)
+        else:
+            found, lowest = _search(start, i, src, size, bw, dense, compute, free, top,
+                                    n_top, sources[:n_src], largest[:n_src], scratch, rows)
+        if found < 0:
+            return none
         best[r], low[r] = found, lowest
     return best, low
+
+
+@njit(cache=True, error_model="numpy")
+def _search(start, end, src, size, bw, dense, compute, free, top, n_top, sources, largest,
+            scratch, rows):  # pragma: no cover - compiled
+    """:func:`_cheapest_by_bounds`' search for one task (inputs ``start:end``).
+
+    ``sources`` are the clusters holding its inputs, ``largest`` the largest input at
+    each. Returns the first cheapest cluster with a free slot and its cost (-1: none).
+    """
+    k = top.shape[1]
+    found, lowest = -1, np.inf
+    for a in range(sources.size):
+        h = sources[a]
+        if n_top[h] < 0:
+            n_top[h] = _fastest_to(bw, dense, h, top, scratch, rows)
+        if free[h] > 0:
+            cost = _exact_transfer(start, end, src, size, bw, dense, h) + compute
+            if np.isfinite(cost) and (cost < lowest or (cost == lowest and h < found)):
+                found, lowest = h, cost
+    for d in range(k + 1):
+        bound, deep = 0.0, False
+        for a in range(sources.size):
+            h = sources[a]
+            if d < n_top[h]:
+                bound = max(bound, largest[a] / _pair_mean(bw, dense, h, top[h, d]))
+            elif n_top[h] < k:                        # the rest never receive from h
+                bound = np.inf
+            else:
+                deep = True                           # deeper than kept: no bound from h
+        if deep and bound < np.inf:
+            return _whole_row(start, end, src, size, bw, dense, compute, free, scratch, rows)
+        if bound == np.inf or (found >= 0 and lowest < bound + compute):
+            return found, lowest                      # (-1: no finite cluster unread)
+        for a in range(sources.size):
+            h = sources[a]
+            if d >= n_top[h]:
+                continue
+            c = top[h, d]
+            if free[c] > 0:
+                cost = _exact_transfer(start, end, src, size, bw, dense, c) + compute
+                if np.isfinite(cost) and (cost < lowest or (cost == lowest and c < found)):
+                    found, lowest = c, cost
+    return found, lowest                              # (not reached: depth k is deep)
+
+
+@njit(cache=True, error_model="numpy")
+def _whole_row(start, end, src, size, bw, dense, compute, free, scratch,
+               rows):  # pragma: no cover - compiled
+    """A task's first cheapest cluster with a free slot, from its whole row (-1: none)."""
+    transfer = np.zeros(free.size)
+    for e in range(start, end):
+        _add_input(src[e], size[e], bw, dense, scratch, rows, transfer)
+    found, lowest = -1, np.inf
+    for c in range(free.size):
+        cost = transfer[c] + compute
+        if free[c] > 0 and np.isfinite(cost) and cost < lowest:
+            found, lowest = c, cost
+    return found, lowest
 
 
 @njit(cache=True, error_model="numpy")
@@ -407,22 +462,7 @@ def _place_stages(jobs, at, pos, src, size, bw, dense, speed, types, work, free,
                 continue
         transfer = np.zeros((n, m))
         while i < pos.size and pos[i] < hi:
-            p, h = pos[i] - lo, src[i]
-            if dense.size:
-                row = dense[h * m:(h + 1) * m]
-            else:
-                row = scratch
-                source_rows(bw, h, rows)
-                for c in range(m):
-                    row[c] = bw.values[rows[c]]
-            for c in range(m):
-                if c == h:
-                    v = 0.0
-                else:
-                    b = row[c]
-                    v = size[i] / b if b > 0 else np.inf
-                if v > transfer[p, c] or v != v:      # as np.maximum, NaN included
-                    transfer[p, c] = v
+            _add_input(src[i], size[i], bw, dense, scratch, rows, transfer[pos[i] - lo])
             i += 1
         cost = np.empty((n, m))
         complete, placeable = True, False
