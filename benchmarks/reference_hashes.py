@@ -54,6 +54,7 @@ CASES: dict[str, tuple[str, str, dict]] = {
                                                                 **EVENT}),
     "edge1000-fair": (PM, "fair", EDGE),
     "edge1000-flutter+mantri": (PM, "flutter+mantri", EDGE),
+    "edge1000-iridium": (PM, "iridium", EDGE),
     # PingAn's candidate search split among threads (many tasks on many clusters)
     "edge1000-pingan": (PM, "pingan[epsilon=0.6]", EDGE),
     "redundancy-fair-slot": ("redundancy-gamma.toml", "fair", {"workload.n_jobs": 1000,

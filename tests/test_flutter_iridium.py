@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import geo_world
-from scipy.optimize import linprog
+from scipy.optimize import linear_sum_assignment, linprog
 
 from geosim import GeoModel, load_scenario, make_scheduler
 from geosim.modeler import PairTable, PerformanceModel
@@ -17,6 +17,7 @@ from geosim.schedulers.base import Scheduler
 from geosim.schedulers.flutter import Flutter, _cheapest_by_bounds, _place_stages, lexmin_assign
 from geosim.schedulers.iridium import (
     Iridium,
+    place_reduce,
     plan_moves,
     reduce_fractions,
     round_counts,
@@ -332,6 +333,58 @@ def test_round_counts_respects_free_slots():
         r = rng.random(6)
         counts = round_counts(r / r.sum(), n, cap)
         assert counts.sum() == n and np.all(counts <= cap)
+
+
+def _place_reduce_by_numpy(data, gate, free):
+    """:func:`place_reduce` as NumPy calls: sites, their shares, fractions, counts, assignment."""
+    sites = np.flatnonzero(free > 0)
+    n = int(min(data.shape[0], free[sites].sum()))
+    out = np.full(data.shape[0], -1, dtype=np.int64)
+    if n == 0:
+        return out
+    share = data[:, sites].sum(axis=0)
+    r, _ = reduce_fractions(share, gate[sites], gate[sites], free[sites] / n, data.sum())
+    want = r * n
+    counts = np.minimum(np.floor(want + 1e-9).astype(np.int64), free[sites])
+    rest = want - counts
+    while n - counts.sum() > 0:
+        room = np.flatnonzero(counts < free[sites])
+        order = room[np.argsort(-rest[room], kind="stable")][:n - counts.sum()]
+        counts[order] += 1
+        rest[order] -= 1.0
+    slot_site = np.repeat(sites, counts)
+    rows, cols = linear_sum_assignment(-data[:, slot_site])
+    out[rows] = slot_site[cols]
+    return out
+
+
+def test_place_reduce_places_as_the_numpy_composition():
+    # The compiled sites, shares, fractions and counts give the NumPy steps' placement
+    # exactly: ties in data, gates and free slots, one site, stages wider than the room,
+    # 1 000 clusters.
+    rng = np.random.default_rng(11)
+    for case in range(600):
+        n = int(rng.choice([2, 3, 7, 40, 1000]))
+        rows = int(rng.integers(1, 30))
+        data = np.zeros((rows, n))
+        held = rng.choice(n, size=min(n, int(rng.integers(1, 6))), replace=False)
+        for i in range(rows):
+            at = rng.choice(held, size=int(rng.integers(1, held.size + 1)))
+            np.add.at(data[i], at, rng.choice([1.0, 2.5, 64.0]) if case % 2
+                      else rng.random(at.size) * 100)
+        gate = rng.choice([5.0, 20.0, 125.0], n) if case % 3 else rng.uniform(1, 200, n)
+        free = rng.integers(0, 4, n) * (rng.random(n) < (0.02 if case % 5 == 0 else 0.6))
+        if case % 7 == 0:
+            free[:] = 0
+            free[int(rng.integers(n))] = int(rng.integers(1, 40))
+        want = _place_reduce_by_numpy(data, gate, free)
+        assert place_reduce(data, gate, free).tolist() == want.tolist(), case
+
+
+def test_round_counts_breaks_equal_remainders_by_index():
+    assert round_counts(np.full(4, 0.25), 2, np.full(4, 3)).tolist() == [1, 1, 0, 0]
+    # site 1 is full after the floors: the next remainders in index order take the rest
+    assert round_counts(np.array([0.3, 0.4, 0.3]), 3, np.array([2, 1, 2])).tolist() == [1, 1, 1]
 
 
 def test_iridium_places_within_free_slots_and_map_tasks_at_their_data():

@@ -113,24 +113,46 @@ class Iridium(Placement):
         if tasks.size == 0:
             return out
         n = view.n_clusters
+        pos, src, size = view.inputs_of(tasks)
+        ptr = np.searchsorted(pos, np.arange(tasks.size + 1))
+        reduce = _sites_held(ptr, src, size, n) >= 2
+        gate = np.asarray(view.gate, dtype=float)
         starts = np.flatnonzero(first_of_runs(view.task_job[tasks]))
         ends = np.append(starts[1:], tasks.size)
         for lo, hi in zip(starts, ends, strict=True):
             if not free.any():
                 break
-            sub = tasks[lo:hi]
-            pos, src, size = view.inputs_of(sub)
-            data = np.zeros((sub.size, n))
-            np.add.at(data, (pos, src), size)
-            reduce = np.count_nonzero(data, axis=1) >= 2
-            maps = np.flatnonzero(~reduce)
-            out[lo + maps] = locality_clusters(view, sub[maps], free)
-            red = np.flatnonzero(reduce)
+            maps = lo + np.flatnonzero(~reduce[lo:hi])
+            out[maps] = locality_clusters(view, tasks[maps], free)
+            red = lo + np.flatnonzero(reduce[lo:hi])
             if red.size and free.any():
-                got = place_reduce(data[red], np.asarray(view.gate, dtype=float), free)
-                out[lo + red] = got
+                got = place_reduce(_dense_rows(red, ptr, src, size, n), gate, free)
+                out[red] = got
                 np.subtract.at(free, got[got >= 0], 1)
         return out
+
+
+@njit(cache=True)
+def _sites_held(ptr, src, size, n):  # pragma: no cover - compiled
+    """Per task ``i`` (inputs ``ptr[i]:ptr[i + 1]``), the clusters holding some of its input."""
+    count = np.zeros(ptr.size - 1, dtype=np.int64)
+    seen = np.full(n, -1, dtype=np.int64)
+    for i in range(ptr.size - 1):
+        for e in range(ptr[i], ptr[i + 1]):
+            if size[e] > 0 and seen[src[e]] != i:
+                seen[src[e]] = i
+                count[i] += 1
+    return count
+
+
+@njit(cache=True)
+def _dense_rows(rows, ptr, src, size, n):  # pragma: no cover - compiled
+    """Input MB of tasks ``rows`` at each of ``n`` clusters, added in input order."""
+    data = np.zeros((rows.size, n))
+    for k in range(rows.size):
+        for e in range(ptr[rows[k]], ptr[rows[k] + 1]):
+            data[k, src[e]] += size[e]
+    return data
 
 
 def reduce_fractions(data: np.ndarray, up: np.ndarray, down: np.ndarray,
@@ -242,23 +264,44 @@ def _fractions(data, up, down, h, total):  # pragma: no cover - compiled
 def round_counts(r: np.ndarray, n: int, cap: np.ndarray) -> np.ndarray:
     """Whole tasks per site from fractions: largest remainder, at most ``cap`` per site.
 
+    Each site first gets ``floor(r_i n)`` tasks (at most ``cap_i``); the tasks left go
+    one each to the sites with room, largest remainder first (ties to the lower index),
+    in as many rounds as it takes.
+
     Args:
         r: Fractions summing to 1.
         n: Tasks to place (at most ``cap.sum()``).
         cap: Free slots per site.
     """
-    cap = np.asarray(cap, dtype=np.int64)
-    want = np.asarray(r, dtype=float) * n
+    return _round_counts(np.ascontiguousarray(r, dtype=float), int(n),
+                         np.ascontiguousarray(cap, dtype=np.int64))
+
+
+@njit(cache=True)
+def _round_counts(r, n, cap):  # pragma: no cover - compiled
+    """:func:`round_counts`, compiled."""
+    want = r * n
     counts = np.minimum(np.floor(want + 1e-9).astype(np.int64), cap)
     rest = want - counts
-    short = n - int(counts.sum())
+    short = n - counts.sum()
     while short > 0:
         room = np.flatnonzero(counts < cap)
-        order = room[np.argsort(-rest[room], kind="stable")][:short]
-        counts[order] += 1
-        rest[order] -= 1.0
-        short = n - int(counts.sum())
+        order = room[np.argsort(-rest[room], kind="mergesort")][:short]
+        for i in order:
+            counts[i] += 1
+            rest[i] -= 1.0
+        short = n - counts.sum()
     return counts
+
+
+@njit(cache=True)
+def _reduce_slots(share, gate, free, n, total):  # pragma: no cover - compiled
+    """The site of each of ``n`` slots: :func:`place_reduce`'s fractions, rounded."""
+    sites = np.flatnonzero(free > 0)
+    g = gate[sites]
+    h = np.minimum(np.maximum(free[sites] / n, 0.0), 1.0)
+    r, _ = _fractions(share[sites], g, g, h, total)
+    return np.repeat(sites, _round_counts(r, n, free[sites]))
 
 
 def place_reduce(data: np.ndarray, gate: np.ndarray, free: np.ndarray) -> np.ndarray:
@@ -276,15 +319,12 @@ def place_reduce(data: np.ndarray, gate: np.ndarray, free: np.ndarray) -> np.nda
     # import this module never call it.
     from scipy.optimize import linear_sum_assignment
 
-    sites = np.flatnonzero(free > 0)
-    n = int(min(data.shape[0], free[sites].sum()))
+    free = np.asarray(free, dtype=np.int64)
+    n = int(min(data.shape[0], free[free > 0].sum()))
     out = np.full(data.shape[0], -1, dtype=np.int64)
     if n == 0:
         return out
-    share = data[:, sites].sum(axis=0)
-    r, _ = reduce_fractions(share, gate[sites], gate[sites], free[sites] / n, data.sum())
-    counts = round_counts(r, n, free[sites])
-    slot_site = np.repeat(sites, counts)
+    slot_site = _reduce_slots(data.sum(axis=0), gate, free, n, data.sum())
     rows, cols = linear_sum_assignment(-data[:, slot_site])
     out[rows] = slot_site[cols]
     return out
