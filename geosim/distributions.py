@@ -508,10 +508,15 @@ def quantile_bounds(k: int, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
         ``lo`` and ``hi``, shape ``(K,)``.
     """
     thresholds = levels(k) - 1e-9
-    # Rounding of the offset sums (one unit in the last place at the largest offset) and
-    # of exp and 1 - S (a few units at 1), relative to the smallest survival 1 - level.
-    slack = 8.0 * (float(np.spacing(2.0 * n_rows + 2.0)) + 1e-15) / float(1.0 - thresholds[-1])
-    mid = np.log(1.0 - thresholds)
+    # The test compares 1 - S with the level; rounding (one unit in the last place at the
+    # largest offset, a few units at 1 for exp and 1 - S) moves each side by less than
+    # ``err``, so it can go either way only where |S - S*| < err, S* = 1 - level. In log
+    # terms that is within err / (S* - err) of log S*: each level's own survival, as the
+    # test at a low level lies far from the smallest survival 1 - level of the last.
+    err = 8.0 * (float(np.spacing(2.0 * n_rows + 2.0)) + 1e-15)
+    survival = 1.0 - thresholds
+    slack = err / (survival - err)
+    mid = np.log(survival)
     return mid - slack, mid + slack
 
 

@@ -222,6 +222,41 @@ def test_decide_matches_the_python_loop(seed, factor):
     assert got == want
 
 
+@pytest.mark.parametrize("k", [4, 16, 128])
+@pytest.mark.parametrize("n_rows", [1, 30_000, 10**7])
+def test_quantile_bounds_leave_only_tests_rounding_can_flip(k, n_rows):
+    """Outside ``[lo, hi]`` the offset quantile test goes as the bounds say, at any offset.
+
+    The log-survivals just outside each level's window (the nearest floats and a few
+    units further) are put through the test as the general path makes it (NumPy's
+    ``exp``, offsets up to twice the last row's index).
+    """
+    lo, hi = quantile_bounds(k, n_rows)
+    thr = thresholds(k)
+    offsets = 2.0 * np.array([0, 1, n_rows // 3, n_rows - 1], dtype=float)
+    ulps = np.arange(1, 65, dtype=float)
+    for c in range(k):
+        below = np.nextafter(lo[c], -np.inf) - ulps * np.spacing(abs(lo[c]))
+        above = np.nextafter(hi[c], np.inf) + ulps * np.spacing(abs(hi[c]))
+        for off in offsets:
+            assert np.all((1.0 - np.exp(below)) + off >= thr[c] + off)
+            assert not np.any((1.0 - np.exp(above)) + off >= thr[c] + off)
+
+
+def test_quantile_bounds_settle_exact_ties_of_levels_in_wide_calls():
+    """A survival equal to a level's own (two of 16 atoms' variables at 12/16 and 14/16
+    meet level 5's 1 - 5.5/16) is settled without the general path in a call of 30 000
+    rows: each level's window is as wide as rounding near that level's survival needs,
+    not as wide as near the last level's (about twenty times wider here).
+    """
+    k, steps = 16, survival_steps(1, 16)
+    lo, hi = quantile_bounds(k, 30_000)
+    log_s = steps[:4].sum() + steps[:2].sum()                 # (12/16) (14/16)
+    assert np.isclose(np.exp(log_s), 1.0 - 5.5 / 16)
+    assert not lo[5] <= log_s <= hi[5]
+    assert hi[5] - lo[5] < (hi[-1] - lo[-1]) / 10
+
+
 @pytest.mark.parametrize("n", [9, 3 * _TAKE])
 @pytest.mark.parametrize("general", [False, True])
 @pytest.mark.parametrize("seed", range(6))

@@ -262,23 +262,31 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     n = mask.size
     k = speed.shape[2]
     t, w, g_lo, g_hi = types[j], work[j], g_ptr[j], g_ptr[j + 1]
-    # Each group's pair rows to every cluster (_row_of's), by one merge per group.
-    for g in range(g_lo, g_hi):
-        if dense.size:
-            for x in range(n):
-                pair_rows[g - g_lo, x] = g_src[g] * n + x
-        else:
-            source_rows(bw, g_src[g], pair_rows[g - g_lo])
+    # The bounds of mask's clusters: a candidate's second search (a narrower mask) finds
+    # them all computed by its first, and skips the merges.
+    fresh = False
     for x in range(n):
         if mask[x] and not has_bound[x]:
-            b = w * speed_inv[x, t]
-            for g in range(g_lo, g_hi):
-                if g_src[g] != x:
-                    v = g_size[g] * bw_inv[pair_rows[g - g_lo, x]]
-                    if v > b:
-                        b = v
-            bound[x] = b * _SHRINK
-            has_bound[x] = True
+            fresh = True
+            break
+    if fresh:
+        # Each group's pair rows to every cluster (_row_of's), by one merge per group.
+        for g in range(g_lo, g_hi):
+            if dense.size:
+                for x in range(n):
+                    pair_rows[g - g_lo, x] = g_src[g] * n + x
+            else:
+                source_rows(bw, g_src[g], pair_rows[g - g_lo])
+        for x in range(n):
+            if mask[x] and not has_bound[x]:
+                b = w * speed_inv[x, t]
+                for g in range(g_lo, g_hi):
+                    if g_src[g] != x:
+                        v = g_size[g] * bw_inv[pair_rows[g - g_lo, x]]
+                        if v > b:
+                            b = v
+                bound[x] = b * _SHRINK
+                has_bound[x] = True
     buf = np.empty(_TAKE, dtype=np.int64)
     have, at = 0, 0
     last = -1                   # the row taken last (none yet)
