@@ -4,10 +4,13 @@ Three guards, each naming the scenario key that causes the problem:
 
 * :func:`estimate` and :func:`check_memory`: before the world and the workload are built,
   the expected numbers of slots, clusters (their cached routes), jobs and tasks (with
-  the monitor's samples of the cluster pairs they use) give a memory estimate; a run
-  whose estimate exceeds ``run.max_memory_gb`` is refused, naming the key behind the
-  largest term. The per-item sizes are measured peaks of this implementation (see
-  ``docs/model.md``), rounded up, so the estimate errs on the large side.
+  the monitor's samples of the cluster pairs they use), and over the jobs' arrivals the
+  time series and the slots' blocks of availability draws, give a memory estimate; a
+  run whose estimate exceeds ``run.max_memory_gb`` is refused, naming the key behind
+  the largest term. Once the world and jobs are built, the same is checked again over
+  the run's expected length (:func:`simulated_span`). The per-item sizes are measured
+  peaks of this implementation (see ``docs/model.md``), rounded up, so the estimate
+  errs on the large side.
 * :class:`geosim.guards.Budget` keeps the same limit while the run goes on.
 * :func:`check_pace`: once the world and workload exist, a mean task alone on the slowest
   slot, gate and link must finish within the stall limits of :mod:`geosim.guards`
@@ -27,6 +30,7 @@ from geosim.errors import GeosimError
 from geosim.guards import GIB
 from geosim.jit import njit
 from geosim.monitor import DENSE_KEYS, DENSE_PAIRS_BYTES, WINDOW
+from geosim.processes import BLOCK_LEN
 from geosim.routes import (
     FULL_ROWS,
     PAIR_BYTES,
@@ -39,14 +43,12 @@ from geosim.routes import (
 from geosim.scenario import Scenario
 from geosim.topology import TIERS, assign_tiers
 
-#: Bytes of the interpreter, the libraries and the compiled kernels of one run.
-BASE_BYTES = 320 * 2**20
-#: Bytes per slot: the blocks of its availability periods (two sequences of two draws,
-#: a ring of 64-item blocks that widens when slots drift apart), state and time series.
-SLOT_BYTES = 8192
-#: Bytes per slot without blocks of draws (``clusters.slot_streams = "keyed"``, or no
-#: availability periods): its state, VM power and availability words (about 140 B
-#: measured: 112 000 slots added 16 MB).
+#: Bytes of the interpreter, the libraries and the compiled kernels of one run: measured
+#: 345 MiB for ``geosim run`` of one quickstart job, its tables written (2026-12-04).
+BASE_BYTES = 384 * 2**20
+#: Bytes per slot of its state, VM power and availability words (about 140 B measured:
+#: 112 000 slots added 16 MB). With shared slot streams and availability periods each
+#: slot also holds its blocks of draws (:func:`ring_bytes`).
 SLOT_STATE_BYTES = 256
 #: Bytes per cluster and per link of the topology itself: its graph (and the scheduler
 #: view's frozen copy) and the Mesa agents of clusters and links.
@@ -56,15 +58,18 @@ LINK_BYTES = 4096
 #: :data:`~geosim.monitor.WINDOW` samples and a count (twice: its buffer grows by
 #: doubling), the pair's key and row, and a performance model's 16 atoms and mean.
 MONITOR_PAIR_BYTES = 2 * (8 * WINDOW + 8) + 16 + 8 * 16 + 8
-#: Cluster pairs a task may add to the monitor: the remote inputs its completed copies
-#: read (a bound on the pairs in use, with the ordered pairs of clusters). Measured:
-#: 0.06 per task (17 119 pairs for 274 402 tasks) with Fair on 10 000 clusters.
-MONITOR_PAIRS_PER_TASK = 1
-#: Bytes per task and per job over a run: the tables of tasks, copies, inputs and results
-#: (from 200 to 2 000 jobs on 2026-11-30, time series included: on pingan-medium Fair
-#: 1.77 KiB per task and PingAn 1.91 KiB, on pingan-heavy PingAn 2.04 KiB and
-#: Flutter+Mantri 1.60 KiB; charged with half again as a margin).
-TASK_BYTES = 3072
+#: Cluster pairs a task may add to the monitor, on average: the remote inputs its
+#: completed copies read (with at most every ordered pair of clusters). Measured on
+#: the first 500 jobs of ``edge-10k``: 0.060 per task with Fair (4 195 pairs for 69 809
+#: tasks; 0.063 over 2 000 jobs) and 0.080 with PingAn (5 550); charged with three times
+#: the larger as a margin.
+MONITOR_PAIRS_PER_TASK = 0.25
+#: Bytes per task and per job over a run: the tables of tasks, copies, inputs and results,
+#: measured from 300 to 1 500 ``pingan-medium`` jobs (keyed slot streams, no time series,
+#: which :func:`ring_bytes` and :func:`series_bytes` charge apart; 2026-12-04): Fair
+#: 1.07 KiB per task, PingAn 1.57 KiB, Flutter+Mantri 1.45 KiB; charged with PingAn's
+#: and a quarter again as a margin.
+TASK_BYTES = 2048
 JOB_BYTES = 2048
 #: Bytes per DAG edge (its arrays, and an input row of each copy of its child task), for
 #: workloads whose jobs are dense DAGs (the all-to-all shuffles of ``spark`` jobs).
@@ -79,6 +84,12 @@ TASK_SECONDS = 2e-5
 #: Bytes of one sample of one cluster's (ten columns) and one link's (seven) time series.
 RECORD_BYTES = 80
 LINK_RECORD_BYTES = 56
+#: What the time series take at a run's peak, in multiples of their values
+#: (:func:`series_bytes`): the samples as recorded and the tables built from them.
+#: Measured: 5 100 samples of ``pingan-medium``'s 100 clusters and 196 links added
+#: 200 MiB to the peak, 2.2 times their 92 MiB (Fair, 300 jobs, keyed slot streams,
+#: ``run.record_interval`` 1 against 0; 2026-12-04).
+SERIES_PEAK = 2.5
 #: Sources sampled for the mean route length of a large topology.
 ROUTE_SAMPLES = 16
 
@@ -116,13 +127,18 @@ class Footprint:
                 f"{self.jobs:,} jobs, ~{self.tasks:,.0f} tasks)")
 
 
-def estimate(scenario: Scenario, graph: nx.Graph, workload=None) -> Footprint:
+def estimate(scenario: Scenario, graph: nx.Graph, workload=None,
+             span: float | None = None) -> Footprint:
     """Estimate a run's size from its scenario and topology, before building anything.
 
     Args:
         scenario: A validated scenario.
         graph: Its topology (generated or read).
         workload: The jobs, when given instead of the scenario's generator.
+        span: The simulated seconds expected (:func:`simulated_span`, once the world is
+            built); default: the jobs' arrivals (:func:`arrival_span`). What grows with
+            the run's length is charged over it: the time series and the slots' blocks
+            of availability draws.
 
     Returns:
         The expected counts and memory terms.
@@ -138,16 +154,73 @@ def estimate(scenario: Scenario, graph: nx.Graph, workload=None) -> Footprint:
         jobs, tasks, task_key = _tasks(scenario, slots)
     else:
         jobs, tasks, task_key = workload.n_jobs, float(workload.n_tasks), "workload.n_jobs"
+        if scenario["workload"]["kind"] == "spark":
+            tasks += workload.edge_src.size * EDGE_BYTES / TASK_BYTES
+    if span is None:
+        span = arrival_span(scenario, workload)
     topo_key = "topology.file" if scenario["topology"]["generator"] == "file" \
         else "topology.n_clusters"
-    blocks = scenario["availability"]["enabled"] and \
-        scenario["clusters"]["slot_streams"] == "shared"
-    per_slot = SLOT_BYTES if blocks else SLOT_STATE_BYTES
-    terms = {"tiers.*.slots": slots * per_slot,
+    terms = {"tiers.*.slots": slots * (SLOT_STATE_BYTES + ring_bytes(scenario, slots, span)),
              topo_key: topo_bytes,
              task_key: tasks * TASK_BYTES + jobs * JOB_BYTES
-             + min(float(n) * (n - 1), tasks * MONITOR_PAIRS_PER_TASK) * MONITOR_PAIR_BYTES}
+             + min(float(n) * (n - 1), tasks * MONITOR_PAIRS_PER_TASK) * MONITOR_PAIR_BYTES,
+             "run.record_interval": series_bytes(scenario, n, graph.number_of_edges(), span)}
     return Footprint(n, slots, entries, jobs, tasks, terms)
+
+
+def arrival_span(scenario: Scenario, workload=None) -> float:
+    """Simulated seconds until the last arrival (0 for a trace not read yet).
+
+    Given the jobs, their last arrival; otherwise their count over
+    ``workload.arrival_rate``.
+    """
+    if workload is not None:
+        return float(np.max(workload.arrival)) if workload.n_jobs else 0.0
+    wl = scenario["workload"]
+    return 0.0 if wl["kind"].endswith("-trace") else wl["n_jobs"] / wl["arrival_rate"]
+
+
+def ring_bytes(scenario: Scenario, slots: float, span: float) -> float:
+    """Bytes per slot of its blocks of availability draws after ``span`` simulated seconds.
+
+    Only shared slot streams with availability periods hold blocks
+    (:class:`~geosim.processes.AlternatingRenewal`): per phase kind, a ring of blocks of
+    :data:`~geosim.processes.BLOCK_LEN` items (a length and a level, 8 B each) from the
+    block of the slot that has started the fewest phases to that of the one that has
+    started the most, in a power of two of at least 2 blocks. The phases started by time
+    ``t`` have a variance of about ``t σ² / μ³`` (a renewal process whose cycle, an
+    available and an unavailable period, has mean ``μ`` and variance ``σ²``), and the
+    largest and smallest of ``n`` slots' counts lie about ``sqrt(2 ln n)`` standard
+    deviations either side of their mean. (Measured on ``pingan-medium``: a ring of 4
+    blocks after 300 jobs, 5 100 s, as this gives; 8 after 1 500.)
+    """
+    av = scenario["availability"]
+    if not av["enabled"] or scenario["clusters"]["slot_streams"] != "shared":
+        return 0.0
+    shapes = (av["available_shape"], av["unavailable_shape"])
+    scales = (av["available_scale"], av["unavailable_scale"])
+    mean = sum(k * s for k, s in zip(shapes, scales, strict=True))
+    var = sum(k * s * s for k, s in zip(shapes, scales, strict=True))
+    spread = 2.0 * math.sqrt(2.0 * math.log(max(slots, 2.0)) * span * var / mean ** 3)
+    width = 2
+    while width < math.ceil(spread / BLOCK_LEN) + 1:
+        width *= 2
+    return 2 * width * BLOCK_LEN * 2 * 8.0
+
+
+def series_bytes(scenario: Scenario, n_clusters: int, n_links: int, span: float) -> float:
+    """Bytes of the time series over ``span`` simulated seconds, at the run's peak.
+
+    A sample every ``run.record_interval``, at most one per step of a slotted run, and
+    :data:`SERIES_PEAK` times its values.
+    """
+    interval = float(scenario["run"]["record_interval"])
+    if interval == 0:                   # no time series
+        return 0.0
+    samples = span / interval
+    if scenario["run"]["timing"] == "slot":
+        samples = min(samples, span / float(scenario["run"]["dt"]))
+    return samples * (n_clusters * RECORD_BYTES + n_links * LINK_RECORD_BYTES) * SERIES_PEAK
 
 
 def check_memory(footprint: Footprint, scenario: Scenario) -> None:
@@ -162,10 +235,12 @@ def check_memory(footprint: Footprint, scenario: Scenario) -> None:
         return
     key = max(footprint.terms, key=footprint.terms.__getitem__)
     value = "" if key.startswith("tiers.") else f" = {scenario.get(key)!r}"
+    fix = "raise run.record_interval" if key == "run.record_interval" else \
+        "make the run smaller"
     raise GeosimError(
         f"the run would need {footprint.describe()}, more than run.max_memory_gb = "
-        f"{limit:g}; most of it comes from {key}{value}: make the run smaller or raise "
-        "run.max_memory_gb", source=scenario.source, key=key)
+        f"{limit:g}; most of it comes from {key}{value}: {fix} or raise run.max_memory_gb",
+        source=scenario.source, key=key)
 
 
 def task_seconds(scenario: Scenario, world, workload,
@@ -427,31 +502,6 @@ def simulated_span(scenario: Scenario, world, workload) -> tuple[float, float]:
     if scenario["run"]["timing"] == "event":
         return simulated, 2.0 * workload.n_tasks
     return simulated, simulated / float(scenario["run"]["dt"])
-
-
-def check_records(scenario: Scenario, world, workload) -> None:
-    """Refuse a run whose time series would exceed ``run.max_memory_gb``.
-
-    A slotted run samples at most once per step; an event-timed one at every
-    ``run.record_interval``.
-
-    Raises:
-        GeosimError: Naming ``run.record_interval``.
-    """
-    interval = float(scenario["run"]["record_interval"])
-    if interval == 0:                   # no time series
-        return
-    simulated, steps = simulated_span(scenario, world, workload)
-    samples = simulated / interval
-    if scenario["run"]["timing"] == "slot":
-        samples = min(samples, steps)
-    need = samples * (world.n_clusters * RECORD_BYTES + world.n_links * LINK_RECORD_BYTES)
-    limit = float(scenario["run"]["max_memory_gb"]) * GIB
-    if need > limit:
-        raise GeosimError(
-            f"about {samples:.3g} samples of the time series would take {need / GIB:.3g} GiB, "
-            f"more than run.max_memory_gb = {limit / GIB:g}: raise run.record_interval",
-            source=scenario.source, key="run.record_interval")
 
 
 def _duration(seconds: float) -> str:

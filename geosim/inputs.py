@@ -43,7 +43,9 @@ def build_inputs(scenario: Scenario, seed: int | None = None,
     """Build and check the world and jobs of ``scenario`` under ``seed``.
 
     The memory estimate is checked before the world is built, so a run too large for
-    ``run.max_memory_gb`` is refused before it takes the memory.
+    ``run.max_memory_gb`` is refused before it takes the memory, and again once the
+    world and the jobs give the run's expected length (over which the time series and
+    the slots' blocks of draws grow).
 
     Args:
         scenario: A validated scenario.
@@ -51,7 +53,7 @@ def build_inputs(scenario: Scenario, seed: int | None = None,
         workload: Jobs to use instead of the scenario's generator.
 
     Raises:
-        GeosimError: A run over its memory, pace or record limits, or a workload that
+        GeosimError: A run over its memory or pace limits, or a workload that
             does not fit the world.
     """
     seed = scenario["run"]["seed"] if seed is None else int(seed)
@@ -64,7 +66,10 @@ def build_inputs(scenario: Scenario, seed: int | None = None,
         workload = build_workload(scenario, world, streams["workload"])
     workload.validate(world.n_clusters, source=scenario.source)
     footprint.check_pace(scenario, world, workload, guards.STALL_SECONDS, guards.STALL_STEPS)
-    footprint.check_records(scenario, world, workload)
+    # Again over the run's expected length, now that the world and the jobs give it.
+    size = footprint.estimate(scenario, graph, workload,
+                              footprint.simulated_span(scenario, world, workload)[0])
+    footprint.check_memory(size, scenario)
     return RunInputs(streams, size, world, workload)
 
 

@@ -25,6 +25,8 @@ from geosim.threads import part_bounds, wide
 
 #: Draws for one block: (rng, n_entities, block_len) -> array of shape (n_entities, block_len).
 BlockDraw = Callable[[np.random.Generator, int, int], np.ndarray]
+#: Items per block of an :class:`AlternatingRenewal`'s draws.
+BLOCK_LEN = 64
 
 
 class _BlockSequence:
@@ -42,7 +44,7 @@ class _BlockSequence:
     """
 
     def __init__(self, rng: np.random.Generator, n: int, draws: tuple[BlockDraw, ...],
-                 block_len: int = 64):
+                 block_len: int = BLOCK_LEN):
         if block_len & (block_len - 1):
             raise ValueError(f"block_len must be a power of two, not {block_len}")
         self._rng, self._n, self._draws, self.k = rng, n, draws, block_len

@@ -66,7 +66,7 @@ def test_a_run_too_big_for_the_memory_limit_is_refused_naming_its_key():
     footprint.check_memory(fp, scenario)                      # raised limit: accepted
     one_slot = {f"tiers.{t}.slots": 1 for t in ("large", "medium", "small")}
     scenario, fp = _estimate(QUICK, {"topology.n_clusters": 3000, "run.max_memory_gb": 0.4,
-                                     **one_slot})
+                                     "run.record_interval": 0, **one_slot})
     with pytest.raises(GeosimError, match="most of it comes from topology.n_clusters = 3000"):
         footprint.check_memory(fp, scenario)
 
@@ -154,7 +154,7 @@ def test_validate_prints_the_estimate_the_readme_shows(capsys):
     printed = capsys.readouterr().out
     readme = open("README.md").read()
     assert f"$ geosim validate {QUICK}\n{printed}```" in readme
-    assert "estimate: memory 0.37 GiB" in printed
+    assert "estimate: memory 0.42 GiB" in printed
 
 
 def test_work_scheduler_defaults_and_parameters_are_checked_whatever_the_run():
@@ -197,7 +197,9 @@ def test_a_sampling_interval_far_below_the_slot_neither_spins_nor_overflows():
     assert result.clusters["time"].nunique() <= model.engine.time / model.dt + 2
     event = {"workload.n_jobs": 20000, "run.timing": "event", "scheduler.name": "srpt+r",
              "run.record_interval": 1e-6}
-    with pytest.raises(GeosimError, match=r"run.record_interval: about [12]\.\d+e\+10 samples"):
+    with pytest.raises(GeosimError, match=r"run.record_interval: the run would need about "
+                       r"\d+\.\d\d GiB .* most of it comes from run.record_interval = "
+                       r"1e-06: raise run.record_interval or raise run.max_memory_gb"):
         GeoModel(load_scenario("scenarios/redundancy-gamma.toml", event))
 
 
@@ -212,3 +214,34 @@ def test_a_world_of_10000_clusters_is_charged_its_route_cache_not_every_route():
     assert fp.terms["workload.n_jobs"] == pytest.approx(
         fp.tasks * footprint.TASK_BYTES + fp.jobs * footprint.JOB_BYTES
         + pairs * footprint.MONITOR_PAIR_BYTES)
+
+
+@pytest.mark.parametrize("span", [5_100.0, 21_000.0])
+def test_the_slots_blocks_of_draws_are_charged_at_the_width_the_run_reaches(span):
+    # pingan-medium's 12 356 slots, shared slot streams: the rings of availability draws
+    # widen as the slots' phase counts drift apart (4 blocks by 5 100 s, 8 by 21 000 s).
+    scenario = load_scenario(MEDIUM)
+    world, _ = world_and_workload(scenario)
+    avail = world.availability
+    avail.advance(span)
+    width = max(seq.width for seq in avail._seq)
+    charged = footprint.ring_bytes(scenario, world.n_slots, span)
+    assert charged == 2 * width * avail._seq[0].k * 2 * 8
+    keyed = load_scenario(MEDIUM, {"clusters.slot_streams": "keyed"})
+    assert footprint.ring_bytes(keyed, world.n_slots, span) == 0
+
+
+def test_the_estimate_a_run_keeps_charges_its_expected_length():
+    # Once built, a run's estimate charges the time series and the rings over the
+    # simulated seconds the world and jobs give, not over the arrivals alone.
+    scenario = load_scenario(MEDIUM, {"workload.n_jobs": 300})
+    model = GeoModel(scenario)
+    span, _ = footprint.simulated_span(scenario, model.world, model.workload)
+    assert span > footprint.arrival_span(scenario, model.workload) + 500
+    assert model.footprint.terms["run.record_interval"] == footprint.series_bytes(
+        scenario, model.world.n_clusters, model.world.n_links, span) > 0
+    assert model.footprint.terms["tiers.*.slots"] == pytest.approx(model.footprint.slots * (
+        footprint.SLOT_STATE_BYTES + footprint.ring_bytes(scenario, model.footprint.slots,
+                                                          span)))
+    quiet = GeoModel(load_scenario(MEDIUM, {"workload.n_jobs": 300, "run.record_interval": 0}))
+    assert quiet.footprint.terms["run.record_interval"] == 0

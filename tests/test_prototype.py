@@ -158,6 +158,8 @@ def test_the_memory_estimate_counts_spark_tasks_and_shuffle_edges():
     built = model.workload.n_tasks + model.engine.out_dst.size * (
         footprint.EDGE_BYTES / footprint.TASK_BYTES)
     assert 0.75 * built <= est.tasks <= 1.5 * built
+    expected = footprint.estimate(scenario, model.world.graph)      # before the jobs exist
+    assert 0.75 * built <= expected.tasks <= 1.5 * built
     bigger = footprint.estimate(scenario.with_overrides({"workload.n_jobs": 880}),
                                 model.world.graph)
-    assert bigger.tasks == pytest.approx(10 * est.tasks)
+    assert bigger.tasks == pytest.approx(10 * expected.tasks)
