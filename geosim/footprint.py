@@ -46,6 +46,9 @@ from geosim.topology import TIERS, assign_tiers
 #: Bytes of the interpreter, the libraries and the compiled kernels of one run: measured
 #: 345 MiB for ``geosim run`` of one quickstart job, its tables written (2026-12-04).
 BASE_BYTES = 384 * 2**20
+#: Bytes of WfCommons' workflow generator, for a workload of its recipes: measured
+#: 90 MiB more at the peak of a one-job Blast recipe run than of a one-job quickstart.
+RECIPE_BYTES = 128 * 2**20
 #: Bytes per slot of its state, VM power and availability words (about 140 B measured:
 #: 112 000 slots added 16 MB). With shared slot streams and availability periods each
 #: slot also holds its blocks of draws (:func:`ring_bytes`).
@@ -60,9 +63,9 @@ LINK_BYTES = 4096
 MONITOR_PAIR_BYTES = 2 * (8 * WINDOW + 8) + 16 + 8 * 16 + 8
 #: Cluster pairs a task may add to the monitor, on average: the remote inputs its
 #: completed copies read (with at most every ordered pair of clusters). Measured on
-#: the first 500 jobs of ``edge-10k``: 0.060 per task with Fair (4 195 pairs for 69 809
-#: tasks; 0.063 over 2 000 jobs) and 0.080 with PingAn (5 550); charged with three times
-#: the larger as a margin.
+#: ``edge-10k``: 0.060 per task with Fair over its first 500 jobs (4 195 pairs for
+#: 69 809 tasks) and 0.063 over 2 000; 0.080 and 0.093 with PingAn; charged with more
+#: than twice the largest as a margin.
 MONITOR_PAIRS_PER_TASK = 0.25
 #: Bytes per task and per job over a run: the tables of tasks, copies, inputs and results,
 #: measured from 300 to 1 500 ``pingan-medium`` jobs (keyed slot streams, no time series,
@@ -165,6 +168,8 @@ def estimate(scenario: Scenario, graph: nx.Graph, workload=None,
              task_key: tasks * TASK_BYTES + jobs * JOB_BYTES
              + min(float(n) * (n - 1), tasks * MONITOR_PAIRS_PER_TASK) * MONITOR_PAIR_BYTES,
              "run.record_interval": series_bytes(scenario, n, graph.number_of_edges(), span)}
+    if scenario["workload"]["kind"] == "wfformat" and scenario["workload"]["recipe"]:
+        terms["workload.recipe"] = float(RECIPE_BYTES)
     return Footprint(n, slots, entries, jobs, tasks, terms)
 
 

@@ -25,8 +25,7 @@ from geosim.threads import part_bounds, wide
 
 #: Draws for one block: (rng, n_entities, block_len) -> array of shape (n_entities, block_len).
 BlockDraw = Callable[[np.random.Generator, int, int], np.ndarray]
-#: Items per block of an :class:`AlternatingRenewal`'s draws.
-BLOCK_LEN = 64
+BLOCK_LEN = 64      #: Items per block of an :class:`AlternatingRenewal`'s draws.
 
 
 class _BlockSequence:
@@ -507,8 +506,7 @@ class KeyedRenewal:
         self._all = np.arange(n, dtype=np.int64)
 
     def _state(self) -> tuple:
-        return (self._on, self._level, self._next_change, self.count, self._key[0],
-                self._params)
+        return (self._on, self._level, self._next_change, self.count, self._key[0], self._params)
 
     def _sync_all(self) -> None:
         _keyed_sync(*self._state(), self._all, self.now)

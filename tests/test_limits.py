@@ -245,3 +245,12 @@ def test_the_estimate_a_run_keeps_charges_its_expected_length():
                                                           span)))
     quiet = GeoModel(load_scenario(MEDIUM, {"workload.n_jobs": 300, "run.record_interval": 0}))
     assert quiet.footprint.terms["run.record_interval"] == 0
+
+
+def test_generated_workflows_are_charged_their_generator():
+    recipe = {"workload.kind": "wfformat", "workload.recipe": "blast", "workload.n_jobs": 2,
+              "workload.recipe_tasks": 40}
+    _, fp = _estimate(QUICK, recipe)
+    _, plain = _estimate(QUICK, {"workload.n_jobs": 2})
+    assert fp.terms["workload.recipe"] == footprint.RECIPE_BYTES
+    assert "workload.recipe" not in plain.terms
