@@ -240,11 +240,11 @@ def check_memory(footprint: Footprint, scenario: Scenario) -> None:
         return
     key = max(footprint.terms, key=footprint.terms.__getitem__)
     value = "" if key.startswith("tiers.") else f" = {scenario.get(key)!r}"
-    fix = "raise run.record_interval" if key == "run.record_interval" else \
-        "make the run smaller"
+    fix = "raise run.record_interval or" if key == "run.record_interval" else \
+        "make the run smaller or raise"
     raise GeosimError(
         f"the run would need {footprint.describe()}, more than run.max_memory_gb = "
-        f"{limit:g}; most of it comes from {key}{value}: {fix} or raise run.max_memory_gb",
+        f"{limit:g}; most of it comes from {key}{value}: {fix} run.max_memory_gb",
         source=scenario.source, key=key)
 
 

@@ -199,7 +199,7 @@ def test_a_sampling_interval_far_below_the_slot_neither_spins_nor_overflows():
              "run.record_interval": 1e-6}
     with pytest.raises(GeosimError, match=r"run.record_interval: the run would need about "
                        r"\d+\.\d\d GiB .* most of it comes from run.record_interval = "
-                       r"1e-06: raise run.record_interval or raise run.max_memory_gb"):
+                       r"1e-06: raise run.record_interval or run.max_memory_gb"):
         GeoModel(load_scenario("scenarios/redundancy-gamma.toml", event))
 
 
