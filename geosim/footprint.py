@@ -210,7 +210,7 @@ def ring_bytes(scenario: Scenario, slots: float, span: float) -> float:
     width = 2
     while width < math.ceil(spread / BLOCK_LEN) + 1:
         width *= 2
-    return 2 * width * BLOCK_LEN * 2 * 8.0
+    return 2 * width * BLOCK_LEN * 2 * 8.0      # kinds x blocks x items x (length, level)
 
 
 def series_bytes(scenario: Scenario, n_clusters: int, n_links: int, span: float) -> float:
