@@ -131,7 +131,8 @@ class Footprint:
 
 
 def estimate(scenario: Scenario, graph: nx.Graph, workload=None,
-             span: float | None = None) -> Footprint:
+             span: float | None = None,
+             topology: tuple[float, float] | None = None) -> Footprint:
     """Estimate a run's size from its scenario and topology, before building anything.
 
     Args:
@@ -142,6 +143,8 @@ def estimate(scenario: Scenario, graph: nx.Graph, workload=None,
             built); default: the jobs' arrivals (:func:`arrival_span`). What grows with
             the run's length is charged over it: the time series and the slots' blocks
             of availability draws.
+        topology: ``topology_bytes(graph)``, when already computed (it samples
+            shortest paths: 9 ms on 1 000 clusters, 0.1 s on 10 000).
 
     Returns:
         The expected counts and memory terms.
@@ -152,7 +155,7 @@ def estimate(scenario: Scenario, graph: nx.Graph, workload=None,
     slots = max(float(n), scenario["clusters"]["slot_scale"] * sum(
         float(k) * _mean(scenario[f"tiers.{t}"]["slots"])
         for k, t in zip(per_tier, TIERS, strict=True)))
-    entries, topo_bytes = topology_bytes(graph)
+    entries, topo_bytes = topology_bytes(graph) if topology is None else topology
     if workload is None:
         jobs, tasks, task_key = _tasks(scenario, slots)
     else:

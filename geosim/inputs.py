@@ -59,7 +59,8 @@ def build_inputs(scenario: Scenario, seed: int | None = None,
     seed = scenario["run"]["seed"] if seed is None else int(seed)
     streams = spawn_streams(seed)
     graph = build_graph(scenario, streams["topology"])
-    size = footprint.estimate(scenario, graph, workload)
+    topology = footprint.topology_bytes(graph)
+    size = footprint.estimate(scenario, graph, workload, topology=topology)
     footprint.check_memory(size, scenario)
     world = build_world(scenario, streams, graph)
     if workload is None:
@@ -68,7 +69,7 @@ def build_inputs(scenario: Scenario, seed: int | None = None,
     footprint.check_pace(scenario, world, workload, guards.STALL_SECONDS, guards.STALL_STEPS)
     # Again over the run's expected length, now that the world and the jobs give it.
     size = footprint.estimate(scenario, graph, workload,
-                              footprint.simulated_span(scenario, world, workload)[0])
+                              footprint.simulated_span(scenario, world, workload)[0], topology)
     footprint.check_memory(size, scenario)
     return RunInputs(streams, size, world, workload)
 
