@@ -3,7 +3,9 @@
 ``world:N`` builds the world of ``pingan-medium`` on an N-cluster Barabási–Albert
 topology (the topology is drawn first, outside the clock; the memory guard is bypassed,
 so a checkout that would refuse the world can still be measured where the machine holds
-it); ``fair:N`` runs 300 jobs of the same scenario with Fair, seed 1. Each run is a fresh
+it); ``trees:N`` times the shortest-path trees of 200 sources spread over that world's
+clusters (the world built outside the clock; its routing by link length, a Dijkstra tree
+per source); ``fair:N`` runs 300 jobs of the same scenario with Fair, seed 1. Each run is a fresh
 process (its peak memory is its own), and each case runs ``--repeat`` times: the table
 gives the minimum and median wall time and the largest peak memory. With ``--against
 DIR`` each run is followed by the same run of the geosim in checkout ``DIR``. Usage:
@@ -24,7 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "pingan-medium.toml"
-DEFAULT = ["world:100", "world:1000", "world:3000", "world:10000", "fair:100", "fair:1000"]
+DEFAULT = ["world:100", "world:1000", "world:3000", "world:10000", "trees:1000",
+           "trees:10000", "fair:100", "fair:1000"]
+#: Sources whose trees ``trees:N`` times.
+TREE_SOURCES = 200
 
 
 def _overrides(n: int) -> dict:
@@ -53,6 +58,19 @@ def _one(case: str) -> dict:
         wall = time.perf_counter() - start
         return {"case": case, "clusters": world.n_clusters, "wall_seconds": round(wall, 3),
                 "peak_mib_before": round(before, 1), "peak_mib": round(_peak_mib(), 1)}
+    if kind == "trees":
+        import numpy as np
+        world = build_world(scenario := load_scenario(SCENARIO, _overrides(n)),
+                            streams := spawn_streams(scenario["run"]["seed"]),
+                            build_graph(scenario, streams["topology"]))
+        sources = np.linspace(0, n - 1, TREE_SOURCES).astype(np.int64)
+        world.routes.hops(sources[:1], 0)                   # the kernels loaded
+        start = time.perf_counter()
+        for s in sources[1:]:                               # one tree per call, as first read
+            world.routes.hops(s, 0)
+        wall = time.perf_counter() - start
+        return {"case": case, "clusters": n, "wall_seconds": round(wall, 3),
+                "trees": TREE_SOURCES - 1, "peak_mib": round(_peak_mib(), 1)}
     geosim.run(SCENARIO, scheduler="fair", seed=1,      # load every module and kernel
                overrides={**_overrides(20), "workload.n_jobs": 2})
     start = time.perf_counter()
