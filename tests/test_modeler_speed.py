@@ -13,8 +13,8 @@ from geosim.distributions import (
     thresholds,
 )
 from geosim.modeler import PairTable
-from geosim.schedulers.mantri_rows import _TAKE, exact_quantiles, t_new_rows
-from geosim.schedulers.mantri_rules import decide, decide_lazy, inverse_means
+from geosim.schedulers.mantri_rows import _HOLD, exact_quantiles, t_new_rows
+from geosim.schedulers.mantri_rules import bound_tables, decide, decide_lazy
 
 
 def _problem(rng: np.random.Generator, n: int = 7, types: int = 3, k: int = 8, tasks: int = 9,
@@ -257,7 +257,7 @@ def test_quantile_bounds_settle_exact_ties_of_levels_in_wide_calls():
     assert hi[5] - lo[5] < (hi[-1] - lo[-1]) / 10
 
 
-@pytest.mark.parametrize("n", [9, 3 * _TAKE])
+@pytest.mark.parametrize("n", [9, 3 * _HOLD])
 @pytest.mark.parametrize("general", [False, True])
 @pytest.mark.parametrize("seed", range(6))
 def test_lazy_decisions_match_full_rows(seed, general, n):
@@ -275,8 +275,12 @@ def test_lazy_decisions_match_full_rows(seed, general, n):
     m = types.size
     t_rem = rng.choice([0.5, 2.0, 5.0, np.inf], m)
     c = rng.integers(1, 3, m).astype(float)
-    restartable = np.zeros(m, dtype=bool)
-    none = np.zeros(m, dtype=np.int64)
+    # Some candidates may restart on their jobs' fresh copies (a pool of clusters each).
+    restartable = rng.random(m) < 0.5
+    per_pool = np.where(restartable, rng.integers(0, 3, m), 0)
+    pool_hi = np.cumsum(per_pool).astype(np.int64)
+    pool_lo = pool_hi - per_pool
+    pool_cluster = rng.integers(0, n, int(per_pool.sum())).astype(np.int64)
     per_task = np.bincount(g_task, minlength=m)
     g_ptr = np.r_[0, np.cumsum(per_task)].astype(np.int64)
     lo, hi = quantile_bounds(k, m * n)
@@ -285,16 +289,17 @@ def test_lazy_decisions_match_full_rows(seed, general, n):
     r = 1 + int(per_task.max())
     for dense in (np.empty((0, 0)), bandwidth):
         free = rng.integers(0, 3, n)
-        args = (t_rem, c, restartable, none, none, np.empty(0, dtype=np.int64),
-                np.empty(0, dtype=bool))
-        want = decide(means, atoms, np.full(m, k, dtype=np.int64), *args, free.copy(), 1.0,
-                       0.25, -1.0)
+        args = (t_rem, c, restartable, pool_lo, pool_hi, pool_cluster)
+        taken = np.zeros(pool_cluster.size, dtype=bool)
+        want = decide(means, atoms, np.full(m, k, dtype=np.int64), *args, taken.copy(),
+                       free.copy(), 1.0, 0.25, -1.0)
         what, where, took, best = decide_lazy(
             speed, _pairs(bandwidth, n, True), dense, types.astype(np.int64), work, g_ptr,
             g_src.astype(np.int64), g_size, survival_steps(1, k), lo, hi,
-            survival_steps(r, k), thresholds(k), *inverse_means(speed, bandwidth), *args,
-            free, 1.0, 0.25, -1.0)
+            survival_steps(r, k), thresholds(k), *bound_tables(speed, bandwidth), *args,
+            taken, free, 1.0, 0.25, -1.0)
         assert what.any()
+        assert (what == 2).any() or pool_cluster.size == 0
         np.testing.assert_array_equal(what, want[0])
         np.testing.assert_array_equal(where, want[1])
         np.testing.assert_array_equal(took, want[2])

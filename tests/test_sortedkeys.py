@@ -1,9 +1,8 @@
 """The sorted key index grown in place, against NumPy's insert."""
 
 import numpy as np
-import pytest
 
-from geosim.sortedkeys import insert_sorted, next_in_order
+from geosim.sortedkeys import insert_sorted
 
 
 def test_batches_merge_as_numpy_inserts_them_ids_in_key_order():
@@ -33,23 +32,3 @@ def test_keys_below_above_and_between_the_index():
     out_keys, out_ids, n = insert_sorted(out_keys, out_ids, 5, np.array([40], dtype=np.int64), 5)
     assert out_keys is not keys and out_keys[:n].tolist() == [5, 10, 20, 25, 30, 40]
     assert out_ids[:n].tolist() == [3, 0, 1, 4, 2, 5]
-
-
-@pytest.mark.parametrize("size", [1, 3, 16])
-@pytest.mark.parametrize("seed", range(4))
-def test_entries_come_in_the_order_of_a_stable_sort(seed, size):
-    """Scan after scan, the masked entries in NumPy's stable order: ties by position, NaN last."""
-    rng = np.random.default_rng(seed)
-    values = rng.integers(0, 5, 60).astype(float)
-    values[rng.random(60) < 0.1] = np.inf
-    values[rng.random(60) < 0.1] = np.nan
-    mask = rng.random(60) < 0.8
-    order = np.argsort(values, kind="stable")
-    want = order[mask[order]].tolist()
-    got, last = [], -1
-    buf = np.empty(size, dtype=np.int64)
-    while have := next_in_order(values, mask, last, buf):
-        assert have == min(size, len(want) - len(got))
-        got.extend(buf[:have].tolist())
-        last = got[-1]
-    assert got == want

@@ -25,7 +25,7 @@ from geosim.schedulers.mantri_rows import (
     observed_t_rem,
     t_new_rows,
 )
-from geosim.schedulers.mantri_rules import decide, decide_lazy, inverse_means
+from geosim.schedulers.mantri_rules import bound_tables, decide, decide_lazy
 from geosim.variability import copy_factors
 from geosim.view import READY, Actions, SchedulerView, concat_ranges, first_of_runs, in_sorted
 
@@ -281,7 +281,7 @@ class Mantri(Monitored, Redundancy):
         self._clean_key: tuple[int, int] | None = None   # model version _clean is for
         self._clean = False
         self._inverse_key: tuple[int, int, bool] | None = None  # ... and _inverse
-        self._inverse = (np.empty((0, 0)), np.empty(0))
+        self._inverse = (np.empty((0, 0)), np.empty(0), np.empty((0, 0), dtype=np.int64))
         self._fastest_key: tuple[int, int] | None = None   # ... and _fastest
         self._fastest = np.empty((0, 0))
         self._bounds_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -644,8 +644,8 @@ class Mantri(Monitored, Redundancy):
             tasks.size, n, k * k), axis=2)
         return prod.reshape(tasks.size, n, k, k).mean(axis=3)
 
-    def _inverses(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:func:`inverse_means` of the model's speeds and bandwidths, kept per version.
+    def _inverses(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:func:`bound_tables` of the model's speeds and bandwidths, kept per version.
 
         The bandwidth rows are ``dense``'s if it is not empty, else the pair table's.
         """
@@ -653,7 +653,7 @@ class Mantri(Monitored, Redundancy):
         key = (id(model), model.version, dense.size > 0)
         if self._inverse_key != key:
             self._inverse_key = key
-            self._inverse = inverse_means(
+            self._inverse = bound_tables(
                 model.speed, dense if dense.size else model.bandwidth_pairs.values)
         return self._inverse
 

@@ -22,12 +22,11 @@ from scipy.special import ndtri
 from geosim.distributions import merged_atoms, numpy_exp, row_min_quantiles, row_quantiles
 from geosim.jit import njit
 from geosim.modeler import pair_row, source_rows
-from geosim.sortedkeys import next_in_order
 from geosim.variability import keyed_uniforms
 
 __all__ = ["CopyReports", "PhaseLog", "clean_rows", "exact_atoms", "exact_quantiles",
            "lazy_argmin", "mean_of", "noisy_progress", "observed_t_rem", "row_vals",
-           "t_new_rows"]
+           "source_inverses", "t_new_rows"]
 
 
 @njit(cache=True, error_model="numpy")
@@ -218,16 +217,81 @@ def exact_quantiles(speed, bw, types, work, j, m, g_ptr, g_src, g_size, steps_r,
 #: Below 1 by far more than the rounding of a row's mean (``(K + 8)`` units in the last
 #: place, ``K <= 128``): :func:`lazy_argmin`'s bounds are at most the means they bound.
 _SHRINK = 1.0 - 1e-9
-#: Rows taken per scan of the bounds (:func:`~geosim.sortedkeys.next_in_order`); most
-#: searches take fewer. A scan per row taken cost Mantri's decisions on 1 000 clusters
-#: about a sixth of their time.
-_TAKE = 16
+#: Bounds :func:`lazy_argmin` holds before it computes the row of the smallest of them
+#: out of order (the walk's threshold has not reached it yet): the heap stays this
+#: small where the inputs' transfers, not the processing, bound every row.
+_HOLD = 16
+
+
+@njit(cache=True, inline="always")
+def _heap_push(keys, ids, size, key, x):  # pragma: no cover - compiled
+    """Push ``(key, x)`` on the binary min-heap ``keys[:size]``, ``ids[:size]``."""
+    i = size
+    while i > 0:
+        up = (i - 1) // 2
+        if keys[up] < key or (keys[up] == key and ids[up] < x):
+            break
+        keys[i], ids[i] = keys[up], ids[up]
+        i = up
+    keys[i], ids[i] = key, x
+    return size + 1
+
+
+@njit(cache=True, inline="always")
+def _heap_pop(keys, ids, size):  # pragma: no cover - compiled
+    """Remove the heap's first entry (read it from ``keys[0]``, ``ids[0]`` before)."""
+    size -= 1
+    key, x = keys[size], ids[size]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and (keys[child + 1] < keys[child]
+                                 or (keys[child + 1] == keys[child]
+                                     and ids[child + 1] < ids[child])):
+            child += 1
+        if key < keys[child] or (key == keys[child] and x < ids[child]):
+            break
+        keys[i], ids[i] = keys[child], ids[child]
+        i = child
+    keys[i], ids[i] = key, x
+    return size
+
+
+@njit(cache=True, error_model="numpy")
+def source_inverses(bw, dense, bw_inv, g_src, n):  # pragma: no cover - compiled
+    """``bw_inv`` of every pair from each input group's source, a row per distinct source.
+
+    Returns:
+        The rows (``(sources, n)``: ``bw_inv`` of pair ``src -> dst`` at ``[slot, dst]``)
+        and each cluster's slot among them (-1: not a source).
+    """
+    slot = np.full(n, -1, dtype=np.int64)
+    count = 0
+    for s in g_src:
+        if slot[s] < 0:
+            slot[s] = count
+            count += 1
+    out = np.empty((count, n))
+    rows = np.empty(n, dtype=np.int64)
+    for s in range(n):
+        if slot[s] < 0:
+            continue
+        if dense.size:
+            for x in range(n):
+                out[slot[s], x] = bw_inv[s * n + x]
+        else:
+            source_rows(bw, s, rows)
+            for x in range(n):
+                out[slot[s], x] = bw_inv[rows[x]]
+    return out, slot
 
 
 @njit(cache=True, error_model="numpy")
 def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi,
-                 steps_r, thresholds, speed_inv, bw_inv, vals, q, use, head, cur, bound, has_bound,
-                 mean, has_mean, atoms, pair_rows):  # pragma: no cover - compiled
+                 steps_r, thresholds, speed_inv, order, src_inv, src_slot, vals, q, use, head,
+                 cur, heap_key, heap_id, mean_for, mean, atoms):  # pragma: no cover - compiled
     """The first cluster of least ``E[t_new]`` over ``mask``, computing as few rows as it can.
 
     It is what :func:`~geosim.schedulers.mantri_rules.decide` picks from every row.
@@ -237,13 +301,19 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     the quantile's level), so the mean is at least ``mean_a max_x 1 / vals[x, a]``, and
     so at least ``max_x mean_a 1 / vals[x, a]``: ``w · speed_inv[x, t]`` for processing,
     ``size · bw_inv[row]`` for an input group (``mean(1 / atom)`` per speed and per pair
-    row, :func:`~geosim.schedulers.mantri_rules.inverse_means`). The bound is that
-    times :data:`_SHRINK`, below any rounding of the two sides. Rows are taken by
-    increasing bound (ties by cluster), :data:`_TAKE` at a time from one scan of the
-    bounds (:func:`~geosim.sortedkeys.next_in_order`); once the smallest bound left
-    exceeds the best mean found, no row left can be smaller or tie it. Every mean and
+    row, :func:`~geosim.schedulers.mantri_rules.bound_tables`; ``src_inv`` holds the
+    latter for the call's sources, :func:`source_inverses`). The bound is that times
+    :data:`_SHRINK`, below any rounding of the two sides.
+
+    The search walks the clusters by increasing processing bound (``order[t]``, the
+    clusters by ``speed_inv[:, t]``): no cluster not yet walked has a bound below the
+    next one's processing bound, the walk's threshold. The walked clusters of ``mask``
+    wait in a heap by bound; a row is computed for the smallest when it is at most the
+    threshold (or :data:`_HOLD` of them wait), and a cluster whose bound exceeds the
+    best mean found is dropped, for no row of it can be smaller or tie it. The search
+    ends when the threshold and every bound waiting exceed the best mean. Every mean and
     bound is in ``[0, inf]`` (no NaN), so the first minimum is the same as over all rows,
-    whatever the bound.
+    whichever rows were computed.
 
     A row is settled by the fast merge of :func:`row_min_quantiles` (with ``step``,
     ``lo``, ``hi``) or, where its quantile tests fall between the bounds, by the general
@@ -251,10 +321,9 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     in :func:`t_new_rows`' call over the chunk's ``n`` clusters): the values
     :meth:`Mantri._t_new` gives it.
 
-    Rows are memoised across calls for the same candidate (``has_bound``, ``has_mean``;
-    ``atoms`` holds the computed rows' ``t_new``). Bandwidth atoms come from ``dense``
-    when it is not empty, as in :func:`row_vals`; ``pair_rows`` is work space of a row of
-    ``n`` per input group.
+    Rows are memoised across calls for the same candidate: ``mean_for[x] == j`` when
+    ``mean[x]`` and ``atoms[x]`` hold row ``(j, x)``. ``heap_key`` and ``heap_id`` are
+    work space of ``n``.
 
     Returns:
         The cluster, or -1 if ``mask`` is empty.
@@ -262,58 +331,47 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
     n = mask.size
     k = speed.shape[2]
     t, w, g_lo, g_hi = types[j], work[j], g_ptr[j], g_ptr[j + 1]
-    # The bounds of mask's clusters: a candidate's second search (a narrower mask) finds
-    # them all computed by its first, and skips the merges.
-    fresh = False
-    for x in range(n):
-        if mask[x] and not has_bound[x]:
-            fresh = True
-            break
-    if fresh:
-        # Each group's pair rows to every cluster (_row_of's), by one merge per group.
-        for g in range(g_lo, g_hi):
-            if dense.size:
-                for x in range(n):
-                    pair_rows[g - g_lo, x] = g_src[g] * n + x
-            else:
-                source_rows(bw, g_src[g], pair_rows[g - g_lo])
-        for x in range(n):
-            if mask[x] and not has_bound[x]:
-                b = w * speed_inv[x, t]
-                for g in range(g_lo, g_hi):
-                    if g_src[g] != x:
-                        v = g_size[g] * bw_inv[pair_rows[g - g_lo, x]]
-                        if v > b:
-                            b = v
-                bound[x] = b * _SHRINK
-                has_bound[x] = True
-    buf = np.empty(_TAKE, dtype=np.int64)
-    have, at = 0, 0
-    last = -1                   # the row taken last (none yet)
+    walk = order[t]
+    size, i = 0, 0
     best = -1
     best_val = 0.0
     while True:
-        if at == have:
-            have, at = next_in_order(bound, mask, last, buf), 0
-        if have == 0:
+        tau = w * speed_inv[walk[i], t] * _SHRINK if i < n else np.inf
+        if best >= 0 and tau > best_val and (size == 0 or heap_key[0] > best_val):
             return best
-        pick = buf[at]
-        at += 1
-        if best >= 0 and bound[pick] > best_val:
+        if size and (heap_key[0] <= tau or size >= _HOLD or i == n):
+            b, pick = heap_key[0], heap_id[0]
+            size = _heap_pop(heap_key, heap_id, size)
+            if best >= 0 and b > best_val:
+                continue
+            if mean_for[pick] != j:
+                nv = row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
+                if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
+                    exact_quantiles(speed, bw, types, work, j, pick, g_ptr, g_src, g_size,
+                                    steps_r, thresholds, 2.0 * float(j * n + pick), q)
+                for a in range(k):
+                    atoms[pick, a] = 1.0 / q[k - 1 - a]
+                mean[pick] = mean_of(atoms[pick], k)
+                mean_for[pick] = j
+            v = mean[pick]
+            if best < 0 or v < best_val or (v == best_val and pick < best):
+                best, best_val = pick, v
+            continue
+        if i == n:
             return best
-        last = pick
-        if not has_mean[pick]:
-            nv = row_vals(speed, bw, dense, t, w, g_lo, g_hi, g_src, g_size, pick, vals)
-            if not row_min_quantiles(vals, nv, k, step, lo, hi, q, use, head, cur, True):
-                exact_quantiles(speed, bw, types, work, j, pick, g_ptr, g_src, g_size, steps_r,
-                                thresholds, 2.0 * float(j * n + pick), q)
-            for a in range(k):
-                atoms[pick, a] = 1.0 / q[k - 1 - a]
-            mean[pick] = mean_of(atoms[pick], k)
-            has_mean[pick] = True
-        v = mean[pick]
-        if best < 0 or v < best_val or (v == best_val and pick < best):
-            best, best_val = pick, v
+        x = walk[i]
+        i += 1
+        if not mask[x]:
+            continue
+        b = w * speed_inv[x, t]
+        for g in range(g_lo, g_hi):
+            if g_src[g] != x:
+                v = g_size[g] * src_inv[src_slot[g_src[g]], x]
+                if v > b:
+                    b = v
+        b *= _SHRINK
+        if best < 0 or b <= best_val:
+            size = _heap_push(heap_key, heap_id, size, b, x)
 
 
 # ---------------------------------------------------------------------- observed estimator

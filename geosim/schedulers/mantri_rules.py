@@ -14,18 +14,23 @@ import numpy as np
 
 from geosim.jit import njit
 from geosim.modeler import PairTable
-from geosim.schedulers.mantri_rows import lazy_argmin
+from geosim.schedulers.mantri_rows import _HOLD, lazy_argmin, source_inverses
 
-__all__ = ["decide", "decide_lazy", "inverse_means"]
+__all__ = ["bound_tables", "decide", "decide_lazy"]
 
 
-def inverse_means(speed: np.ndarray, bandwidth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``mean(1 / atom)`` per (cluster, type) of ``speed`` and per row of ``bandwidth``.
+def bound_tables(speed: np.ndarray, bandwidth: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tables :func:`~geosim.schedulers.mantri_rows.lazy_argmin` reads its bounds from.
 
-    The lazy decision's bounds (:func:`~geosim.schedulers.mantri_rows.lazy_argmin`).
+    Returns:
+        ``mean(1 / atom)`` per (cluster, type) of ``speed`` and per row of ``bandwidth``,
+        and per type the clusters in increasing order of the first (a stable sort).
     """
     with np.errstate(divide="ignore"):
-        return np.mean(1.0 / speed, axis=2), np.mean(1.0 / bandwidth, axis=1)
+        speed_inv = np.mean(1.0 / speed, axis=2)
+        order = np.ascontiguousarray(np.argsort(speed_inv, axis=0, kind="stable").T)
+        return speed_inv, np.mean(1.0 / bandwidth, axis=1), order.astype(np.int64)
 
 
 @njit(cache=True)
@@ -82,7 +87,9 @@ class _Rows(NamedTuple):
     steps_r: np.ndarray     # the general path's steps (survival_steps of (R, K))
     thresholds: np.ndarray  # and its quantile levels (thresholds(K))
     speed_inv: np.ndarray   # mean of 1 / speed atom per cluster and type
-    bw_inv: np.ndarray      # mean of 1 / bandwidth atom per row of bw's (or dense's) atoms
+    order: np.ndarray       # per type, the clusters by increasing speed_inv
+    src_inv: np.ndarray     # mean of 1 / bandwidth atom per pair, a row per source
+    src_slot: np.ndarray    # each cluster's row in src_inv (-1: not a source)
 
 
 class _Memo(NamedTuple):
@@ -93,12 +100,11 @@ class _Memo(NamedTuple):
     use: np.ndarray         # merge state (row_min_quantiles)
     head: np.ndarray
     cur: np.ndarray
-    bound: np.ndarray       # lower bound of each row's mean, if has_bound
-    has_bound: np.ndarray
-    mean: np.ndarray        # each row's mean and t_new atoms, if has_mean
-    has_mean: np.ndarray
+    heap_key: np.ndarray    # the bounds waiting, a heap
+    heap_id: np.ndarray
+    mean_for: np.ndarray    # the candidate whose row mean[x], atoms[x] hold (-1: none)
+    mean: np.ndarray        # each row's mean and t_new atoms
     atoms: np.ndarray
-    pair_rows: np.ndarray   # each input group's pair row to every cluster
 
 
 @njit(cache=True)
@@ -107,16 +113,16 @@ def _no_rows():  # pragma: no cover - compiled
     f1, i1 = np.empty(0), np.empty(0, dtype=np.int64)
     bw = PairTable(i1, i1, f1, 0, np.empty((0, 0)), i1)
     return _Rows(np.empty((0, 0, 0)), bw, np.empty((0, 0)), i1, f1, i1, i1, f1, f1, i1, i1, f1,
-                 f1, np.empty((0, 0)), f1)
+                 f1, np.empty((0, 0)), np.empty((0, 0), dtype=np.int64), np.empty((0, 0)), i1)
 
 
 @njit(cache=True)
 def _memo(n, k, r):  # pragma: no cover - compiled
     """A :class:`_Memo` for ``n`` clusters, ``k`` atoms and rows of at most ``r`` variables."""
     return _Memo(np.empty((r, k)), np.empty(k), np.empty(r, dtype=np.int64),
-                 np.empty(r, dtype=np.int64), np.empty(r), np.empty(n),
-                 np.zeros(n, dtype=np.bool_), np.empty(n), np.zeros(n, dtype=np.bool_),
-                 np.empty((n, k)), np.empty((max(r - 1, 0), n), dtype=np.int64))
+                 np.empty(r, dtype=np.int64), np.empty(r), np.empty(_HOLD + 1),
+                 np.empty(_HOLD + 1, dtype=np.int64), np.full(n, -1, dtype=np.int64),
+                 np.empty(n), np.empty((n, k)))
 
 
 @njit(cache=True)
@@ -136,9 +142,9 @@ def _best_in(lazy, j, mask, means, rows, memo):  # pragma: no cover - compiled
         return _argmin_in(means[j], mask)
     return lazy_argmin(mask, j, rows.speed, rows.bw, rows.dense, rows.types, rows.work, rows.g_ptr,
                         rows.g_src, rows.g_size, rows.step, rows.lo, rows.hi, rows.steps_r,
-                        rows.thresholds, rows.speed_inv, rows.bw_inv, memo.vals, memo.q,
-                        memo.use, memo.head, memo.cur, memo.bound, memo.has_bound, memo.mean,
-                        memo.has_mean, memo.atoms, memo.pair_rows)
+                        rows.thresholds, rows.speed_inv, rows.order, rows.src_inv, rows.src_slot,
+                        memo.vals, memo.q, memo.use, memo.head, memo.cur, memo.heap_key,
+                        memo.heap_id, memo.mean_for, memo.mean, memo.atoms)
 
 
 @njit(cache=True, error_model="numpy")
@@ -160,33 +166,27 @@ def _apply_rules(lazy, means, atoms, n_atoms, rows, memo, t_rem, c, restartable,
         entry whose slot it takes, or -1; and ``E[t_new]`` at the chosen cluster.
     """
     m = t_rem.size
-    n = free.size
     what = np.zeros(m, dtype=np.int64)
     where = np.full(m, -1, dtype=np.int64)
     took = np.full(m, -1, dtype=np.int64)
     best_mean = np.zeros(m)
-    room = np.empty(n, dtype=np.bool_)
-    wide = np.empty(n, dtype=np.bool_)
+    room = free > 0             # kept as free changes; wide: room and a candidate's pool
+    wide = room.copy()
+    n_room = int(room.sum())
     for j in range(m):
-        if lazy:
-            memo.has_bound[:] = False
-            memo.has_mean[:] = False
-        any_room = False
-        for x in range(n):
-            room[x] = free[x] > 0
-            any_room = any_room or room[x]
         mine = False
         for e in range(pool_lo[j], pool_hi[j]):
             if not taken[e]:
                 mine = True
         restart = False
         best = -1
-        if mine or (restartable[j] and any_room):
-            wide[:] = room
+        if mine or (restartable[j] and n_room > 0):
             for e in range(pool_lo[j], pool_hi[j]):
                 if not taken[e]:
                     wide[pool_cluster[e]] = True
             best = _best_in(lazy, j, wide, means, rows, memo)
+            for e in range(pool_lo[j], pool_hi[j]):
+                wide[pool_cluster[e]] = room[pool_cluster[e]]
             restart = t_rem[j] > (memo.mean[best] if lazy else means[j, best]) + margin
         if not restart:
             best = _best_in(lazy, j, room, means, rows, memo)
@@ -205,6 +205,9 @@ def _apply_rules(lazy, means, atoms, n_atoms, rows, memo, t_rem, c, restartable,
         best_mean[j] = memo.mean[best] if lazy else means[j, best]
         if free[best] > 0:
             free[best] -= 1
+            if free[best] == 0:
+                room[best] = wide[best] = False
+                n_room -= 1
         else:
             for e in range(pool_lo[j], pool_hi[j]):
                 if not taken[e] and pool_cluster[e] == best:
@@ -216,22 +219,23 @@ def _apply_rules(lazy, means, atoms, n_atoms, rows, memo, t_rem, c, restartable,
 
 @njit(cache=True, error_model="numpy")
 def decide_lazy(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi, steps_r,
-                thresholds, speed_inv, bw_inv, t_rem, c, restartable, pool_lo, pool_hi,
+                thresholds, speed_inv, bw_inv, order, t_rem, c, restartable, pool_lo, pool_hi,
                 pool_cluster, taken, free, margin, delta, factor):  # pragma: no cover
     """:func:`decide` on ``t_new`` rows computed only where a rule needs them.
 
     The arguments are :func:`t_new_rows`' (the chunk's tasks, their work and input
     groups, with every atom finite and ``>= 0``, each row ascending, every work and size
-    finite and ``> 0``), the general path's steps and levels and the lazy bounds' inverse
-    means (:class:`_Rows`, :func:`inverse_means`), then
+    finite and ``> 0``), the general path's steps and levels and the lazy bounds' tables
+    (:class:`_Rows`, :func:`bound_tables`), then
     :func:`decide`'s; ``free`` and ``taken`` are updated in place. The argmins go
     through :func:`lazy_argmin`.
 
     Returns:
         :func:`decide`'s three arrays and ``E[t_new]`` at each chosen cluster.
     """
+    src_inv, src_slot = source_inverses(bw, dense, bw_inv, g_src, free.size)
     rows = _Rows(speed, bw, dense, types, work, g_ptr, g_src, g_size, step, lo, hi, steps_r,
-                 thresholds, speed_inv, bw_inv)
+                 thresholds, speed_inv, order, src_inv, src_slot)
     k = speed.shape[2]
     n_atoms = np.full(t_rem.size, k, dtype=np.int64)
     return _apply_rules(True, np.empty((0, 0)), np.empty((0, 0, 0)), n_atoms, rows,
