@@ -22,6 +22,7 @@ from scipy.special import ndtri
 from geosim.distributions import merged_atoms, numpy_exp, row_min_quantiles, row_quantiles
 from geosim.jit import njit
 from geosim.modeler import pair_row, source_rows
+from geosim.schedulers.lexmin import _heap_pop, _heap_push
 from geosim.variability import keyed_uniforms
 
 __all__ = ["CopyReports", "PhaseLog", "clean_rows", "exact_atoms", "exact_quantiles",
@@ -223,42 +224,6 @@ _SHRINK = 1.0 - 1e-9
 _HOLD = 16
 
 
-@njit(cache=True, inline="always")
-def _heap_push(keys, ids, size, key, x):  # pragma: no cover - compiled
-    """Push ``(key, x)`` on the binary min-heap ``keys[:size]``, ``ids[:size]``."""
-    i = size
-    while i > 0:
-        up = (i - 1) // 2
-        if keys[up] < key or (keys[up] == key and ids[up] < x):
-            break
-        keys[i], ids[i] = keys[up], ids[up]
-        i = up
-    keys[i], ids[i] = key, x
-    return size + 1
-
-
-@njit(cache=True, inline="always")
-def _heap_pop(keys, ids, size):  # pragma: no cover - compiled
-    """Remove the heap's first entry (read it from ``keys[0]``, ``ids[0]`` before)."""
-    size -= 1
-    key, x = keys[size], ids[size]
-    i = 0
-    while True:
-        child = 2 * i + 1
-        if child >= size:
-            break
-        if child + 1 < size and (keys[child + 1] < keys[child]
-                                 or (keys[child + 1] == keys[child]
-                                     and ids[child + 1] < ids[child])):
-            child += 1
-        if key < keys[child] or (key == keys[child] and x < ids[child]):
-            break
-        keys[i], ids[i] = keys[child], ids[child]
-        i = child
-    keys[i], ids[i] = key, x
-    return size
-
-
 @njit(cache=True, error_model="numpy")
 def source_inverses(bw, dense, bw_inv, g_src, n):  # pragma: no cover - compiled
     """``bw_inv`` of every pair from each input group's source, a row per distinct source.
@@ -340,8 +305,7 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
         if best >= 0 and tau > best_val and (size == 0 or heap_key[0] > best_val):
             return best
         if size and (heap_key[0] <= tau or size >= _HOLD or i == n):
-            b, pick = heap_key[0], heap_id[0]
-            size = _heap_pop(heap_key, heap_id, size)
+            b, pick, size = _heap_pop(heap_key, heap_id, size)
             if best >= 0 and b > best_val:
                 continue
             if mean_for[pick] != j:
