@@ -288,7 +288,7 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
 
     Rows are memoised across calls for the same candidate: ``mean_for[x] == j`` when
     ``mean[x]`` and ``atoms[x]`` hold row ``(j, x)``. ``heap_key`` and ``heap_id`` are
-    work space of ``n``.
+    work space of :data:`_HOLD` + 1 entries.
 
     Returns:
         The cluster, or -1 if ``mask`` is empty.
