@@ -20,6 +20,7 @@ from scipy import sparse
 from scipy.sparse.csgraph import maximum_flow
 
 from geosim.jit import njit
+from geosim.sortedkeys import heap_pop, heap_push
 
 
 def lexmin_assign(cost: np.ndarray, cap: np.ndarray) -> np.ndarray:
@@ -235,42 +236,6 @@ def _residual(a, u, tail, head, up, flow, frozen):  # pragma: no cover - compile
 
 
 @njit(cache=True)
-def _heap_push(hd, hv, size, d, v):  # pragma: no cover - compiled
-    """Push ``(d, v)`` on the binary min-heap ``hd, hv`` of ``size`` items; new size."""
-    i = size
-    while i > 0:
-        p = (i - 1) >> 1
-        if hd[p] <= d:
-            break
-        hd[i], hv[i] = hd[p], hv[p]
-        i = p
-    hd[i], hv[i] = d, v
-    return size + 1
-
-
-@njit(cache=True)
-def _heap_pop(hd, hv, size):  # pragma: no cover - compiled
-    """Pop the smallest item of the heap; ``(d, v, new size)``."""
-    d0, v0 = hd[0], hv[0]
-    size -= 1
-    d, v = hd[size], hv[size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and hd[c + 1] < hd[c]:
-            c += 1
-        if hd[c] >= d:
-            break
-        hd[i], hv[i] = hd[c], hv[c]
-        i = c
-    if size > 0:
-        hd[i], hv[i] = d, v
-    return d0, v0, size
-
-
-@njit(cache=True)
 def _send(src, dst, via, tail, head, flow):  # pragma: no cover - compiled
     """Send one unit along the residual path to ``dst`` whose arcs ``via`` records."""
     v = dst
@@ -294,9 +259,9 @@ def _shortest_path(src, dst, ptr, inc, tail, head, up, flow, frozen, cost, pi, d
     """
     dist[:] = _BIG
     dist[src] = 0
-    size = _heap_push(hd, hv, 0, 0, src)
+    size = heap_push(hd, hv, 0, 0, src)
     while size > 0:
-        d, u, size = _heap_pop(hd, hv, size)
+        d, u, size = heap_pop(hd, hv, size)
         if d > dist[u]:
             continue
         if u == dst:
@@ -310,7 +275,7 @@ def _shortest_path(src, dst, ptr, inc, tail, head, up, flow, frozen, cost, pi, d
             if nd < dist[v]:
                 dist[v] = nd
                 via[v] = a
-                size = _heap_push(hd, hv, size, nd, v)
+                size = heap_push(hd, hv, size, nd, v)
     return dist[dst]
 
 

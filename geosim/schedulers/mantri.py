@@ -280,8 +280,8 @@ class Mantri(Monitored, Redundancy):
         self.n_restarts = 0
         self._clean_key: tuple[int, int] | None = None   # model version _clean is for
         self._clean = False
-        self._inverse_key: tuple[int, int, bool] | None = None  # ... and _inverse
-        self._inverse = (np.empty((0, 0)), np.empty(0), np.empty((0, 0), dtype=np.int64))
+        self._tables_key: tuple[int, int, bool] | None = None  # ... and _tables
+        self._tables = (np.empty((0, 0)), np.empty(0), np.empty((0, 0), dtype=np.int64))
         self._fastest_key: tuple[int, int] | None = None   # ... and _fastest
         self._fastest = np.empty((0, 0))
         self._bounds_memo: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -506,7 +506,7 @@ class Mantri(Monitored, Redundancy):
                 view.task_type[tasks].astype(np.int64),
                 work.astype(float), g_ptr.astype(np.int64), g_src.astype(np.int64),
                 g_size.astype(float), survival_steps(1, k), lo, hi, survival_steps(r, k),
-                thresholds(k), *self._inverses(dense), t_rem, c, restartable, pool_lo,
+                thresholds(k), *self._bound_tables(dense), t_rem, c, restartable, pool_lo,
                 pool_hi, pool_cluster, taken, free, self._margin, self.delta, factor)
             return what, where, took, best_mean
         # Only clusters with room now (or a fresh copy to take) can be picked.
@@ -644,18 +644,18 @@ class Mantri(Monitored, Redundancy):
             tasks.size, n, k * k), axis=2)
         return prod.reshape(tasks.size, n, k, k).mean(axis=3)
 
-    def _inverses(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _bound_tables(self, dense: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:func:`bound_tables` of the model's speeds and bandwidths, kept per version.
 
         The bandwidth rows are ``dense``'s if it is not empty, else the pair table's.
         """
         model = self.model
         key = (id(model), model.version, dense.size > 0)
-        if self._inverse_key != key:
-            self._inverse_key = key
-            self._inverse = bound_tables(
+        if self._tables_key != key:
+            self._tables_key = key
+            self._tables = bound_tables(
                 model.speed, dense if dense.size else model.bandwidth_pairs.values)
-        return self._inverse
+        return self._tables
 
     def _fastest_atoms(self) -> np.ndarray:
         """The fastest speed atom of each cluster and type, kept per model version."""

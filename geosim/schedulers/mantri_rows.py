@@ -22,7 +22,7 @@ from scipy.special import ndtri
 from geosim.distributions import merged_atoms, numpy_exp, row_min_quantiles, row_quantiles
 from geosim.jit import njit
 from geosim.modeler import pair_row, source_rows
-from geosim.schedulers.lexmin import _heap_pop, _heap_push
+from geosim.sortedkeys import heap_pop, heap_push
 from geosim.variability import keyed_uniforms
 
 __all__ = ["CopyReports", "PhaseLog", "clean_rows", "exact_atoms", "exact_quantiles",
@@ -305,7 +305,7 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
         if best >= 0 and tau > best_val and (size == 0 or heap_key[0] > best_val):
             return best
         if size and (heap_key[0] <= tau or size >= _HOLD or i == n):
-            b, pick, size = _heap_pop(heap_key, heap_id, size)
+            b, pick, size = heap_pop(heap_key, heap_id, size)
             if best >= 0 and b > best_val:
                 continue
             if mean_for[pick] != j:
@@ -335,7 +335,7 @@ def lazy_argmin(mask, j, speed, bw, dense, types, work, g_ptr, g_src, g_size, st
                     b = v
         b *= _SHRINK
         if best < 0 or b <= best_val:
-            size = _heap_push(heap_key, heap_id, size, b, x)
+            size = heap_push(heap_key, heap_id, size, b, x)
 
 
 # ---------------------------------------------------------------------- observed estimator
