@@ -8,7 +8,7 @@ from conftest import input_less_jobs, uniform_world
 from scipy.special import ndtri
 
 from geosim import GeoModel, load_scenario, make_scheduler
-from geosim.schedulers.mantri import Mantri
+from geosim.schedulers.mantri import Mantri, _masked_max
 from geosim.schedulers.mantri_rows import CopyReports, PhaseLog, noisy_progress, observed_t_rem
 from geosim.testing import mapreduce_world, scheduler_checks
 from geosim.variability import keyed_uniforms
@@ -305,3 +305,18 @@ def test_fastest_atoms_follow_the_model_version():
     pm.speed[0, 0, -1] = 500.0          # a refresh changes atoms in place, then counts
     pm.version += 1
     assert mantri._fastest_atoms()[0, 0] == 500.0
+    pm.speed[0, 0, 0] = np.nan          # not clean: the maximum over the atoms, NaN and all
+    pm.version += 1
+    assert np.isnan(mantri._fastest_atoms()[0, 0])
+
+
+def test_masked_max_is_numpys():
+    """The compiled masked maximum is ``values[mask].max(axis=0)``, NaN and infinities too."""
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        n, t = int(rng.integers(1, 20)), int(rng.integers(1, 4))
+        values = rng.choice([0.0, 1.0, 2.5, 3.0, np.inf, -np.inf, np.nan], size=(n, t),
+                            p=[.2, .2, .2, .2, .08, .06, .06])
+        mask = rng.random(n) < 0.5
+        want = values[mask].max(axis=0) if mask.any() else np.zeros(t)
+        np.testing.assert_array_equal(_masked_max(values, mask), want)

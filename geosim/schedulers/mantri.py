@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from geosim.distributions import exact_min, quantile_bounds, survival_steps, thresholds
+from geosim.jit import njit
 from geosim.params import Field
 from geosim.reports import MONITORING_PARAMS, Monitored
 from geosim.schedulers.compose import PlaceFn, Redundancy
@@ -658,12 +659,16 @@ class Mantri(Monitored, Redundancy):
         return self._tables
 
     def _fastest_atoms(self) -> np.ndarray:
-        """The fastest speed atom of each cluster and type, kept per model version."""
+        """The fastest speed atom of each cluster and type, kept per model version.
+
+        In a clean model (:meth:`_clean_model`, whose rows ascend) that is each row's last.
+        """
         model = self.model
         key = (id(model), model.version)
         if self._fastest_key != key:
             self._fastest_key = key
-            self._fastest = model.speed.max(axis=2)
+            self._fastest = (np.ascontiguousarray(model.speed[:, :, -1]) if self._clean_model()
+                             else model.speed.max(axis=2))
         return self._fastest
 
     def _clean_model(self) -> bool:
@@ -703,8 +708,20 @@ class Mantri(Monitored, Redundancy):
         return copy_factors(view.copy_variability, cv, u)
 
 
-def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Maximum over the clusters in ``mask`` of ``values`` (n, types); 0 if none."""
-    if not mask.any():
-        return np.zeros(values.shape[1])
-    return values[mask].max(axis=0)
+@njit(cache=True)
+def _masked_max(values: np.ndarray, mask: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """Maximum over the clusters in ``mask`` of ``values`` (n, types); 0 if none.
+
+    As ``values[mask].max(axis=0)``: NaN where any value is, the first of equal values.
+    """
+    out = np.zeros(values.shape[1])
+    first = True
+    for c in range(values.shape[0]):
+        if not mask[c]:
+            continue
+        for t in range(values.shape[1]):
+            v = values[c, t]
+            if first or (out[t] == out[t] and (v > out[t] or v != v)):
+                out[t] = v
+        first = False
+    return out
