@@ -147,8 +147,17 @@ def main(argv: list[str]) -> None:
         _run(one, queue, extra)
         print(json.dumps(queue.get()))
         return
+    if "-h" in argv or "--help" in argv:
+        print(__doc__)
+        return
     repeat, argv = _option(argv, "--repeat", "3")
     against, argv = _option(argv, "--against", None)
+    unknown = [case for case in argv if case not in CASES]
+    if unknown or not repeat.isdigit() or int(repeat) < 1:
+        what = f"unknown case {unknown[0]!r}" if unknown else f"--repeat {repeat!r}"
+        print(f"bench_core.py: {what} (cases: {', '.join(CASES)}; --repeat: a whole number "
+              ">= 1)", file=sys.stderr)
+        sys.exit(2)
     ctx = mp.get_context("spawn")
     table = []
     for case in argv or DEFAULT:
