@@ -137,12 +137,12 @@ def measure(scenario: Path, overrides: dict, scheduler: str = "pingan",
     lookup = candidates._RowCache.lookup
 
     def probed(cache, version, reach_epoch, tasks, g_ptr, g_src, g_size, task_type,
-               task_work, speed_b, bw_b, reach, free, find):
+               task_work, speed_b, bw_b, reach, free, find, key=None):
         if find:
             probe.sample(cache, tasks, g_ptr, g_src, g_size, task_type, task_work, speed_b,
                          bw_b, reach)
         return lookup(cache, version, reach_epoch, tasks, g_ptr, g_src, g_size, task_type,
-                      task_work, speed_b, bw_b, reach, free, find)
+                      task_work, speed_b, bw_b, reach, free, find, key)
 
     candidates._top, candidates._RowCache.lookup = probe.top, probed
     try:

@@ -21,6 +21,7 @@ from geosim.distributions import (
     thresholds,
 )
 from geosim.jit import njit, objmode, prange
+from geosim.keyed import uniform
 from geosim.modeler import PairTable, PerformanceModel, pair_row, source_rows
 from geosim.schedulers.pingan.kernels import _max, _min, _most_groups
 from geosim.schedulers.pingan.reservations import _takeable
@@ -46,6 +47,63 @@ def _top(score: np.ndarray, m: int) -> np.ndarray:
         return np.argpartition(part, m - 1, axis=1)[:, :m]
 
     return map_rows(top, score) if wide_rows(score.size) else top(score)
+
+
+#: How PingAn chooses among clusters tied at the last candidate's bound (``ties``).
+TIES = ("numpy", "seeded")
+
+
+def top_columns(score: np.ndarray, m: int, row_task: np.ndarray,
+                key: np.ndarray | None) -> np.ndarray:
+    """:func:`_top` (``key`` None) or :func:`_seeded_top` with the stream ``key[0]``."""
+    if key is None:
+        return _top(score, m)
+    return _seeded_top(np.ascontiguousarray(score), m, row_task, key[0])
+
+
+@njit(cache=True, inline="always")
+def _before(key, t, v, c, w, d):  # pragma: no cover - compiled
+    """Whether column ``c`` (value ``v``) comes before ``d`` (``w``) in task ``t``'s row.
+
+    By value (NaN last), then by draw ``(t, column)`` of ``key``, then by column.
+    """
+    if (v != v) != (w != w):
+        return w != w
+    if v == v and v != w:
+        return v < w
+    u, x = uniform(key, t, c, 0), uniform(key, t, d, 0)
+    return u < x if u != x else c < d
+
+
+@njit(cache=True)
+def _seeded_top(score, m, row_task, key):  # pragma: no cover - compiled
+    """Columns of the ``m`` lowest values of each row, ties chosen by the run's seed.
+
+    Row ``i`` is task ``row_task[i]``'s; its columns are ordered by value (NaN last), then
+    by a uniform draw per (task, column) from the stream ``key``
+    (:func:`geosim.keyed.uniform`), then by column: among clusters tied at the ``m``-th
+    value, a subset uniform at random, the same on every machine (unlike ``argpartition``,
+    whose choice among ties depends on the CPU's vector instructions). The columns are
+    returned in that order. A draw is made only where two values tie. Rows with fewer
+    than ``m`` columns end in ``-1``.
+    """
+    n_rows, n = score.shape
+    out = np.full((n_rows, m), -1, dtype=np.int64)
+    vals = np.empty(m)
+    for i in range(n_rows):
+        t = row_task[i]
+        size = 0
+        for c in range(n):
+            v = score[i, c]
+            if size == m and not _before(key, t, v, c, vals[m - 1], out[i, m - 1]):
+                continue
+            at = size if size < m else m - 1
+            while at > 0 and _before(key, t, v, c, vals[at - 1], out[i, at - 1]):
+                vals[at], out[i, at] = vals[at - 1], out[i, at - 1]
+                at -= 1
+            vals[at], out[i, at] = v, c
+            size = min(size + 1, m)
+    return out
 
 
 class _RowCache:
@@ -141,7 +199,7 @@ class _RowCache:
     def lookup(self, version: int, reach_epoch: int, tasks: np.ndarray, g_ptr: np.ndarray,
                g_src: np.ndarray, g_size: np.ndarray, task_type: np.ndarray,
                task_work: np.ndarray, speed_b: np.ndarray, bw_b: PairTable,
-               reach: np.ndarray, free: np.ndarray, find: bool
+               reach: np.ndarray, free: np.ndarray, find: bool, key: np.ndarray | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
         """Each task's entry (a new one where it has none), and its candidates.
 
@@ -165,6 +223,8 @@ class _RowCache:
             reach: Whether each cluster is reachable.
             free: Free slots per cluster.
             find: Whether to find the candidates.
+            key: None: the ``m`` best as :func:`_top` chooses them; else the stream key
+                (``key[0]``) of :func:`_seeded_top`'s choice.
 
         Returns:
             The entries and the candidates (not meaningful without ``find``).
@@ -181,7 +241,8 @@ class _RowCache:
             tasks, g_ptr, g_src, g_size, self.task_slot, self.slot_task, self.n_slots,
             self.g_lo, self.g_hi, self.g_src, self.g_size, self.n_groups,
             self.cand, self.cand_ok, self.bound, self.bound_ok, task_type, task_work, speed_b,
-            bw_b, reach, free, find, parts, threads.ROWS_WIDE_FROM)
+            bw_b, reach, free, find, parts, threads.ROWS_WIDE_FROM, key is not None,
+            np.uint64(0) if key is None else key[0])
         return slots, cand
 
     def rates(self, model: PerformanceModel, slots: np.ndarray, tasks: np.ndarray,
@@ -421,10 +482,11 @@ def _cache_slots(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, g_l
 def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots, g_lo,
                      g_hi, c_src, c_size, n_groups, c_cand, cand_ok, c_bound, bound_ok,
                      task_type, task_work, speed_b, bw_b, reach, free, find, parts,
-                     wide_from):  # pragma: no cover - compiled
+                     wide_from, seeded, key):  # pragma: no cover - compiled
     """The entries and candidates of :meth:`_RowCache.lookup`.
 
-    Candidates are the columns of :func:`_top` (:func:`_argtop`) of :func:`_neg_bounds`
+    Candidates are the columns of :func:`_top` (:func:`_argtop`; with ``seeded``,
+    :func:`_seeded_top` with stream ``key``) of :func:`_neg_bounds`
     over the reachable clusters, for tasks without them stored, then, where some
     reachable candidate has no free slot (:func:`_any_unfit`), those over the clusters
     with a free slot, for all tasks. The bounds are kept in the entries (``c_bound``,
@@ -441,18 +503,18 @@ def _find_candidates(tasks, g_ptr, g_src, g_size, task_slot, slot_task, n_slots,
         return slots, n_slots, n_groups, cand
     m = c_cand.shape[1]
     if miss.size:
-        top = _argtop(_kept_bounds(miss, slots, tasks, task_type, task_work, g_ptr, g_src,
-                                   g_size, speed_b, bw_b, c_bound, bound_ok, reach, parts,
-                                   wide_from), m)
+        top = _choose_top(_kept_bounds(miss, slots, tasks, task_type, task_work, g_ptr, g_src,
+                                       g_size, speed_b, bw_b, c_bound, bound_ok, reach, parts,
+                                       wide_from), m, tasks[miss], seeded, key)
         _store_candidates(top, miss, slots, cand, c_cand, cand_ok)
     if not _any_unfit(cand, free, reach):
         return slots, n_slots, n_groups, cand
     fits = np.empty(free.size, dtype=np.bool_)
     for c in range(free.size):
         fits[c] = free[c] > 0
-    more = _argtop(_kept_bounds(np.arange(tasks.size), slots, tasks, task_type, task_work,
-                                g_ptr, g_src, g_size, speed_b, bw_b, c_bound, bound_ok,
-                                fits, parts, wide_from), m)
+    more = _choose_top(_kept_bounds(np.arange(tasks.size), slots, tasks, task_type, task_work,
+                                    g_ptr, g_src, g_size, speed_b, bw_b, c_bound, bound_ok,
+                                    fits, parts, wide_from), m, tasks, seeded, key)
     both = np.empty((tasks.size, 2 * m), dtype=np.int64)
     both[:, :m] = cand
     both[:, m:] = more
@@ -516,6 +578,14 @@ def _argtop(score, m):  # pragma: no cover - compiled
     with objmode(out="int64[:, ::1]"):
         out = np.ascontiguousarray(_top(score, m), dtype=np.int64)
     return out
+
+
+@njit(cache=True)
+def _choose_top(score, m, row_task, seeded, key):  # pragma: no cover - compiled
+    """:func:`_seeded_top` with stream ``key`` if ``seeded``, else :func:`_argtop`."""
+    if seeded:
+        return _seeded_top(score, m, row_task, key)
+    return _argtop(score, m)
 
 
 @njit(cache=True)

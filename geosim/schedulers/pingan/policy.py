@@ -11,18 +11,20 @@ from geosim.distributions import (
     expected_min,
     survival_steps,
 )
+from geosim.keyed import stream_key
 from geosim.modeler import ESTIMATES, LEARN_FROM, PerformanceModel
 from geosim.params import Field
 from geosim.schedulers.base import Scheduler
 from geosim.schedulers.pingan.admission import _admit_pick
 from geosim.schedulers.pingan.candidates import (
+    TIES,
     _any_unfit,
     _by_groups,
     _flows,
     _neg_bounds,
     _rate_atoms,
     _RowCache,
-    _top,
+    top_columns,
 )
 from geosim.schedulers.pingan.reservations import _held_arrays, _hold, _not_live, _targets, _unhold
 from geosim.schedulers.pingan.rounds import (
@@ -154,7 +156,10 @@ class PingAn(Scheduler):
     with the highest upper bound ``min(E[V^P], E[V^T])`` (harmonic means with
     ``"mean-time"``) among reachable clusters and among clusters with a free slot (all
     clusters when ``2 · candidates >= n_clusters``); among clusters tied at the last
-    candidate's bound, NumPy's ``argpartition`` chooses. Copies of one task are
+    candidate's bound, NumPy's ``argpartition`` chooses (``ties = "numpy"``: its choice,
+    and the candidates' order, can depend on the CPU's vector instructions on worlds of
+    many clusters) or a uniform draw from the run's seed does (``"seeded"``, the same on
+    every machine). Copies of one task are
     independent draws, as in the paper. PingAn does not checkpoint: a copy lost to an
     outage restarts from zero.
 
@@ -178,6 +183,8 @@ class PingAn(Scheduler):
             (``E[1 / rate]``); one of :data:`~geosim.modeler.ESTIMATES`.
         learn_from: ``"winners"`` (003: finished copies report) or ``"all"`` (killed and
             failed copies too); one of :data:`~geosim.modeler.LEARN_FROM`.
+        ties: ``"numpy"`` or ``"seeded"``, how clusters tied at the last candidate's
+            bound are chosen; one of :data:`~geosim.schedulers.pingan.candidates.TIES`.
     """
 
     name = "pingan"
@@ -207,17 +214,23 @@ class PingAn(Scheduler):
                           "1 / E[rate] or E[1 / rate]"),
         "learn_from": Field("winners", "str", choices=LEARN_FROM, doc="copies the model "
                             "learns from: winners, or all that ended"),
+        "ties": Field("numpy", "str", choices=TIES, doc="clusters tied at the last "
+                      "candidate's bound: numpy (argpartition's choice, which on wide worlds "
+                      "depends on the CPU) or seeded (uniform from the run's seed, the same "
+                      "on every machine)"),
     }
 
     def __init__(self, epsilon: float = 0.6, principle: str = "eff-reli",
                  allocation: str = "efa", candidates: int = 8, atoms: int = 16,
                  min_samples: int = 5, prior_seconds: float = 600.0, refresh: float = 30.0,
                  backfill: bool = False, estimate: str = "mean-rate",
-                 learn_from: str = "winners", floor: float | None = None):
+                 learn_from: str = "winners", floor: float | None = None,
+                 ties: str = "numpy"):
         self.validate_params(epsilon=epsilon, principle=principle, allocation=allocation,
                              candidates=candidates, atoms=atoms, min_samples=min_samples,
                              prior_seconds=prior_seconds, refresh=refresh, backfill=backfill,
-                             estimate=estimate, learn_from=learn_from, floor=floor)
+                             estimate=estimate, learn_from=learn_from, floor=floor,
+                             ties=ties)
         # Choices in any case (003 writes Eff-Reli), which a declaration's exact choices
         # do not express.
         for key, value, allowed in (("principle", principle, PRINCIPLES),
@@ -231,7 +244,7 @@ class PingAn(Scheduler):
         self._floor_denom = 1.0 + epsilon if floor is None else 1.0 / floor
         self.candidates, self.atoms, self.min_samples = candidates, atoms, min_samples
         self.prior_seconds, self.refresh, self.backfill = prior_seconds, refresh, backfill
-        self.estimate, self.learn_from = estimate, learn_from
+        self.estimate, self.learn_from, self.ties = estimate, learn_from, ties
 
     def reset(self, view: SchedulerView, rng: np.random.Generator) -> None:
         """Start a fresh performance model and empty gate reservations."""
@@ -253,6 +266,10 @@ class PingAn(Scheduler):
         self._total_slots = view.total_slots
         self._gate_mb = np.asarray(view.gate, dtype=float)
         self._rows = _RowCache(view.task_state.size, view.n_clusters, self.candidates)
+        # The stream of the seeded choice among tied candidates (drawn only then, so that
+        # the default's draws are unchanged).
+        self._tie_key = (np.array([stream_key(rng)], dtype=np.uint64) if self.ties == "seeded"
+                         else None)
         self._reach_epoch = 0         # bumped when the reachable set differs from ...
         self._cand_reach = np.array(view.reachable, dtype=bool)  # ... the candidates' one
         self._cand_version = view.reach_version
@@ -376,18 +393,18 @@ class PingAn(Scheduler):
             slots, cand = self._rows.lookup(model.version, self._reach_epoch, tasks, g_ptr,
                                             g_src, g_size, task_type, task_work,
                                             model.speed_mean, model.bandwidth_mean_pairs, reach,
-                                            free, 2 * m < n)
+                                            free, 2 * m < n, self._tie_key)
         if 2 * m >= n:
             cand = np.broadcast_to(np.arange(n), (tasks.size, n)).copy()
         elif self._mean_time:
             speed_b, bw_b = model.speed_hmean, model.bandwidth_hmean_pairs
             every = np.arange(tasks.size)
-            cand = _top(_neg_bounds(speed_b, bw_b, every, tasks, task_type, task_work, g_ptr,
-                                    g_src, g_size, reach), m)
+            cand = top_columns(_neg_bounds(speed_b, bw_b, every, tasks, task_type, task_work,
+                                           g_ptr, g_src, g_size, reach), m, tasks, self._tie_key)
             if _any_unfit(cand, free, reach):
-                cand = np.concatenate([cand, _top(_neg_bounds(
+                cand = np.concatenate([cand, top_columns(_neg_bounds(
                     speed_b, bw_b, every, tasks, task_type, task_work, g_ptr, g_src, g_size,
-                    free > 0), m)], axis=1)
+                    free > 0), m, tasks, self._tie_key)], axis=1)
         if self._mean_time:
             types, work = task_type[tasks], task_work[tasks]
             k = model.k
