@@ -46,6 +46,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from queue import Empty
 
 ROOT = Path(__file__).resolve().parents[1]
 WORLD_002 = {"workload.arrival_rate": 2.0, "workload.n_jobs": 20_000, "run.timing": "event"}
@@ -131,6 +132,18 @@ def _sets(argv: list[str]) -> tuple[dict, list[str]]:
     return extra, argv
 
 
+def _result(proc: mp.Process, queue: mp.Queue, case: str) -> dict:
+    """The figures ``proc`` puts in ``queue``; exit with status 1 if it dies without them."""
+    while True:
+        try:
+            return queue.get(timeout=1.0)
+        except Empty:
+            if not proc.is_alive():
+                print(f"bench_core.py: the run of case {case} failed (exit code "
+                      f"{proc.exitcode})", file=sys.stderr)
+                sys.exit(1)
+
+
 def _run_in(checkout: str, case: str) -> dict:
     """The figures of ``case`` run by the geosim of another checkout (a fresh process)."""
     env = {**os.environ, "PYTHONPATH": str(Path(checkout).resolve())}
@@ -158,6 +171,16 @@ def main(argv: list[str]) -> None:
         print(f"bench_core.py: {what} (cases: {', '.join(CASES)}; --repeat: a whole number "
               ">= 1)", file=sys.stderr)
         sys.exit(2)
+    from geosim.errors import GeosimError
+    from geosim.scenario import load_scenario
+
+    for case in argv or DEFAULT:            # a bad --set: one line before any run
+        scenario, _, overrides = CASES[case]
+        try:
+            load_scenario(ROOT / "scenarios" / scenario, {**overrides, **extra})
+        except GeosimError as err:
+            print(f"bench_core.py: {err}", file=sys.stderr)
+            sys.exit(2)
     ctx = mp.get_context("spawn")
     table = []
     for case in argv or DEFAULT:
@@ -166,7 +189,7 @@ def main(argv: list[str]) -> None:
             queue = ctx.Queue()
             proc = ctx.Process(target=_run, args=(case, queue, extra))
             proc.start()
-            figures = queue.get()
+            figures = _result(proc, queue, case)
             proc.join()
             print(json.dumps(figures), flush=True)
             walls.append(figures["wall_seconds"])
