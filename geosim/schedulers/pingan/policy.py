@@ -157,9 +157,8 @@ class PingAn(Scheduler):
     ``"mean-time"``) among reachable clusters and among clusters with a free slot (all
     clusters when ``2 · candidates >= n_clusters``); among clusters tied at the last
     candidate's bound, NumPy's ``argpartition`` chooses (``ties = "numpy"``: its choice,
-    and the candidates' order, can depend on the CPU's vector instructions on worlds of
-    many clusters) or a uniform draw from the run's seed does (``"seeded"``, the same on
-    every machine). Copies of one task are
+    and the candidates' order, can depend on the CPU's vector instructions) or a uniform
+    draw from the run's seed does (``"seeded"``, the same on every machine). Copies of one task are
     independent draws, as in the paper. PingAn does not checkpoint: a copy lost to an
     outage restarts from zero.
 
@@ -215,8 +214,8 @@ class PingAn(Scheduler):
         "learn_from": Field("winners", "str", choices=LEARN_FROM, doc="copies the model "
                             "learns from: winners, or all that ended"),
         "ties": Field("numpy", "str", choices=TIES, doc="clusters tied at the last "
-                      "candidate's bound: numpy (argpartition's choice, which on wide worlds "
-                      "depends on the CPU) or seeded (uniform from the run's seed, the same "
+                      "candidate's bound: numpy (argpartition's choice, which depends on the "
+                      "CPU's vector instructions) or seeded (uniform from the run's seed, the same "
                       "on every machine)"),
     }
 
