@@ -158,9 +158,9 @@ class PingAn(Scheduler):
     clusters when ``2 · candidates >= n_clusters``); among clusters tied at the last
     candidate's bound, NumPy's ``argpartition`` chooses (``ties = "numpy"``: its choice,
     and the candidates' order, can depend on the CPU's vector instructions) or a uniform
-    draw from the run's seed does (``"seeded"``, the same on every machine). Copies of one task are
-    independent draws, as in the paper. PingAn does not checkpoint: a copy lost to an
-    outage restarts from zero.
+    draw from the run's seed does (``"seeded"``, the same on every machine). Copies of
+    one task are independent draws, as in the paper. PingAn does not checkpoint: a copy
+    lost to an outage restarts from zero.
 
     Args:
         epsilon: ε in (0, 1): the admitted fraction of jobs and, unless ``floor`` is
