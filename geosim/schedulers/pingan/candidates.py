@@ -54,11 +54,11 @@ TIES = ("numpy", "seeded")
 
 
 def top_columns(score: np.ndarray, m: int, row_task: np.ndarray,
-                key: np.ndarray | None) -> np.ndarray:
-    """:func:`_top` (``key`` None) or :func:`_seeded_top` with the stream ``key[0]``."""
+                key: np.uint64 | None) -> np.ndarray:
+    """:func:`_top` (``key`` None) or :func:`_seeded_top` with the stream ``key``."""
     if key is None:
         return _top(score, m)
-    return _seeded_top(np.ascontiguousarray(score), m, row_task, key[0])
+    return _seeded_top(np.ascontiguousarray(score), m, row_task, key)
 
 
 @njit(cache=True, inline="always")
@@ -199,7 +199,7 @@ class _RowCache:
     def lookup(self, version: int, reach_epoch: int, tasks: np.ndarray, g_ptr: np.ndarray,
                g_src: np.ndarray, g_size: np.ndarray, task_type: np.ndarray,
                task_work: np.ndarray, speed_b: np.ndarray, bw_b: PairTable,
-               reach: np.ndarray, free: np.ndarray, find: bool, key: np.ndarray | None = None
+               reach: np.ndarray, free: np.ndarray, find: bool, key: np.uint64 | None = None
                ) -> tuple[np.ndarray, np.ndarray]:
         """Each task's entry (a new one where it has none), and its candidates.
 
@@ -224,7 +224,7 @@ class _RowCache:
             free: Free slots per cluster.
             find: Whether to find the candidates.
             key: None: the ``m`` best as :func:`_top` chooses them; else the stream key
-                (``key[0]``) of :func:`_seeded_top`'s choice.
+                of :func:`_seeded_top`'s choice.
 
         Returns:
             The entries and the candidates (not meaningful without ``find``).
@@ -242,7 +242,7 @@ class _RowCache:
             self.g_lo, self.g_hi, self.g_src, self.g_size, self.n_groups,
             self.cand, self.cand_ok, self.bound, self.bound_ok, task_type, task_work, speed_b,
             bw_b, reach, free, find, parts, threads.ROWS_WIDE_FROM, key is not None,
-            np.uint64(0) if key is None else key[0])
+            np.uint64(0) if key is None else key)
         return slots, cand
 
     def rates(self, model: PerformanceModel, slots: np.ndarray, tasks: np.ndarray,

@@ -267,8 +267,7 @@ class PingAn(Scheduler):
         self._rows = _RowCache(view.task_state.size, view.n_clusters, self.candidates)
         # The stream of the seeded choice among tied candidates (drawn only then, so that
         # the default's draws are unchanged).
-        self._tie_key = (np.array([stream_key(rng)], dtype=np.uint64) if self.ties == "seeded"
-                         else None)
+        self._tie_key = np.uint64(stream_key(rng)) if self.ties == "seeded" else None
         self._reach_epoch = 0         # bumped when the reachable set differs from ...
         self._cand_reach = np.array(view.reachable, dtype=bool)  # ... the candidates' one
         self._cand_version = view.reach_version
