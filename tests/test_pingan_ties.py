@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from geosim.keyed import uniform
-from geosim.schedulers.pingan.candidates import _seeded_top, top_columns
+from geosim.schedulers.pingan.candidates import _patch_candidates, _seeded_top, top_columns
 from geosim.testing import scheduler_checks
 
 KEY = np.uint64(0x5EED)
@@ -62,6 +62,50 @@ def test_seeded_top_chooses_among_ties_uniformly_and_by_task():
     np.testing.assert_array_equal(again, top[:5])
     other = _seeded_top(score, m, np.arange(tasks), np.uint64(1))
     assert not np.array_equal(other, top)
+
+
+def _masked(bound: np.ndarray, reach: np.ndarray) -> np.ndarray:
+    """The rows :func:`_seeded_top` searches: negated bounds, ``+inf`` where unreachable."""
+    return np.where(reach, -bound, np.inf)
+
+
+@pytest.mark.parametrize(("levels", "p", "nan"), [(3, 0.8, 0.02), (1000, 0.8, 0.02),
+                                                 (3, 0.1, 0.5)])
+def test_patched_candidates_are_those_searched_again(levels, p, nan):
+    """Candidates brought to a new reachability equal a new search, entry by entry.
+
+    Bounds from a few levels (many ties) or many, a share ``nan`` of them NaN; each round
+    draws the reachability of a random handful of clusters anew (each reachable with
+    probability ``p``), sometimes of most of them. With few reachable clusters and many
+    NaN bounds, unreachable clusters (tied at ``+inf``, before NaN) are candidates, and
+    one that becomes unreachable can enter. Entries the patch cannot bring
+    up to date (a candidate flipped, or no kept bounds) are marked to be searched again.
+    """
+    rng = np.random.default_rng(levels)
+    n, m, entries = 60, 4, 40
+    bound = rng.integers(0, levels, (entries, n)).astype(float)
+    bound[rng.random(bound.shape) < nan] = np.nan
+    slot_task = rng.permutation(10 * entries)[:entries]
+    reach = rng.random(n) < p
+    cand = _seeded_top(_masked(bound, reach), m, slot_task, KEY)
+    bound_ok = np.ones(entries, dtype=bool)
+    bound_ok[-3:] = False                       # their bounds were not kept
+    kept, patched = 0, 0
+    for _ in range(60):
+        drawn = rng.choice(n, rng.integers(1, n if rng.random() < 0.1 else 6), replace=False)
+        old, before = reach.copy(), cand.copy()
+        reach[drawn] = rng.random(drawn.size) < p
+        flips = np.flatnonzero(reach != old)
+        ok = np.ones(entries, dtype=bool)
+        _patch_candidates(entries, slot_task, cand, ok, bound, bound_ok, flips, reach, KEY)
+        fresh = _seeded_top(_masked(bound, reach), m, slot_task, KEY)
+        np.testing.assert_array_equal(cand[ok], fresh[ok])
+        assert not ok[-3:].any()
+        assert not (ok & np.isin(before, flips).any(axis=1)).any()
+        kept += int(ok.sum())
+        patched += int((ok & (before != fresh).any(axis=1)).sum())
+        cand = fresh
+    assert kept > 100 and patched > 10      # entries kept, some of them changed
 
 
 def test_top_columns_without_a_key_is_argpartitions():

@@ -106,6 +106,76 @@ def _seeded_top(score, m, row_task, key):  # pragma: no cover - compiled
     return out
 
 
+@njit(cache=True)
+def _patch_candidates(n_slots, slot_task, cand, cand_ok, bound, bound_ok, flipped, reach,
+                      key):  # pragma: no cover - compiled
+    """Bring the stored seeded candidates to the reachability ``reach`` (in place).
+
+    Only the clusters ``flipped`` changed reachability, hence value (a bound, or ``+inf``
+    where unreachable, as :func:`_kept_range` masks them). :func:`_seeded_top` orders a
+    row's clusters by value, draw and index, each cluster's place independent of the
+    others', so an entry none of whose candidates flipped has as its new candidates the
+    ``m`` first of its candidates and the flipped clusters: every other cluster kept its
+    value and came after the last candidate. An entry with a flipped candidate, or
+    without kept bounds, is marked to be searched again (``cand_ok`` False).
+    """
+    m = cand.shape[1]
+    n = reach.size
+    mark = np.zeros(n, dtype=np.bool_)
+    for d in flipped:
+        mark[d] = True
+    # A cluster that became unreachable (value +inf) can come before a last candidate
+    # only if that one's value is +inf or NaN too.
+    up = np.empty(flipped.size, dtype=np.int64)
+    down = np.empty(flipped.size, dtype=np.int64)
+    n_up = n_down = 0
+    for d in flipped:
+        if reach[d]:
+            up[n_up] = d
+            n_up += 1
+        else:
+            down[n_down] = d
+            n_down += 1
+    vals = np.empty(m)
+    for s in range(n_slots):
+        if not cand_ok[s]:
+            continue
+        if s >= bound.shape[0] or not bound_ok[s]:
+            cand_ok[s] = False
+            continue
+        hit = False
+        for j in range(m):
+            if cand[s, j] < 0 or mark[cand[s, j]]:
+                hit = True
+        if hit:
+            cand_ok[s] = False
+            continue
+        t = slot_task[s]
+        for j in range(m):
+            vals[j] = -bound[s, cand[s, j]] if reach[cand[s, j]] else np.inf
+        for i in range(n_up):
+            _insert(key, t, -bound[s, up[i]], up[i], vals, cand[s])
+        if not vals[m - 1] < np.inf:
+            for i in range(n_down):
+                _insert(key, t, np.inf, down[i], vals, cand[s])
+
+
+@njit(cache=True, inline="always")
+def _insert(key, t, v, c, vals, row):  # pragma: no cover - compiled
+    """Put column ``c`` (value ``v``) in task ``t``'s top ``row`` if it comes before its last.
+
+    ``vals`` holds the values of ``row``'s columns; both stay in :func:`_before`'s order.
+    """
+    m = row.size
+    if not _before(key, t, v, c, vals[m - 1], row[m - 1]):
+        return
+    at = m - 1
+    while at > 0 and _before(key, t, v, c, vals[at - 1], row[at - 1]):
+        vals[at], row[at] = vals[at - 1], row[at - 1]
+        at -= 1
+    vals[at], row[at] = v, c
+
+
 class _RowCache:
     """The merged atoms of one copy's rate per (task, cluster), for one version of the model.
 
@@ -116,7 +186,8 @@ class _RowCache:
     stored atoms. The same holds of the upper bounds of its rate on every cluster (kept
     for as many tasks as :data:`BOUND_CACHE_BYTES` holds, the others' computed anew when
     read), and of its candidates among the reachable clusters (the ``m`` best bounds,
-    :func:`_top`), these kept while reachability does not change.
+    :func:`_top`), these kept while reachability does not change (with seeded ties,
+    brought to the new reachability by :func:`_patch_candidates` instead).
     A task's entry holds its input groups too and serves only while they are the same.
     Everything is dropped when the model's version changes.
 
@@ -144,6 +215,7 @@ class _RowCache:
         self.mean = np.empty(0)
         self.cand = np.empty((0, m), dtype=np.int64)              # per slot: candidates
         self.cand_ok = np.empty(0, dtype=np.bool_)
+        self.reach_seen = np.empty(0, dtype=np.bool_)  # reachability the candidates are for
         self.bound = np.empty((0, n_clusters))                    # per slot: upper bounds
         self.bound_rows = max(64, BOUND_CACHE_BYTES // (8 * max(n_clusters, 1)))
         self.bound_ok = np.empty(0, dtype=np.bool_)
@@ -233,7 +305,16 @@ class _RowCache:
             self.reset(version)
         if self.reach_epoch != reach_epoch:
             self.reach_epoch = reach_epoch
-            self.cand_ok[: self.n_slots] = False
+            if key is not None and self.reach_seen.shape == reach.shape:
+                # The seeded order of a cluster does not depend on the others: only the
+                # clusters whose reachability changed can move a task's candidates.
+                _patch_candidates(self.n_slots, self.slot_task, self.cand, self.cand_ok,
+                                  self.bound, self.bound_ok,
+                                  np.flatnonzero(reach != self.reach_seen), reach, key)
+            else:
+                self.cand_ok[: self.n_slots] = False
+            if key is not None:
+                self.reach_seen = np.array(reach, dtype=np.bool_)
         self.reserve(tasks.size, g_ptr[-1], 0)
         # Bounds of many tasks on many clusters are computed on every thread.
         parts = numba.get_num_threads() if wide_rows(tasks.size * self.n_clusters) else 1
