@@ -78,8 +78,9 @@ def test_patched_candidates_are_those_searched_again(levels, p, nan):
     draws the reachability of a random handful of clusters anew (each reachable with
     probability ``p``), sometimes of most of them. With few reachable clusters and many
     NaN bounds, unreachable clusters (tied at ``+inf``, before NaN) are candidates, and
-    one that becomes unreachable can enter. Entries the patch cannot bring
-    up to date (a candidate flipped, or no kept bounds) are marked to be searched again.
+    one that becomes unreachable can enter. A random part of the entries is looked up
+    each round, the others falling epochs behind. Entries the patch cannot bring up to
+    date (a candidate changed, or no kept bounds) are marked to be searched again.
     """
     rng = np.random.default_rng(levels)
     n, m, entries = 60, 4, 40
@@ -90,21 +91,38 @@ def test_patched_candidates_are_those_searched_again(levels, p, nan):
     cand = _seeded_top(_masked(bound, reach), m, slot_task, KEY)
     bound_ok = np.ones(entries, dtype=bool)
     bound_ok[-3:] = False                       # their bounds were not kept
+    epoch, log, log_ptr = 0, [], [0]
+    cand_epoch = np.zeros(entries, dtype=np.int64)
     kept, patched = 0, 0
-    for _ in range(60):
+    for _ in range(80):
         drawn = rng.choice(n, rng.integers(1, n if rng.random() < 0.1 else 6), replace=False)
-        old, before = reach.copy(), cand.copy()
+        old = reach.copy()
         reach[drawn] = rng.random(drawn.size) < p
-        flips = np.flatnonzero(reach != old)
-        ok = np.ones(entries, dtype=bool)
-        _patch_candidates(entries, slot_task, cand, ok, bound, bound_ok, flips, reach, KEY)
+        log += np.flatnonzero(reach != old).tolist()
+        log_ptr.append(len(log))
+        epoch += 1
         fresh = _seeded_top(_masked(bound, reach), m, slot_task, KEY)
-        np.testing.assert_array_equal(cand[ok], fresh[ok])
-        assert not ok[-3:].any()
-        assert not (ok & np.isin(before, flips).any(axis=1)).any()
-        kept += int(ok.sum())
-        patched += int((ok & (before != fresh).any(axis=1)).sum())
-        cand = fresh
+        # The entries looked up this round (the others wait, epochs behind).
+        looked = np.flatnonzero(rng.random(entries) < 0.4)
+        before = cand.copy()
+        ok = np.ones(entries, dtype=bool)
+        _patch_candidates(looked, slot_task, cand, ok, cand_epoch, epoch,
+                          np.array(log, dtype=np.int64), np.array(log_ptr), bound, bound_ok,
+                          reach, KEY)
+        done = np.zeros(entries, dtype=bool)
+        done[looked] = True
+        np.testing.assert_array_equal(cand[done & ok], fresh[done & ok])
+        np.testing.assert_array_equal(cand[~done], before[~done])
+        assert ok[~done].all()
+        assert (cand_epoch[done & ok] == epoch).all()
+        assert not (done[-3:] & ok[-3:]).any()
+        for e in np.flatnonzero(done & ~ok & bound_ok):     # only for a changed candidate
+            assert np.isin(before[e], log[log_ptr[cand_epoch[e]]:]).any()
+        kept += int((done & ok).sum())
+        patched += int((done & ok & (before != fresh).any(axis=1)).sum())
+        searched = done & ~ok                       # searched again, as a lookup would
+        cand[searched] = fresh[searched]
+        cand_epoch[searched] = epoch
     assert kept > 100 and patched > 10      # entries kept, some of them changed
 
 

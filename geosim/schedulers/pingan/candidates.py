@@ -49,6 +49,10 @@ def _top(score: np.ndarray, m: int) -> np.ndarray:
     return map_rows(top, score) if wide_rows(score.size) else top(score)
 
 
+#: The log of reachability changes kept for seeded candidates, in clusters of the world:
+#: beyond it, every stored candidate is searched again (:meth:`_RowCache._log_changes`).
+LOG_CLUSTERS = 8
+
 #: How PingAn chooses among clusters tied at the last candidate's bound (``ties``).
 TIES = ("numpy", "seeded")
 
@@ -107,57 +111,68 @@ def _seeded_top(score, m, row_task, key):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _patch_candidates(n_slots, slot_task, cand, cand_ok, bound, bound_ok, flipped, reach,
-                      key):  # pragma: no cover - compiled
-    """Bring the stored seeded candidates to the reachability ``reach`` (in place).
+def _patch_candidates(entries, slot_task, cand, cand_ok, cand_epoch, epoch, log, log_ptr,
+                      bound, bound_ok, reach, key):  # pragma: no cover - compiled
+    """Bring the stored seeded candidates of ``entries`` to the reachability ``reach``.
 
-    Only the clusters ``flipped`` changed reachability, hence value (a bound, or ``+inf``
-    where unreachable, as :func:`_kept_range` masks them). :func:`_seeded_top` orders a
-    row's clusters by value, draw and index, each cluster's place independent of the
-    others', so an entry none of whose candidates flipped has as its new candidates the
-    ``m`` first of its candidates and the flipped clusters: every other cluster kept its
-    value and came after the last candidate. An entry with a flipped candidate, or
-    without kept bounds, is marked to be searched again (``cand_ok`` False).
+    Entry ``s``'s candidates are for the reachability of epoch ``cand_epoch[s]``; the
+    clusters whose reachability changed from epoch ``e`` to ``e + 1`` are
+    ``log[log_ptr[e]:log_ptr[e + 1]]``, and ``reach`` is that of ``epoch``. Only those
+    clusters changed value (a bound, or ``+inf`` where unreachable, as :func:`_kept_range`
+    masks them). :func:`_seeded_top` orders a row's clusters by value, draw and index,
+    each cluster's place independent of the others', so an entry none of whose
+    candidates changed has as its new candidates the ``m`` first of its candidates and
+    the changed clusters: every other cluster kept its value and came after the last
+    candidate (a cluster that changed and changed back is taken as changed, which changes
+    nothing). An entry with a changed candidate, or without kept bounds, is marked to be
+    searched again (``cand_ok`` False); the others are at ``epoch`` afterwards.
     """
     m = cand.shape[1]
-    n = reach.size
-    mark = np.zeros(n, dtype=np.bool_)
-    for d in flipped:
-        mark[d] = True
-    # A cluster that became unreachable (value +inf) can come before a last candidate
-    # only if that one's value is +inf or NaN too.
-    up = np.empty(flipped.size, dtype=np.int64)
-    down = np.empty(flipped.size, dtype=np.int64)
-    n_up = n_down = 0
-    for d in flipped:
-        if reach[d]:
-            up[n_up] = d
-            n_up += 1
-        else:
-            down[n_down] = d
-            n_down += 1
+    mark = np.zeros(reach.size, dtype=np.bool_)
+    up = np.empty(reach.size, dtype=np.int64)
+    down = np.empty(reach.size, dtype=np.int64)
     vals = np.empty(m)
-    for s in range(n_slots):
-        if not cand_ok[s]:
+    for s in entries:
+        if s < 0 or not cand_ok[s] or cand_epoch[s] >= epoch:
             continue
         if s >= bound.shape[0] or not bound_ok[s]:
             cand_ok[s] = False
             continue
+        # The distinct clusters changed since the entry's epoch, split by where they are now.
+        n_up = n_down = 0
+        for i in range(log_ptr[cand_epoch[s]], log_ptr[epoch]):
+            d = log[i]
+            if mark[d]:
+                continue
+            mark[d] = True
+            if reach[d]:
+                up[n_up] = d
+                n_up += 1
+            else:
+                down[n_down] = d
+                n_down += 1
         hit = False
         for j in range(m):
             if cand[s, j] < 0 or mark[cand[s, j]]:
                 hit = True
         if hit:
             cand_ok[s] = False
-            continue
-        t = slot_task[s]
-        for j in range(m):
-            vals[j] = -bound[s, cand[s, j]] if reach[cand[s, j]] else np.inf
+        else:
+            t = slot_task[s]
+            for j in range(m):
+                vals[j] = -bound[s, cand[s, j]] if reach[cand[s, j]] else np.inf
+            for i in range(n_up):
+                _insert(key, t, -bound[s, up[i]], up[i], vals, cand[s])
+            # One that became unreachable (+inf) can come before a last candidate only if
+            # that one's value is +inf or NaN too.
+            if not vals[m - 1] < np.inf:
+                for i in range(n_down):
+                    _insert(key, t, np.inf, down[i], vals, cand[s])
+            cand_epoch[s] = epoch
         for i in range(n_up):
-            _insert(key, t, -bound[s, up[i]], up[i], vals, cand[s])
-        if not vals[m - 1] < np.inf:
-            for i in range(n_down):
-                _insert(key, t, np.inf, down[i], vals, cand[s])
+            mark[up[i]] = False
+        for i in range(n_down):
+            mark[down[i]] = False
 
 
 @njit(cache=True, inline="always")
@@ -215,7 +230,13 @@ class _RowCache:
         self.mean = np.empty(0)
         self.cand = np.empty((0, m), dtype=np.int64)              # per slot: candidates
         self.cand_ok = np.empty(0, dtype=np.bool_)
-        self.reach_seen = np.empty(0, dtype=np.bool_)  # reachability the candidates are for
+        # With seeded ties: each entry's reachability epoch, the clusters that changed
+        # from one epoch to the next (a log since the last reset) and the reachability now.
+        self.cand_epoch = np.empty(0, dtype=np.int64)
+        self.epoch = 0
+        self.log = np.empty(0, dtype=np.int64)
+        self.log_ptr = np.zeros(1, dtype=np.int64)
+        self.reach_seen = np.empty(0, dtype=np.bool_)
         self.bound = np.empty((0, n_clusters))                    # per slot: upper bounds
         self.bound_rows = max(64, BOUND_CACHE_BYTES // (8 * max(n_clusters, 1)))
         self.bound_ok = np.empty(0, dtype=np.bool_)
@@ -229,6 +250,7 @@ class _RowCache:
     def reset(self, version: int) -> None:
         """Drop every entry; the model is now at ``version``."""
         self.version = version
+        self.epoch = 0
         self.task_slot[self.slot_task[: self.n_slots]] = -1
         self.n_slots = self.n_groups = self.n_atoms = self.n_rows = 0
         keymap.clear(self.rows[0])
@@ -246,6 +268,7 @@ class _RowCache:
             self.g_hi = _grown(self.g_hi, size)
             self.cand = _grown(self.cand, size)
             self.cand_ok = _grown(self.cand_ok, size)
+            self.cand_epoch = _grown(self.cand_epoch, size)
             if self.bound.shape[0] < self.bound_rows:    # its budget, then no more
                 self.bound = _grown(self.bound, min(size, self.bound_rows))
             self.bound_ok = _grown(self.bound_ok, size)
@@ -305,17 +328,19 @@ class _RowCache:
             self.reset(version)
         if self.reach_epoch != reach_epoch:
             self.reach_epoch = reach_epoch
-            if key is not None and self.reach_seen.shape == reach.shape:
-                # The seeded order of a cluster does not depend on the others: only the
-                # clusters whose reachability changed can move a task's candidates.
-                _patch_candidates(self.n_slots, self.slot_task, self.cand, self.cand_ok,
-                                  self.bound, self.bound_ok,
-                                  np.flatnonzero(reach != self.reach_seen), reach, key)
-            else:
+            if key is None or self.reach_seen.shape != reach.shape:
                 self.cand_ok[: self.n_slots] = False
+            else:
+                self._log_changes(np.flatnonzero(reach != self.reach_seen))
             if key is not None:
                 self.reach_seen = np.array(reach, dtype=np.bool_)
         self.reserve(tasks.size, g_ptr[-1], 0)
+        if key is not None:
+            # The seeded order of a cluster does not depend on the others: a task's stored
+            # candidates follow the clusters whose reachability changed since they were found.
+            _patch_candidates(self.task_slot[tasks], self.slot_task, self.cand, self.cand_ok,
+                              self.cand_epoch, self.epoch, self.log, self.log_ptr, self.bound,
+                              self.bound_ok, reach, key)
         # Bounds of many tasks on many clusters are computed on every thread.
         parts = numba.get_num_threads() if wide_rows(tasks.size * self.n_clusters) else 1
         slots, self.n_slots, self.n_groups, cand = _find_candidates(
@@ -324,7 +349,26 @@ class _RowCache:
             self.cand, self.cand_ok, self.bound, self.bound_ok, task_type, task_work, speed_b,
             bw_b, reach, free, find, parts, threads.ROWS_WIDE_FROM, key is not None,
             np.uint64(0) if key is None else key)
+        self.cand_epoch[slots] = self.epoch      # every entry looked up is now at this epoch
         return slots, cand
+
+    def _log_changes(self, changed: np.ndarray) -> None:
+        """Log the clusters whose reachability changed: a new epoch (seeded ties).
+
+        Past :data:`LOG_CLUSTERS` times the clusters, every entry is to be searched again
+        and the log starts anew.
+        """
+        at = self.log_ptr[self.epoch]
+        if at + changed.size > LOG_CLUSTERS * self.n_clusters:
+            self.cand_ok[: self.n_slots] = False
+            self.epoch = at = 0
+        if at + changed.size > self.log.size:
+            self.log = _grown(self.log, max(2 * self.log.size, at + changed.size, 1024))
+        if self.epoch + 2 > self.log_ptr.size:
+            self.log_ptr = _grown(self.log_ptr, 2 * self.log_ptr.size)
+        self.log[at: at + changed.size] = changed
+        self.epoch += 1
+        self.log_ptr[self.epoch] = at + changed.size
 
     def rates(self, model: PerformanceModel, slots: np.ndarray, tasks: np.ndarray,
               cand: np.ndarray, task_type: np.ndarray, task_work: np.ndarray,
