@@ -200,6 +200,23 @@ def test_pingan_bounds_in_parts():
             np.testing.assert_array_equal(run[11], serial[11])    # which are kept
 
 
+def test_pingan_kept_bounds_are_the_bounds():
+    """Kept or computed from each source's row read once, the bounds of ``_neg_bounds``."""
+    rng = np.random.default_rng(6)
+    for _ in range(5):
+        (rows, slots, tasks, types, work, g_ptr, g_src, g_size, speed, bw, kept, ok,
+         mask) = _bound_inputs(rng)
+        ok[:] = False                           # nothing kept yet: every bound computed
+        first = candidates._kept_bounds(rows, slots, tasks, types, work, g_ptr, g_src,
+                                        g_size, speed, bw, kept, ok, mask, 1, 0)
+        again = candidates._kept_bounds(rows, slots, tasks, types, work, g_ptr, g_src,
+                                        g_size, speed, bw, kept, ok, mask, 1, 0)
+        want = candidates._neg_bounds(speed, bw, rows, tasks, types, work, g_ptr, g_src,
+                                      g_size, mask)
+        np.testing.assert_array_equal(first, want)
+        np.testing.assert_array_equal(again, want)
+
+
 def _tables(world, monkeypatch, wide_from, rows_wide_from):
     monkeypatch.setattr(threads, "WIDE_FROM", wide_from)
     monkeypatch.setattr(threads, "ROWS_WIDE_FROM", rows_wide_from)

@@ -49,6 +49,10 @@ def _top(score: np.ndarray, m: int) -> np.ndarray:
     return map_rows(top, score) if wide_rows(score.size) else top(score)
 
 
+#: Memory for the mean bandwidths from the sources one search reads (:func:`_source_values`):
+#: 3 200 sources of 10 000 clusters.
+SOURCE_VALUES_BYTES = 256 * 2**20
+
 #: The log of reachability changes kept for seeded candidates, in clusters of the world:
 #: beyond it, every stored candidate is searched again (:meth:`_RowCache._log_changes`).
 LOG_CLUSTERS = 8
@@ -418,31 +422,42 @@ def _neg_bounds(speed_mean, bw_mean, rows, tasks, task_type, task_work, g_ptr, g
     """
     n = speed_mean.shape[0]
     neg = np.empty((rows.size, n))
+    no_sources, no_values = np.empty(0, dtype=np.int64), np.empty((0, 0))
     for x in range(rows.size):
         i = rows[x]
         t = tasks[i]
         _bounds(speed_mean, bw_mean, task_type[t], task_work[t], g_ptr[i], g_ptr[i + 1],
-                g_src, g_size, neg[x])
+                g_src, g_size, neg[x], no_sources, no_values)
         for c in range(n):
             neg[x, c] = -neg[x, c] if mask[c] else np.inf
     return neg
 
 
 @njit(cache=True)
-def _bounds(speed_mean, bw_mean, task_type, work, lo, hi, g_src, g_size,
-            out):  # pragma: no cover - compiled
+def _bounds(speed_mean, bw_mean, task_type, work, lo, hi, g_src, g_size, out, at,
+            src_bw):  # pragma: no cover - compiled
     """``min(E[V^P] / work, min_s E[V^T_s] / size_s)`` of a task on every cluster ``c``.
 
     The bound on ``c`` goes to ``out[c]``; the task's groups are ``lo:hi``. Each cluster's
     minimum is taken over the groups in their order; a group's pairs (one source to every
-    cluster) are read in a row, their rows found by one merge (:func:`source_rows`).
+    cluster) are read from ``src_bw[at[src]]`` (:func:`_source_values`) where ``at[src]``
+    is not -1 (``at`` may be empty), else in a row whose rows one merge finds
+    (:func:`source_rows`).
     """
     n = out.size
     for c in range(n):
         out[c] = speed_mean[c, task_type] / work
-    rows = np.empty(n if hi > lo else 0, dtype=np.int64)
+    rows = np.empty(0, dtype=np.int64)
     for g in range(lo, hi):
         src, size = g_src[g], g_size[g]
+        if at.size and at[src] >= 0:
+            values = src_bw[at[src]]
+            for c in range(n):
+                tr = np.inf if src == c else values[c] / size
+                out[c] = _min(out[c], tr)
+            continue
+        if rows.size == 0:
+            rows = np.empty(n, dtype=np.int64)
         source_rows(bw_mean, src, rows)
         for c in range(n):
             tr = np.inf if src == c else bw_mean.values[rows[c]] / size
@@ -658,29 +673,68 @@ def _kept_bounds(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size,
     """
     n = speed_b.shape[0]
     neg = np.empty((rows.size, n))
+    at, src_bw = _source_values(rows, slots, g_ptr, g_src, bw_b, c_bound.shape[0], bound_ok)
     if parts > 1 and rows.size > 1 and rows.size * n >= wide_from:
         _kept_bounds_wide(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size,
-                          speed_b, bw_b, c_bound, bound_ok, mask, neg, parts)
+                          speed_b, bw_b, at, src_bw, c_bound, bound_ok, mask, neg, parts)
     else:
         _kept_range(0, rows.size, rows, slots, tasks, task_type, task_work, g_ptr, g_src,
-                    g_size, speed_b, bw_b, c_bound, bound_ok, mask, neg)
+                    g_size, speed_b, bw_b, at, src_bw, c_bound, bound_ok, mask, neg)
     return neg
+
+
+@njit(cache=True)
+def _source_values(rows, slots, g_ptr, g_src, bw_b, kept_rows,
+                   bound_ok):  # pragma: no cover - compiled
+    """The mean bandwidth from each source read by the bounds to compute, to every cluster.
+
+    The tasks of ``rows`` whose bounds are not kept read their groups' sources; tasks of
+    one call share them (on ``edge-10k``, about 100 groups from 17 sources a call), and
+    each source's row (one merge of :func:`source_rows`, one gather) is read once, for
+    at most :data:`SOURCE_VALUES_BYTES`.
+
+    Returns:
+        Each cluster's row in the table (-1: not read, or beyond the budget) and the
+        table, ``[row, dst]``.
+    """
+    n = bw_b.fallback.size
+    at = np.full(n, -1, dtype=np.int64)
+    cap = max(1, SOURCE_VALUES_BYTES // (8 * n))
+    count = 0
+    for x in range(rows.size):
+        i = rows[x]
+        s = slots[i]
+        if s < kept_rows and bound_ok[s]:
+            continue
+        for g in range(g_ptr[i], g_ptr[i + 1]):
+            if at[g_src[g]] < 0 and count < cap:
+                at[g_src[g]] = count
+                count += 1
+    table = np.empty((count, n))
+    where = np.empty(n, dtype=np.int64)
+    for src in range(n):
+        if at[src] >= 0:
+            source_rows(bw_b, src, where)
+            for c in range(n):
+                table[at[src], c] = bw_b.values[where[c]]
+    return at, table
 
 
 @njit(cache=True, parallel=True)
 def _kept_bounds_wide(rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size, speed_b,
-                      bw_b, c_bound, bound_ok, mask, neg, parts):  # pragma: no cover - compiled
+                      bw_b, at, src_bw, c_bound, bound_ok, mask, neg,
+                      parts):  # pragma: no cover - compiled
     """:func:`_kept_range` over ``parts`` parts of ``rows``, in parallel (:mod:`geosim.threads`)."""
     b = part_bounds(rows.size, parts)
     for k in prange(parts):
         _kept_range(b[k], b[k + 1], rows, slots, tasks, task_type, task_work, g_ptr, g_src,
-                    g_size, speed_b, bw_b, c_bound, bound_ok, mask, neg)
+                    g_size, speed_b, bw_b, at, src_bw, c_bound, bound_ok, mask, neg)
 
 
 @njit(cache=True)
 def _kept_range(lo, hi, rows, slots, tasks, task_type, task_work, g_ptr, g_src, g_size, speed_b,
-                bw_b, c_bound, bound_ok, mask, neg):  # pragma: no cover - compiled
-    """Rows ``lo:hi`` of :func:`_kept_bounds` into ``neg``."""
+                bw_b, at, src_bw, c_bound, bound_ok, mask, neg):  # pragma: no cover - compiled
+    """Rows ``lo:hi`` of :func:`_kept_bounds` into ``neg`` (sources' rows ``at``, ``src_bw``)."""
     n = speed_b.shape[0]
     spare = np.empty(n)
     for x in range(lo, hi):
@@ -691,7 +745,7 @@ def _kept_range(lo, hi, rows, slots, tasks, task_type, task_work, g_ptr, g_src, 
         if not (kept and bound_ok[s]):
             t = tasks[i]
             _bounds(speed_b, bw_b, task_type[t], task_work[t], g_ptr[i], g_ptr[i + 1], g_src,
-                    g_size, row)
+                    g_size, row, at, src_bw)
             bound_ok[s] = kept
         for c in range(n):
             neg[x, c] = -row[c] if mask[c] else np.inf
