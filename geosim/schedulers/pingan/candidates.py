@@ -273,8 +273,11 @@ class _RowCache:
             self.cand = _grown(self.cand, size)
             self.cand_ok = _grown(self.cand_ok, size)
             self.cand_epoch = _grown(self.cand_epoch, size)
-            if self.bound.shape[0] < self.bound_rows:    # its budget, then no more
-                self.bound = _grown(self.bound, min(size, self.bound_rows))
+            if self.bound.shape[0] < self.bound_rows:
+                # Its whole budget at once: rows never written are not resident, and the
+                # rows written are not copied at each doubling (on 10 000 clusters, half
+                # a GB of copies).
+                self.bound = _grown(self.bound, self.bound_rows)
             self.bound_ok = _grown(self.bound_ok, size)
             self.slot_task = _grown(self.slot_task, size)
         need = self.n_groups + groups
