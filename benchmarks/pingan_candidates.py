@@ -92,7 +92,8 @@ class Probe:
         for i in self._rng.choice(tasks.size, min(5, tasks.size), replace=False):
             t = tasks[i]
             candidates._bounds(speed_b, bw_b, task_type[t], task_work[t], g_ptr[i],
-                               g_ptr[i + 1], g_src, g_size, bound)
+                               g_ptr[i + 1], g_src, g_size, bound, np.empty(0, dtype=np.int64),
+                               np.empty((0, 0)))
             live = np.sort(bound[reach])
             kth = live[-min(m, live.size)]
             speed = np.mean(speed_b[reach, task_type[t]] / task_work[t] >= kth)

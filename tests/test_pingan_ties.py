@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from geosim.keyed import uniform
-from geosim.schedulers.pingan.candidates import _patch_candidates, _seeded_top, top_columns
+from geosim.schedulers.pingan.candidates import top_columns
+from geosim.schedulers.pingan.seeded import _patch_candidates, _seeded_top
 from geosim.testing import scheduler_checks
 
 KEY = np.uint64(0x5EED)
