@@ -67,8 +67,8 @@ def _patch_candidates(entries, slot_task, cand, cand_ok, cand_epoch, epoch, log,
     clusters whose reachability changed from epoch ``e`` to ``e + 1`` are
     ``log[log_ptr[e]:log_ptr[e + 1]]``, and ``reach`` is that of ``epoch``. Only those
     clusters changed value (a bound, or ``+inf`` where unreachable, as PingAn's
-    masks them). :func:`_seeded_top` orders a row's clusters by value, draw and index,
-    each cluster's place independent of the others', so an entry none of whose
+    candidate search masks them). :func:`_seeded_top` orders a row's clusters by value,
+    draw and index, each cluster's place independent of the others', so an entry none of whose
     candidates changed has as its new candidates the ``m`` first of its candidates and
     the changed clusters: every other cluster kept its value and came after the last
     candidate (a cluster that changed and changed back is taken as changed, which changes
